@@ -1,0 +1,227 @@
+//! Layered configuration: `config/default.toml`, then the file named by `APP_CONFIG_FILE`
+//! (if set), then `APP__SECTION__KEY` environment variables.
+//!
+//! Everything is validated once at start-up; a problem names the offending key. Secrets are
+//! `SecretString` and must never be printed.
+
+use std::time::Duration;
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+
+use crate::lock::Ttl;
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Settings {
+    pub environment: String,
+    pub server: ServerSettings,
+    pub database: DatabaseSettings,
+    pub redis: RedisSettings,
+    pub lock: LockSettings,
+    pub mongo: MongoSettings,
+    pub amqp: AmqpSettings,
+    pub auth: AuthSettings,
+    pub outbox: OutboxSettings,
+    pub log: LogSettings,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ServerSettings {
+    pub host: String,
+    pub port: u16,
+    pub json_limit_bytes: usize,
+    pub shutdown_grace_ms: u64,
+    /// Honour test-only request headers (pausing a transition before COMMIT). Never in production.
+    pub test_hooks: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct DatabaseSettings {
+    pub url: SecretString,
+    pub max_connections: u32,
+    pub acquire_timeout_ms: u64,
+    pub lock_timeout_ms: u64,
+    pub statement_timeout_ms: u64,
+    pub migrate_on_start: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct RedisSettings {
+    pub url: SecretString,
+    pub key_prefix: String,
+    pub pool_size: usize,
+    pub op_timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct LockSettings {
+    pub ttl_ms: u64,
+    pub max_hold_ms: u64,
+    pub retry_after_secs: u64,
+    pub breaker_failure_threshold: u32,
+    pub breaker_open_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct MongoSettings {
+    pub url: SecretString,
+    pub database: String,
+    pub collection: String,
+    pub timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct AmqpSettings {
+    pub url: SecretString,
+    pub exchange: String,
+    pub bind_queue: String,
+    pub timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct AuthSettings {
+    pub jwt_secret: SecretString,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct OutboxSettings {
+    pub poll_interval_ms: u64,
+    pub batch_size: i64,
+    pub backoff_base_ms: u64,
+    pub backoff_max_ms: u64,
+    /// Run the background dispatcher in this process.
+    pub run_dispatcher: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct LogSettings {
+    pub format: String,
+    pub level: String,
+}
+
+/// One problem found in the configuration, naming its key.
+#[derive(Debug, thiserror::Error)]
+#[error("{key}: {problem}")]
+pub struct ConfigProblem {
+    pub key: &'static str,
+    pub problem: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("could not load configuration: {0}")]
+    Load(#[from] config::ConfigError),
+    #[error("invalid configuration:\n{}", .0.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n"))]
+    Invalid(Vec<ConfigProblem>),
+}
+
+const DEV_SECRET: &str = "development-only-secret-change-me";
+
+impl Settings {
+    /// Loads the layers from `config_dir` (the folder holding `default.toml`) and validates.
+    pub fn load_from(config_dir: &std::path::Path) -> Result<Self, ConfigError> {
+        let mut builder = config::Config::builder()
+            .add_source(config::File::from(config_dir.join("default.toml")).required(true));
+        if let Ok(extra) = std::env::var("APP_CONFIG_FILE") {
+            builder = builder.add_source(config::File::with_name(&extra).required(true));
+        }
+        let settings: Settings = builder
+            .add_source(
+                config::Environment::with_prefix("APP")
+                    .prefix_separator("__")
+                    .separator("__")
+                    .try_parsing(true),
+            )
+            .build()?
+            .try_deserialize()?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Loads from `./config`, or from `APP_CONFIG_DIR` when set.
+    pub fn load() -> Result<Self, ConfigError> {
+        let dir = std::env::var("APP_CONFIG_DIR").unwrap_or_else(|_| "config".to_string());
+        Self::load_from(std::path::Path::new(&dir))
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let mut problems = Vec::new();
+        let mut bad = |key: &'static str, problem: String| {
+            problems.push(ConfigProblem { key, problem })
+        };
+        let url_check = |url: &SecretString, schemes: &[&str]| -> Option<String> {
+            let s = url.expose_secret();
+            match s.split_once("://") {
+                Some((scheme, rest)) if schemes.contains(&scheme) && !rest.is_empty() => None,
+                _ => Some(format!("must be a URL starting with {}://", schemes.join("|"))),
+            }
+        };
+        if let Some(p) = url_check(&self.database.url, &["postgres", "postgresql"]) {
+            bad("database.url", p);
+        }
+        if let Some(p) = url_check(&self.redis.url, &["redis", "rediss"]) {
+            bad("redis.url", p);
+        }
+        if let Some(p) = url_check(&self.mongo.url, &["mongodb", "mongodb+srv"]) {
+            bad("mongo.url", p);
+        }
+        if let Some(p) = url_check(&self.amqp.url, &["amqp", "amqps"]) {
+            bad("amqp.url", p);
+        }
+        if self.lock.ttl_ms == 0 {
+            bad("lock.ttl_ms", "must be greater than zero: no permanent locks".into());
+        }
+        if self.lock.max_hold_ms < self.lock.ttl_ms {
+            bad("lock.max_hold_ms", "must be at least lock.ttl_ms".into());
+        }
+        if self.redis.op_timeout_ms == 0 {
+            bad("redis.op_timeout_ms", "must be greater than zero".into());
+        }
+        if self.redis.op_timeout_ms * 3 >= self.lock.ttl_ms {
+            bad(
+                "redis.op_timeout_ms",
+                "must be well below lock.ttl_ms / 3 (the renewal interval)".into(),
+            );
+        }
+        if self.redis.pool_size == 0 {
+            bad("redis.pool_size", "must be greater than zero".into());
+        }
+        if self.database.max_connections == 0 {
+            bad("database.max_connections", "must be greater than zero".into());
+        }
+        if self.lock.breaker_failure_threshold == 0 {
+            bad("lock.breaker_failure_threshold", "must be at least 1".into());
+        }
+        if self.outbox.batch_size <= 0 {
+            bad("outbox.batch_size", "must be greater than zero".into());
+        }
+        if self.amqp.exchange.trim().is_empty() {
+            bad("amqp.exchange", "must not be empty".into());
+        }
+        if self.server.test_hooks && self.environment == "production" {
+            bad("server.test_hooks", "must be off in production".into());
+        }
+        if !matches!(self.log.format.as_str(), "pretty" | "json") {
+            bad("log.format", "must be \"pretty\" or \"json\"".into());
+        }
+        let secret = self.auth.jwt_secret.expose_secret();
+        if secret.len() < 16 {
+            bad("auth.jwt_secret", "must be at least 16 bytes".into());
+        }
+        if self.environment != "development" && secret == DEV_SECRET {
+            bad(
+                "auth.jwt_secret",
+                "the development secret may not be used outside development; set APP__AUTH__JWT_SECRET".into(),
+            );
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError::Invalid(problems))
+        }
+    }
+
+    pub fn lock_ttl(&self) -> Ttl {
+        Ttl::new(Duration::from_millis(self.lock.ttl_ms)).expect("validated: ttl > 0")
+    }
+}

@@ -1,0 +1,194 @@
+//! The one place the state machine lives.
+//!
+//! Document: `DRAFT -submit-> PENDING_REVIEW -approve-> APPROVED`,
+//! `PENDING_REVIEW -reject-> REJECTED`, `REJECTED -submit-> PENDING_REVIEW`.
+//! Review: `PENDING -> APPROVED | REJECTED`.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum DocumentStatus {
+    Draft,
+    PendingReview,
+    Approved,
+    Rejected,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ReviewStatus {
+    Pending,
+    Approved,
+    Rejected,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    Edit,
+    Submit,
+    Approve,
+    Reject,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Edit => "edit",
+            Action::Submit => "submit",
+            Action::Approve => "approve",
+            Action::Reject => "reject",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("cannot {action} a document in state {from}", action = .action.as_str(), from = .from.as_str())]
+pub struct InvalidTransition {
+    pub from: DocumentStatus,
+    pub action: Action,
+}
+
+impl DocumentStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DocumentStatus::Draft => "DRAFT",
+            DocumentStatus::PendingReview => "PENDING_REVIEW",
+            DocumentStatus::Approved => "APPROVED",
+            DocumentStatus::Rejected => "REJECTED",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "DRAFT" => DocumentStatus::Draft,
+            "PENDING_REVIEW" => DocumentStatus::PendingReview,
+            "APPROVED" => DocumentStatus::Approved,
+            "REJECTED" => DocumentStatus::Rejected,
+            _ => return None,
+        })
+    }
+
+    /// The status after `action`, or why it is not allowed. Edits keep the status.
+    pub fn apply(self, action: Action) -> Result<DocumentStatus, InvalidTransition> {
+        use Action::*;
+        use DocumentStatus::*;
+        match (self, action) {
+            (Draft | Rejected, Edit) => Ok(self),
+            (Draft | Rejected, Submit) => Ok(PendingReview),
+            (PendingReview, Approve) => Ok(Approved),
+            (PendingReview, Reject) => Ok(Rejected),
+            (from, action) => Err(InvalidTransition { from, action }),
+        }
+    }
+}
+
+impl ReviewStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewStatus::Pending => "PENDING",
+            ReviewStatus::Approved => "APPROVED",
+            ReviewStatus::Rejected => "REJECTED",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "PENDING" => ReviewStatus::Pending,
+            "APPROVED" => ReviewStatus::Approved,
+            "REJECTED" => ReviewStatus::Rejected,
+            _ => return None,
+        })
+    }
+
+    /// A decision is only possible on a pending review.
+    pub fn decide(self, action: Action) -> Option<ReviewStatus> {
+        match (self, action) {
+            (ReviewStatus::Pending, Action::Approve) => Some(ReviewStatus::Approved),
+            (ReviewStatus::Pending, Action::Reject) => Some(ReviewStatus::Rejected),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn any_status() -> impl Strategy<Value = DocumentStatus> {
+        prop_oneof![
+            Just(DocumentStatus::Draft),
+            Just(DocumentStatus::PendingReview),
+            Just(DocumentStatus::Approved),
+            Just(DocumentStatus::Rejected),
+        ]
+    }
+
+    fn any_action() -> impl Strategy<Value = Action> {
+        prop_oneof![
+            Just(Action::Edit),
+            Just(Action::Submit),
+            Just(Action::Approve),
+            Just(Action::Reject),
+        ]
+    }
+
+    #[test]
+    fn the_happy_paths() {
+        use Action::*;
+        use DocumentStatus::*;
+        assert_eq!(Draft.apply(Submit), Ok(PendingReview));
+        assert_eq!(PendingReview.apply(Approve), Ok(Approved));
+        assert_eq!(PendingReview.apply(Reject), Ok(Rejected));
+        assert_eq!(Rejected.apply(Submit), Ok(PendingReview));
+        assert!(Approved.apply(Edit).is_err());
+        assert!(PendingReview.apply(Edit).is_err());
+        assert!(Draft.apply(Approve).is_err());
+    }
+
+    proptest! {
+        // APPROVED is terminal, and only approve/reject leave PENDING_REVIEW.
+        #[test]
+        fn approved_is_terminal_and_pending_only_decides(s in any_status(), a in any_action()) {
+            let r = s.apply(a);
+            if s == DocumentStatus::Approved { prop_assert!(r.is_err()); }
+            if s == DocumentStatus::PendingReview {
+                prop_assert_eq!(r.is_ok(), matches!(a, Action::Approve | Action::Reject));
+            }
+            if let Err(e) = r { prop_assert_eq!(e.from, s); prop_assert_eq!(e.action, a); }
+        }
+
+        // Any sequence of actions only ever walks edges of the documented graph.
+        #[test]
+        fn walks_stay_on_the_graph(actions in proptest::collection::vec(any_action(), 0..40)) {
+            let mut s = DocumentStatus::Draft;
+            for a in actions {
+                if let Ok(next) = s.apply(a) {
+                    let allowed = matches!((s, next),
+                        (DocumentStatus::Draft, DocumentStatus::Draft)
+                        | (DocumentStatus::Rejected, DocumentStatus::Rejected)
+                        | (DocumentStatus::Draft, DocumentStatus::PendingReview)
+                        | (DocumentStatus::Rejected, DocumentStatus::PendingReview)
+                        | (DocumentStatus::PendingReview, DocumentStatus::Approved)
+                        | (DocumentStatus::PendingReview, DocumentStatus::Rejected));
+                    prop_assert!(allowed, "{:?} -> {:?}", s, next);
+                    s = next;
+                }
+            }
+        }
+
+        #[test]
+        fn status_names_round_trip(s in any_status()) {
+            prop_assert_eq!(DocumentStatus::parse(s.as_str()), Some(s));
+        }
+    }
+
+    #[test]
+    fn reviews_decide_once() {
+        assert_eq!(ReviewStatus::Pending.decide(Action::Approve), Some(ReviewStatus::Approved));
+        assert_eq!(ReviewStatus::Approved.decide(Action::Reject), None);
+        assert_eq!(ReviewStatus::Rejected.decide(Action::Approve), None);
+        assert_eq!(ReviewStatus::Pending.decide(Action::Submit), None);
+    }
+}

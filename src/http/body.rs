@@ -1,0 +1,68 @@
+//! Reads a JSON request body with a size limit and maps every failure to the error envelope
+//! (actix's own extractors answer some of these in plain text).
+
+use actix_web::http::{header, StatusCode};
+use actix_web::{web, HttpRequest};
+use futures_util::StreamExt;
+use serde::de::DeserializeOwned;
+
+use super::error::{ApiError, ErrorCode};
+
+fn too_large(limit: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorCode::ValidationFailed,
+        format!("the request body is larger than {limit} bytes"),
+    )
+}
+
+/// Parses the body as `T`. An empty body is read as `{}` when `empty_ok`.
+pub async fn read_json<T: DeserializeOwned>(
+    req: &HttpRequest,
+    mut payload: web::Payload,
+    limit: usize,
+    empty_ok: bool,
+) -> Result<T, ApiError> {
+    if let Some(ct) = req.headers().get(header::CONTENT_TYPE) {
+        let ct = ct.to_str().unwrap_or("");
+        let mime = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        if mime != "application/json" {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                ErrorCode::ValidationFailed,
+                "the request body must be application/json",
+            ));
+        }
+    }
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(too_large(limit));
+    }
+    let mut body = Vec::with_capacity(declared.unwrap_or(0).min(limit));
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|_| ApiError::malformed("the request body could not be read"))?;
+        if body.len() + chunk.len() > limit {
+            return Err(too_large(limit));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    if body.iter().all(|b| b.is_ascii_whitespace()) {
+        if empty_ok {
+            body = b"{}".to_vec();
+        } else {
+            return Err(ApiError::malformed("a JSON request body is required"));
+        }
+    }
+    serde_json::from_slice(&body).map_err(|e| {
+        let msg: String = e.to_string().chars().take(200).collect();
+        if e.is_data() {
+            ApiError::validation(format!("the request body does not match the expected fields: {msg}"))
+        } else {
+            ApiError::malformed(format!("the request body is not valid JSON: {msg}"))
+        }
+    })
+}

@@ -1,0 +1,184 @@
+//! The one error envelope: `{"code", "message", "request_id"}`. Codes are for programs and
+//! stable; messages are for people. A 500 says little to the client and everything to the
+//! log. Nothing here may carry SQL, a stack trace or a secret to the client.
+
+use std::fmt;
+
+use actix_web::http::{header, StatusCode};
+use actix_web::{HttpResponse, ResponseError};
+use serde::Serialize;
+
+use super::request_id;
+use crate::lock::gate::Contended;
+use crate::store::StoreError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    LockNotAcquired,
+    InvalidState,
+    LockLost,
+    NotFound,
+    ValidationFailed,
+    Unauthorized,
+    Forbidden,
+    SelfReviewForbidden,
+    IdempotencyKeyReused,
+    IdempotencyInFlight,
+    DependencyUnavailable,
+    Internal,
+}
+
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: ErrorCode,
+    pub message: String,
+    pub retry_after_secs: Option<u64>,
+    /// Logged where the error is turned into a response; never sent.
+    pub cause: Option<anyhow::Error>,
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    code: ErrorCode,
+    message: &'a str,
+    request_id: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            retry_after_secs: None,
+            cause: None,
+        }
+    }
+    pub fn validation(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::ValidationFailed, message)
+    }
+    pub fn malformed(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, ErrorCode::ValidationFailed, message)
+    }
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized, message)
+    }
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, message)
+    }
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, message)
+    }
+    pub fn unavailable(cause: anyhow::Error) -> Self {
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::DependencyUnavailable,
+            "a backing service is unavailable; try again shortly",
+        );
+        e.retry_after_secs = Some(2);
+        e.cause = Some(cause);
+        e
+    }
+    pub fn internal(cause: anyhow::Error) -> Self {
+        let mut e = Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::Internal,
+            "an internal error occurred",
+        );
+        e.cause = Some(cause);
+        e
+    }
+}
+
+impl fmt::Debug for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} ({}): {}", self.code, self.status, self.message)?;
+        if let Some(c) = &self.cause {
+            write!(f, "\ncaused by: {c:?}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let request_id = request_id::current();
+        if self.status.is_server_error() {
+            tracing::error!(code = ?self.code, error = ?self, "request failed");
+        } else {
+            tracing::info!(code = ?self.code, status = self.status.as_u16(), message = %self.message, "request refused");
+        }
+        let mut res = HttpResponse::build(self.status);
+        if let Some(secs) = self.retry_after_secs {
+            res.insert_header((header::RETRY_AFTER, secs.to_string()));
+        }
+        res.json(Body {
+            code: self.code,
+            message: &self.message,
+            request_id,
+        })
+    }
+}
+
+impl From<Contended> for ApiError {
+    fn from(c: Contended) -> Self {
+        let mut e = ApiError::new(
+            StatusCode::CONFLICT,
+            ErrorCode::LockNotAcquired,
+            "another request is working on this item; retry shortly",
+        );
+        e.retry_after_secs = Some(c.retry_after.as_secs_f64().ceil().max(1.0) as u64);
+        e
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound => ApiError::not_found("no such document or review"),
+            StoreError::Forbidden(msg) => ApiError::forbidden(msg),
+            StoreError::SelfReview => ApiError::new(
+                StatusCode::FORBIDDEN,
+                ErrorCode::SelfReviewForbidden,
+                "the author of a document may not approve or reject it",
+            ),
+            StoreError::InvalidState(t) => {
+                ApiError::new(StatusCode::CONFLICT, ErrorCode::InvalidState, t.to_string())
+            }
+            StoreError::ReviewDecided(s) => ApiError::new(
+                StatusCode::CONFLICT,
+                ErrorCode::InvalidState,
+                format!("the review can no longer be decided: it is {s}"),
+            ),
+            StoreError::LockLost => ApiError::new(
+                StatusCode::CONFLICT,
+                ErrorCode::LockLost,
+                "the lock was lost before the change could be committed; nothing was changed, retry",
+            ),
+            StoreError::RowLocked => {
+                let mut e = ApiError::new(
+                    StatusCode::CONFLICT,
+                    ErrorCode::LockNotAcquired,
+                    "another request is working on this item; retry shortly",
+                );
+                e.retry_after_secs = Some(1);
+                e
+            }
+            StoreError::Unavailable(db) => {
+                ApiError::unavailable(anyhow::Error::new(db).context("postgresql unavailable"))
+            }
+            StoreError::Unexpected(cause) => ApiError::internal(cause),
+        }
+    }
+}

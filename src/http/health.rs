@@ -1,0 +1,68 @@
+//! `/healthz` (the process answers) and `/readyz` (PostgreSQL required; Redis, MongoDB and
+//! RabbitMQ reported one by one; an optional one down means degraded, not unready).
+
+use std::time::Duration;
+
+use actix_web::{web, HttpResponse};
+use serde_json::json;
+
+use crate::startup::AppState;
+
+pub async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(json!({ "status": "ok" }))
+}
+
+async fn probe<F, E>(fut: F) -> (&'static str, Option<String>)
+where
+    F: std::future::Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
+{
+    match tokio::time::timeout(Duration::from_secs(2), fut).await {
+        Ok(Ok(())) => ("up", None),
+        Ok(Err(e)) => ("down", Some(e.to_string())),
+        Err(_) => ("down", Some("timed out".into())),
+    }
+}
+
+pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
+    let (pg, redis, mongo, amqp) = tokio::join!(
+        probe(state.store.ping()),
+        async {
+            match &state.redis {
+                Some(r) => probe(r.ping()).await,
+                None => ("disabled", None),
+            }
+        },
+        probe(state.mongo.ping()),
+        probe(state.reviews_dispatcher().publisher().ping()),
+    );
+    let optional_down = [redis.0, mongo.0, amqp.0].contains(&"down");
+    let status = if pg.0 != "up" {
+        "not_ready"
+    } else if optional_down {
+        "degraded"
+    } else {
+        "ready"
+    };
+    // Failure reasons of dependencies are kept to the log: they can name hosts.
+    for (name, (s, why)) in [("postgresql", &pg), ("redis", &redis), ("mongodb", &mongo), ("rabbitmq", &amqp)] {
+        if let Some(why) = why {
+            tracing::warn!(dependency = name, state = s, reason = %why, "readiness probe");
+        }
+    }
+    let body = json!({
+        "status": status,
+        "checks": {
+            "postgresql": { "status": pg.0, "required": true },
+            "redis": { "status": redis.0, "required": false,
+                       "circuit_breaker": state.reviews.gate().breaker_state().as_str() },
+            "mongodb": { "status": mongo.0, "required": false },
+            "rabbitmq": { "status": amqp.0, "required": false },
+        }
+    });
+    if pg.0 == "up" {
+        HttpResponse::Ok().json(body)
+    } else {
+        HttpResponse::ServiceUnavailable().json(body)
+    }
+}

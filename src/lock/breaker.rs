@@ -1,0 +1,135 @@
+//! A circuit breaker around Redis: after `threshold` consecutive failures it opens and every
+//! request skips Redis (degraded mode, row lock alone) instead of paying the timeout; after
+//! `open_for` one request is let through as a probe, and its outcome closes or re-opens it.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BreakerState {
+    Closed,
+    Open,
+    HalfOpen,
+}
+
+impl BreakerState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BreakerState::Closed => "closed",
+            BreakerState::Open => "open",
+            BreakerState::HalfOpen => "half_open",
+        }
+    }
+}
+
+/// Whether a caller may use the protected dependency now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Permit {
+    Allowed,
+    /// The one call that tests whether the dependency is back.
+    Probe,
+    Rejected,
+}
+
+#[derive(Debug)]
+enum Inner {
+    Closed { failures: u32 },
+    Open { until: Instant },
+    HalfOpen,
+}
+
+#[derive(Debug)]
+pub struct CircuitBreaker {
+    inner: Mutex<Inner>,
+    threshold: u32,
+    open_for: Duration,
+}
+
+impl CircuitBreaker {
+    pub fn new(threshold: u32, open_for: Duration) -> Self {
+        Self {
+            inner: Mutex::new(Inner::Closed { failures: 0 }),
+            threshold: threshold.max(1),
+            open_for,
+        }
+    }
+
+    pub fn permit(&self) -> Permit {
+        let mut inner = self.inner.lock().expect("breaker poisoned");
+        match *inner {
+            Inner::Closed { .. } => Permit::Allowed,
+            Inner::Open { until } if Instant::now() >= until => {
+                *inner = Inner::HalfOpen;
+                Permit::Probe
+            }
+            Inner::Open { .. } | Inner::HalfOpen => Permit::Rejected,
+        }
+    }
+
+    pub fn on_success(&self) {
+        *self.inner.lock().expect("breaker poisoned") = Inner::Closed { failures: 0 };
+    }
+
+    /// Returns true when this failure opened the breaker.
+    pub fn on_failure(&self) -> bool {
+        let mut inner = self.inner.lock().expect("breaker poisoned");
+        let open = match *inner {
+            Inner::Closed { failures } => failures + 1 >= self.threshold,
+            Inner::HalfOpen | Inner::Open { .. } => true,
+        };
+        *inner = if open {
+            Inner::Open {
+                until: Instant::now() + self.open_for,
+            }
+        } else {
+            match *inner {
+                Inner::Closed { failures } => Inner::Closed {
+                    failures: failures + 1,
+                },
+                _ => unreachable!(),
+            }
+        };
+        open
+    }
+
+    pub fn state(&self) -> BreakerState {
+        match *self.inner.lock().expect("breaker poisoned") {
+            Inner::Closed { .. } => BreakerState::Closed,
+            Inner::Open { .. } => BreakerState::Open,
+            Inner::HalfOpen => BreakerState::HalfOpen,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opens_after_threshold_and_probes_once() {
+        let b = CircuitBreaker::new(2, Duration::from_millis(20));
+        assert_eq!(b.permit(), Permit::Allowed);
+        assert!(!b.on_failure());
+        assert_eq!(b.state(), BreakerState::Closed);
+        assert!(b.on_failure());
+        assert_eq!(b.permit(), Permit::Rejected);
+        std::thread::sleep(Duration::from_millis(25));
+        assert_eq!(b.permit(), Permit::Probe);
+        assert_eq!(b.permit(), Permit::Rejected, "only one probe at a time");
+        b.on_failure();
+        assert_eq!(b.state(), BreakerState::Open);
+        std::thread::sleep(Duration::from_millis(25));
+        assert_eq!(b.permit(), Permit::Probe);
+        b.on_success();
+        assert_eq!(b.permit(), Permit::Allowed);
+    }
+
+    #[test]
+    fn success_resets_the_failure_count() {
+        let b = CircuitBreaker::new(2, Duration::from_secs(60));
+        b.on_failure();
+        b.on_success();
+        b.on_failure();
+        assert_eq!(b.state(), BreakerState::Closed);
+    }
+}

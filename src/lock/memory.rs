@@ -1,0 +1,115 @@
+//! In-memory lock provider for unit tests and single-process use. Same contract as the
+//! Redis provider; never a stand-in for it in a multi-instance deployment.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+
+use super::{FencingToken, LockError, LockHandle, LockProvider, OwnerToken, Ttl};
+
+#[derive(Default)]
+pub struct MemoryLockProvider {
+    inner: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    held: HashMap<String, (OwnerToken, Instant)>,
+    fences: HashMap<String, i64>,
+}
+
+impl State {
+    fn live(&mut self, key: &str, now: Instant) -> Option<&(OwnerToken, Instant)> {
+        if matches!(self.held.get(key), Some((_, exp)) if *exp <= now) {
+            self.held.remove(key);
+        }
+        self.held.get(key)
+    }
+}
+
+impl MemoryLockProvider {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+#[async_trait]
+impl LockProvider for MemoryLockProvider {
+    async fn acquire(&self, key: &str, ttl: Ttl) -> Result<LockHandle, LockError> {
+        let now = Instant::now();
+        let mut st = self.inner.lock().expect("lock state poisoned");
+        let token = OwnerToken::generate();
+        if let Some((_, exp)) = st.live(key, now) {
+            let holder_ttl = exp.saturating_duration_since(now);
+            return Ok(LockHandle {
+                acquired: false,
+                lock_key: key.to_string(),
+                owner_token: token,
+                expires_at: now,
+                fencing_token: None,
+                holder_ttl: Some(holder_ttl.max(Duration::from_millis(1))),
+            });
+        }
+        let expires_at = now + ttl.as_duration();
+        st.held
+            .insert(key.to_string(), (token.clone(), expires_at));
+        let fence = st.fences.entry(key.to_string()).or_insert(0);
+        *fence += 1;
+        Ok(LockHandle {
+            acquired: true,
+            lock_key: key.to_string(),
+            owner_token: token,
+            expires_at,
+            fencing_token: Some(FencingToken::new(*fence)),
+            holder_ttl: None,
+        })
+    }
+
+    async fn release(&self, handle: &LockHandle) -> Result<bool, LockError> {
+        let now = Instant::now();
+        let mut st = self.inner.lock().expect("lock state poisoned");
+        match st.live(&handle.lock_key, now) {
+            Some((tok, _)) if *tok == handle.owner_token => {
+                st.held.remove(&handle.lock_key);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn extend_all(&self, handles: &[LockHandle], ttl: Ttl) -> Result<bool, LockError> {
+        let now = Instant::now();
+        let mut st = self.inner.lock().expect("lock state poisoned");
+        for h in handles {
+            match st.live(&h.lock_key, now) {
+                Some((tok, _)) if *tok == h.owner_token => {}
+                _ => return Ok(false),
+            }
+        }
+        for h in handles {
+            if let Some(entry) = st.held.get_mut(&h.lock_key) {
+                entry.1 = now + ttl.as_duration();
+            }
+        }
+        Ok(true)
+    }
+
+    async fn locked(&self, key: &str) -> Result<bool, LockError> {
+        let now = Instant::now();
+        let mut st = self.inner.lock().expect("lock state poisoned");
+        Ok(st.live(key, now).is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lock::contract;
+
+    #[tokio::test]
+    async fn memory_provider_passes_the_contract() {
+        contract::run_all(&MemoryLockProvider::new(), "mem-test:").await;
+    }
+}

@@ -1,0 +1,179 @@
+//! The outer lock: a fast gate that turns concurrent duplicates into an immediate 409.
+//!
+//! It is an optimisation, never the guarantee: the PostgreSQL row lock keeps state correct
+//! on its own. So this layer must never make a request fail because Redis is down (that is
+//! what [`gate::LockGate`] and its circuit breaker are for), and it must never hold a lock
+//! without a TTL.
+
+pub mod breaker;
+#[doc(hidden)]
+pub mod contract;
+pub mod gate;
+pub mod lease;
+pub mod memory;
+pub mod redis;
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use rand::RngCore;
+
+/// A lock time-to-live. It cannot be zero: there are no permanent locks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ttl(Duration);
+
+impl Ttl {
+    /// Refuses zero and anything under a millisecond (Redis `PX` works in milliseconds).
+    pub fn new(d: Duration) -> Option<Self> {
+        (d.as_millis() > 0).then_some(Self(d))
+    }
+    pub fn as_duration(self) -> Duration {
+        self.0
+    }
+    pub fn as_millis(self) -> u64 {
+        self.0.as_millis() as u64
+    }
+}
+
+/// A random owner token: only its holder can release or extend the lock.
+#[derive(Clone, PartialEq, Eq)]
+pub struct OwnerToken(String);
+
+impl OwnerToken {
+    pub fn generate() -> Self {
+        let mut bytes = [0u8; 16];
+        rand::thread_rng().fill_bytes(&mut bytes);
+        Self(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for OwnerToken {
+    // Enough to correlate in logs, not enough to steal the lock.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "OwnerToken({}…)", &self.0[..6])
+    }
+}
+
+/// Strictly increasing per lock key across acquisitions; stored on the rows a holder writes
+/// so that a former holder can never write over a newer one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FencingToken(i64);
+
+impl FencingToken {
+    pub fn new(v: i64) -> Self {
+        Self(v)
+    }
+    pub fn value(self) -> i64 {
+        self.0
+    }
+}
+
+/// What `acquire` returns. `acquired == false` means somebody else holds the key.
+#[derive(Debug, Clone)]
+pub struct LockHandle {
+    pub acquired: bool,
+    pub lock_key: String,
+    pub owner_token: OwnerToken,
+    /// Monotonic deadline after which the lock may belong to someone else.
+    pub expires_at: Instant,
+    pub fencing_token: Option<FencingToken>,
+    /// For a contended handle: how long the current holder's lock still lives.
+    pub holder_ttl: Option<Duration>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("lock {key} is held by another owner")]
+    Contended {
+        key: String,
+        holder_ttl: Option<Duration>,
+    },
+    #[error("lock backend unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// A lock backend. Implementations: [`redis::RedisLockProvider`] (production) and
+/// [`memory::MemoryLockProvider`] (unit tests, single process).
+#[async_trait]
+pub trait LockProvider: Send + Sync + 'static {
+    /// Tries once; never waits and never errors on contention.
+    async fn acquire(&self, key: &str, ttl: Ttl) -> Result<LockHandle, LockError>;
+
+    /// Like `acquire`, but contention is an error.
+    async fn require_acquire(&self, key: &str, ttl: Ttl) -> Result<LockHandle, LockError> {
+        let handle = self.acquire(key, ttl).await?;
+        if handle.acquired {
+            Ok(handle)
+        } else {
+            Err(LockError::Contended {
+                key: handle.lock_key,
+                holder_ttl: handle.holder_ttl,
+            })
+        }
+    }
+
+    /// Deletes the key only if it still holds this owner's token. `Ok(false)`: not ours.
+    async fn release(&self, handle: &LockHandle) -> Result<bool, LockError>;
+
+    /// Resets the TTL of every handle's key, all or nothing, only if every key still holds
+    /// its owner token. `Ok(false)`: at least one is gone or owned by someone else.
+    async fn extend_all(&self, handles: &[LockHandle], ttl: Ttl) -> Result<bool, LockError>;
+
+    /// Resets the TTL only if the key still holds this owner's token.
+    async fn extend(&self, handle: &LockHandle, ttl: Ttl) -> Result<bool, LockError> {
+        self.extend_all(std::slice::from_ref(handle), ttl).await
+    }
+
+    /// Whether anyone holds the key.
+    async fn locked(&self, key: &str) -> Result<bool, LockError>;
+}
+
+/// Builds lock key names with the configured prefix.
+#[derive(Debug, Clone)]
+pub struct LockKeys {
+    prefix: String,
+}
+
+impl LockKeys {
+    pub fn new(prefix: impl Into<String>) -> Self {
+        Self {
+            prefix: prefix.into(),
+        }
+    }
+    pub fn submit(&self, document_id: uuid::Uuid) -> String {
+        format!("{}lock:doc:submit:{document_id}", self.prefix)
+    }
+    pub fn review(&self, review_id: uuid::Uuid) -> String {
+        format!("{}lock:doc:review:{review_id}", self.prefix)
+    }
+}
+
+/// The fence counter key that belongs to a lock key.
+pub(crate) fn fence_key(lock_key: &str) -> String {
+    format!("{lock_key}:fence")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ttl_refuses_zero() {
+        assert!(Ttl::new(Duration::ZERO).is_none());
+        assert!(Ttl::new(Duration::from_micros(500)).is_none());
+        assert_eq!(Ttl::new(Duration::from_millis(5)).unwrap().as_millis(), 5);
+    }
+
+    #[test]
+    fn owner_tokens_are_random_and_redacted() {
+        let a = OwnerToken::generate();
+        let b = OwnerToken::generate();
+        assert_ne!(a, b);
+        assert_eq!(a.as_str().len(), 32);
+        assert!(!format!("{a:?}").contains(a.as_str()));
+    }
+}

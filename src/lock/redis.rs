@@ -1,0 +1,185 @@
+//! Redis lock provider: `SET NX PX` with an owner token, Lua compare-and-delete release,
+//! Lua all-or-nothing compare-and-pexpire renewal, and a fencing token from the same script.
+//!
+//! Fencing tokens are `max(last + 1, redis TIME in µs)`: strictly increasing per key, and
+//! still larger than every earlier token after Redis restarts or is flushed (the time floor
+//! survives where the counter does not). So fence keys may expire, and they do: no counter
+//! piles up forever. This relies on the Redis host's clock not stepping back by more than a
+//! lock's lifetime.
+//!
+//! Every call is bounded by `op_timeout`; a slow Redis is a down Redis to the caller.
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use deadpool_redis::{Config as PoolConfig, Pool, Runtime};
+use redis::Script;
+
+use super::{fence_key, FencingToken, LockError, LockHandle, LockProvider, OwnerToken, Ttl};
+
+const ACQUIRE: &str = r#"
+local ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+if not ok then
+  return {0, redis.call('PTTL', KEYS[1])}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local last = tonumber(redis.call('GET', KEYS[2]) or '0')
+local f = now
+if f <= last then f = last + 1 end
+redis.call('SET', KEYS[2], string.format('%.0f', f), 'PX', ARGV[3])
+return {1, f}
+"#;
+
+const RELEASE: &str = r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"#;
+
+// ARGV[1] = ttl ms, ARGV[i + 1] = owner token of KEYS[i]. All or nothing.
+const EXTEND_ALL: &str = r#"
+for i, key in ipairs(KEYS) do
+  if redis.call('GET', key) ~= ARGV[i + 1] then return 0 end
+end
+for _, key in ipairs(KEYS) do
+  redis.call('PEXPIRE', key, ARGV[1])
+end
+return 1
+"#;
+
+/// How long a fence counter outlives its last acquisition. The time floor keeps tokens
+/// increasing after it expires; this only bounds memory.
+const FENCE_RETENTION: Duration = Duration::from_secs(24 * 3600);
+
+#[derive(Clone)]
+pub struct RedisLockProvider {
+    pool: Pool,
+    op_timeout: Duration,
+    acquire: Script,
+    release: Script,
+    extend_all: Script,
+}
+
+impl RedisLockProvider {
+    /// Creates the pool; does not connect (Redis may be down at start-up).
+    pub fn new(url: &str, pool_size: usize, op_timeout: Duration) -> anyhow::Result<Self> {
+        let mut cfg = PoolConfig::from_url(url);
+        let mut pool_cfg = deadpool_redis::PoolConfig::new(pool_size);
+        pool_cfg.timeouts.wait = Some(op_timeout);
+        pool_cfg.timeouts.create = Some(op_timeout);
+        pool_cfg.timeouts.recycle = Some(op_timeout);
+        cfg.pool = Some(pool_cfg);
+        let pool = cfg
+            .create_pool(Some(Runtime::Tokio1))
+            .map_err(|e| anyhow::anyhow!("invalid redis configuration: {e}"))?;
+        Ok(Self {
+            pool,
+            op_timeout,
+            acquire: Script::new(ACQUIRE),
+            release: Script::new(RELEASE),
+            extend_all: Script::new(EXTEND_ALL),
+        })
+    }
+
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// Runs one Redis operation under the op timeout.
+    async fn run<T, F, Fut>(&self, f: F) -> Result<T, LockError>
+    where
+        F: FnOnce(deadpool_redis::Connection) -> Fut,
+        Fut: std::future::Future<Output = redis::RedisResult<T>>,
+    {
+        let work = async {
+            let conn = self
+                .pool
+                .get()
+                .await
+                .map_err(|e| LockError::Unavailable(format!("redis pool: {e}")))?;
+            f(conn)
+                .await
+                .map_err(|e| LockError::Unavailable(format!("redis: {e}")))
+        };
+        match tokio::time::timeout(self.op_timeout, work).await {
+            Ok(r) => r,
+            Err(_) => Err(LockError::Unavailable(format!(
+                "redis did not answer within {:?}",
+                self.op_timeout
+            ))),
+        }
+    }
+
+    /// `PING`, under the op timeout.
+    pub async fn ping(&self) -> Result<(), LockError> {
+        self.run(|mut c| async move { redis::cmd("PING").query_async::<String>(&mut c).await })
+            .await
+            .map(|_| ())
+    }
+}
+
+#[async_trait]
+impl LockProvider for RedisLockProvider {
+    async fn acquire(&self, key: &str, ttl: Ttl) -> Result<LockHandle, LockError> {
+        let token = OwnerToken::generate();
+        let started = Instant::now();
+        let (ok, value): (i64, i64) = self
+            .run(|mut c| {
+                let mut inv = self.acquire.prepare_invoke();
+                inv.key(key)
+                    .key(fence_key(key))
+                    .arg(token.as_str())
+                    .arg(ttl.as_millis())
+                    .arg(FENCE_RETENTION.as_millis() as u64);
+                async move { inv.invoke_async(&mut c).await }
+            })
+            .await?;
+        let acquired = ok == 1;
+        Ok(LockHandle {
+            acquired,
+            lock_key: key.to_string(),
+            owner_token: token,
+            // Counted from before the call: the lock may have started any time after that.
+            expires_at: started + ttl.as_duration(),
+            fencing_token: acquired.then(|| FencingToken::new(value)),
+            holder_ttl: (!acquired && value > 0).then(|| Duration::from_millis(value as u64)),
+        })
+    }
+
+    async fn release(&self, handle: &LockHandle) -> Result<bool, LockError> {
+        let n: i64 = self
+            .run(|mut c| {
+                let mut inv = self.release.prepare_invoke();
+                inv.key(&handle.lock_key).arg(handle.owner_token.as_str());
+                async move { inv.invoke_async(&mut c).await }
+            })
+            .await?;
+        Ok(n == 1)
+    }
+
+    async fn extend_all(&self, handles: &[LockHandle], ttl: Ttl) -> Result<bool, LockError> {
+        if handles.is_empty() {
+            return Ok(true);
+        }
+        let n: i64 = self
+            .run(|mut c| {
+                let mut inv = self.extend_all.prepare_invoke();
+                inv.arg(ttl.as_millis());
+                for h in handles {
+                    inv.key(&h.lock_key).arg(h.owner_token.as_str());
+                }
+                async move { inv.invoke_async(&mut c).await }
+            })
+            .await?;
+        Ok(n == 1)
+    }
+
+    async fn locked(&self, key: &str) -> Result<bool, LockError> {
+        let n: i64 = self
+            .run(|mut c| async move { redis::cmd("EXISTS").arg(key).query_async(&mut c).await })
+            .await?;
+        Ok(n == 1)
+    }
+}

@@ -1,0 +1,127 @@
+//! The `kh-review` binary: parses the command line and calls into the library.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use kh_review::auth::{sign, Role};
+use kh_review::config::Settings;
+use kh_review::startup::{self, Application, Core};
+use kh_review::telemetry;
+
+#[derive(Parser)]
+#[command(name = "kh-review", version, about = "Document-review workflow service")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the HTTP API (and run the outbox dispatcher unless outbox.run_dispatcher=false).
+    Serve,
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Run only the outbox dispatcher, without HTTP.
+    Dispatch,
+    /// Load and validate the configuration, print problems, and exit.
+    CheckConfig,
+    /// Print a signed JWT for local use (development environment only).
+    Token {
+        /// The user id (`sub`).
+        sub: String,
+        /// Roles: author, reviewer, admin (comma-separated).
+        #[arg(long, default_value = "author")]
+        roles: String,
+        #[arg(long, default_value_t = 3600)]
+        ttl_secs: u64,
+    },
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let settings = match Settings::load() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    telemetry::init(&settings.log);
+    let result = match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => serve(settings).await,
+        Command::Migrate => migrate(&settings).await,
+        Command::Dispatch => dispatch(settings).await,
+        Command::CheckConfig => {
+            println!("configuration is valid (environment: {})", settings.environment);
+            Ok(())
+        }
+        Command::Token { sub, roles, ttl_secs } => token(&settings, &sub, &roles, ttl_secs),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = ?e, "exiting on error");
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("install SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = term.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}
+
+async fn serve(settings: Settings) -> anyhow::Result<()> {
+    let host = settings.server.host.clone();
+    let app = Application::build(settings).await?;
+    tracing::info!(%host, port = app.port(), "kh-review listening");
+    let handle = app.handle();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        tracing::info!("shutdown signal received: draining");
+        handle.stop(true).await;
+    });
+    app.run_until_stopped().await
+}
+
+async fn migrate(settings: &Settings) -> anyhow::Result<()> {
+    let pool = startup::connect_pg(settings).await?;
+    startup::migrate(&pool).await?;
+    println!("migrations applied");
+    Ok(())
+}
+
+async fn dispatch(settings: Settings) -> anyhow::Result<()> {
+    let core = Core::build(&settings).await?;
+    let task = core.spawn_dispatcher();
+    shutdown_signal().await;
+    core.shutdown.cancel();
+    task.await?;
+    Ok(())
+}
+
+fn token(settings: &Settings, sub: &str, roles: &str, ttl_secs: u64) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        settings.environment == "development",
+        "tokens are only minted here in the development environment"
+    );
+    let roles: Vec<Role> = roles
+        .split(',')
+        .map(|r| serde_json::from_value(serde_json::Value::String(r.trim().to_string())))
+        .collect::<Result<_, _>>()
+        .map_err(|_| anyhow::anyhow!("roles must be among author, reviewer, admin"))?;
+    println!("{}", sign(&settings.auth.jwt_secret, sub, &roles, ttl_secs));
+    Ok(())
+}

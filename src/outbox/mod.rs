@@ -1,0 +1,232 @@
+//! Delivers the outbox: for each row, first the MongoDB projection, then (for events) the
+//! confirmed RabbitMQ publish. A request tries its own document's rows right after COMMIT;
+//! whatever fails is retried by the background loop with exponential backoff.
+//!
+//! Never publish an event before MongoDB holds its version, and never mark a row done
+//! before its publish is confirmed. Delivery is at least once.
+
+pub mod publisher;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sqlx::PgPool;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::config::OutboxSettings;
+use crate::store::mongo::MongoProjection;
+use crate::store::outbox::{self as repo, OutboxRow};
+use crate::store::StoreError;
+use publisher::AmqpPublisher;
+
+#[derive(Debug, Default)]
+pub struct DispatchStats {
+    pub published: AtomicU64,
+    pub projected: AtomicU64,
+    pub projection_failures: AtomicU64,
+    pub publish_failures: AtomicU64,
+}
+
+pub struct Dispatcher {
+    pool: PgPool,
+    mongo: MongoProjection,
+    publisher: Arc<AmqpPublisher>,
+    settings: OutboxSettings,
+    /// After a failure, requests leave delivery to the background loop for a while, so they
+    /// do not each pay a down dependency's timeout.
+    inline_paused_until: Mutex<Option<Instant>>,
+    stats: DispatchStats,
+}
+
+enum RowOutcome {
+    Done,
+    Failed,
+}
+
+impl Dispatcher {
+    pub fn new(
+        pool: PgPool,
+        mongo: MongoProjection,
+        publisher: Arc<AmqpPublisher>,
+        settings: OutboxSettings,
+    ) -> Self {
+        Self {
+            pool,
+            mongo,
+            publisher,
+            settings,
+            inline_paused_until: Mutex::new(None),
+            stats: DispatchStats::default(),
+        }
+    }
+
+    pub fn stats(&self) -> &DispatchStats {
+        &self.stats
+    }
+
+    pub fn publisher(&self) -> &Arc<AmqpPublisher> {
+        &self.publisher
+    }
+
+    /// The request path: deliver this document's due rows now, unless a dependency failed
+    /// moments ago. Errors are logged, never returned: the background loop retries.
+    pub async fn dispatch_document_now(&self, document_id: Uuid) {
+        let paused = self
+            .inline_paused_until
+            .lock()
+            .expect("poisoned")
+            .is_some_and(|t| Instant::now() < t);
+        if paused {
+            return;
+        }
+        loop {
+            match self.dispatch_batch(Some(document_id)).await {
+                Ok(0) => return,
+                Ok(_) => continue,
+                Err(e) => {
+                    tracing::warn!(%document_id, error = %e, "inline dispatch failed; the dispatcher will retry");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// One round: project what is unprojected, then publish what is due, in order.
+    /// Returns how many rows were attempted.
+    pub async fn dispatch_batch(&self, only_document: Option<Uuid>) -> Result<usize, StoreError> {
+        let (projected, proj_failed) = self.project_pass(only_document).await?;
+        let (published, pub_failed) = self.publish_pass(only_document).await?;
+        if proj_failed + pub_failed > 0 {
+            let pause = Duration::from_millis(self.settings.backoff_base_ms * 4);
+            *self.inline_paused_until.lock().expect("poisoned") = Some(Instant::now() + pause);
+            if only_document.is_some() {
+                // Stop the inline loop: the rows now wait for their retry time.
+                return Ok(0);
+            }
+        }
+        Ok(projected + published)
+    }
+
+    /// Projects the current state of every document that has unprojected rows. Needs no
+    /// ordering: the projection is the document's latest version, under a version guard.
+    async fn project_pass(&self, only_document: Option<Uuid>) -> Result<(usize, usize), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let rows = repo::claim_unprojected(&mut tx, only_document, self.settings.batch_size).await?;
+        let mut by_doc: Vec<(Uuid, Vec<&OutboxRow>)> = Vec::new();
+        for row in &rows {
+            match by_doc.iter_mut().find(|(d, _)| *d == row.document_id) {
+                Some((_, v)) => v.push(row),
+                None => by_doc.push((row.document_id, vec![row])),
+            }
+        }
+        let mut failed = 0;
+        for (document_id, rows) in &by_doc {
+            let doc = repo::current_document(&mut tx, *document_id).await?;
+            match self.mongo.project(&doc).await {
+                Ok(outcome) => {
+                    self.stats.projected.fetch_add(1, Ordering::Relaxed);
+                    tracing::debug!(%document_id, ?outcome, version = doc.version, "projected to mongodb");
+                    let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+                    repo::mark_projected(&mut tx, &ids).await?;
+                }
+                Err(e) => {
+                    self.stats.projection_failures.fetch_add(1, Ordering::Relaxed);
+                    failed += 1;
+                    for row in rows {
+                        self.fail(&mut tx, row, false, &format!("projection: {e:#}")).await?;
+                    }
+                }
+            }
+        }
+        tx.commit().await?;
+        Ok((rows.len(), failed))
+    }
+
+    /// Publishes the oldest projected, undone row of each document, then marks it done.
+    async fn publish_pass(&self, only_document: Option<Uuid>) -> Result<(usize, usize), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let limit = if only_document.is_some() { 1 } else { self.settings.batch_size };
+        let rows = repo::claim(&mut tx, only_document, limit).await?;
+        let mut failed = 0;
+        for row in &rows {
+            if let RowOutcome::Failed = self.deliver(&mut tx, row).await? {
+                failed += 1;
+            }
+        }
+        tx.commit().await?;
+        Ok((rows.len(), failed))
+    }
+
+    #[tracing::instrument(skip_all, fields(document_id = %row.document_id, event_id = %row.event_id, event_type = %row.event_type))]
+    async fn deliver(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+        row: &OutboxRow,
+    ) -> Result<RowOutcome, StoreError> {
+        if let Some(rk) = &row.routing_key {
+            let body = serde_json::to_vec(&row.payload).map_err(anyhow::Error::from)?;
+            if let Err(e) = self
+                .publisher
+                .publish(rk, &row.event_id.to_string(), &row.event_type, &body)
+                .await
+            {
+                self.stats.publish_failures.fetch_add(1, Ordering::Relaxed);
+                return self.fail(tx, row, true, &format!("publish: {e:#}")).await;
+            }
+            self.stats.published.fetch_add(1, Ordering::Relaxed);
+            tracing::info!(version = row.document_version, "event published");
+        }
+        repo::mark_done(tx, row.id, row.routing_key.is_some()).await?;
+        Ok(RowOutcome::Done)
+    }
+
+    async fn fail(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+        row: &OutboxRow,
+        projected: bool,
+        error: &str,
+    ) -> Result<RowOutcome, StoreError> {
+        let retry_in = self.backoff(row.attempts);
+        tracing::warn!(attempts = row.attempts + 1, ?retry_in, error, "outbox delivery failed");
+        repo::mark_failed(tx, row.id, projected, retry_in, error).await?;
+        Ok(RowOutcome::Failed)
+    }
+
+    fn backoff(&self, attempts: i32) -> Duration {
+        let exp = 2u64.saturating_pow(attempts.clamp(0, 20) as u32);
+        let ms = self
+            .settings
+            .backoff_base_ms
+            .saturating_mul(exp)
+            .min(self.settings.backoff_max_ms);
+        // Up to 20% jitter so instances do not retry in lockstep.
+        let jitter = rand::random::<u64>() % (ms / 5 + 1);
+        Duration::from_millis(ms + jitter)
+    }
+
+    /// The background loop: poll, deliver, repeat until `shutdown`; finishes its batch first.
+    pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
+        let idle = Duration::from_millis(self.settings.poll_interval_ms);
+        tracing::info!("outbox dispatcher started");
+        while !shutdown.is_cancelled() {
+            let wait = match self.dispatch_batch(None).await {
+                Ok(n) if n > 0 => Duration::ZERO,
+                Ok(_) => idle,
+                Err(e) => {
+                    tracing::warn!(error = %e, "outbox poll failed");
+                    idle
+                }
+            };
+            if !wait.is_zero() {
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = tokio::time::sleep(wait) => {}
+                }
+            }
+        }
+        tracing::info!("outbox dispatcher stopped");
+    }
+}

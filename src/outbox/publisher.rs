@@ -1,0 +1,160 @@
+//! The AMQP publisher: one lazily (re)connected connection, a confirm-mode channel, the
+//! durable topic exchange declared on connect. A publish succeeds only when the broker
+//! confirms it and did not return it as unroutable.
+
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use lapin::options::{
+    BasicPublishOptions, ConfirmSelectOptions, ExchangeDeclareOptions, QueueBindOptions,
+    QueueDeclareOptions,
+};
+use lapin::publisher_confirm::Confirmation;
+use lapin::types::FieldTable;
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
+use secrecy::{ExposeSecret, SecretString};
+use tokio::sync::Mutex;
+
+pub struct AmqpPublisher {
+    url: SecretString,
+    exchange: String,
+    bind_queue: Option<String>,
+    timeout: Duration,
+    live: Mutex<Option<(Connection, Channel)>>,
+}
+
+impl AmqpPublisher {
+    pub fn new(url: SecretString, exchange: String, bind_queue: Option<String>, timeout: Duration) -> Self {
+        Self {
+            url,
+            exchange,
+            bind_queue,
+            timeout,
+            live: Mutex::new(None),
+        }
+    }
+
+    pub fn exchange(&self) -> &str {
+        &self.exchange
+    }
+
+    /// A connected confirm-mode channel, connecting (and declaring) when needed.
+    pub async fn channel(&self) -> anyhow::Result<Channel> {
+        let mut live = self.live.lock().await;
+        if let Some((conn, ch)) = live.as_ref() {
+            if conn.status().connected() && ch.status().connected() {
+                return Ok(ch.clone());
+            }
+        }
+        *live = None;
+        let (conn, ch) = tokio::time::timeout(self.timeout, self.connect())
+            .await
+            .map_err(|_| anyhow!("rabbitmq did not answer within {:?}", self.timeout))??;
+        *live = Some((conn, ch.clone()));
+        Ok(ch)
+    }
+
+    async fn connect(&self) -> anyhow::Result<(Connection, Channel)> {
+        let props = ConnectionProperties::default()
+            .with_executor(tokio_executor_trait::Tokio::current())
+            .with_reactor(tokio_reactor_trait::Tokio)
+            .with_connection_name("kh-review".into());
+        let conn = Connection::connect(self.url.expose_secret(), props)
+            .await
+            .context("amqp connect")?;
+        let ch = conn.create_channel().await.context("amqp channel")?;
+        ch.confirm_select(ConfirmSelectOptions::default())
+            .await
+            .context("amqp confirm mode")?;
+        ch.exchange_declare(
+            &self.exchange,
+            ExchangeKind::Topic,
+            ExchangeDeclareOptions {
+                durable: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .context("amqp exchange declare")?;
+        if let Some(q) = &self.bind_queue {
+            ch.queue_declare(
+                q,
+                QueueDeclareOptions {
+                    durable: true,
+                    ..Default::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .context("amqp queue declare")?;
+            ch.queue_bind(q, &self.exchange, "document.#", QueueBindOptions::default(), FieldTable::default())
+                .await
+                .context("amqp queue bind")?;
+        }
+        tracing::info!(exchange = %self.exchange, "connected to rabbitmq");
+        Ok((conn, ch))
+    }
+
+    /// Publishes one persistent event and waits for the broker's confirm.
+    pub async fn publish(
+        &self,
+        routing_key: &str,
+        message_id: &str,
+        event_type: &str,
+        body: &[u8],
+    ) -> anyhow::Result<()> {
+        let result = tokio::time::timeout(self.timeout, async {
+            let ch = self.channel().await?;
+            let props = BasicProperties::default()
+                .with_delivery_mode(2)
+                .with_content_type("application/json".into())
+                .with_message_id(message_id.into())
+                .with_type(event_type.into())
+                .with_app_id("kh-review".into())
+                .with_timestamp(chrono::Utc::now().timestamp() as u64);
+            let confirm = ch
+                .basic_publish(
+                    &self.exchange,
+                    routing_key,
+                    BasicPublishOptions {
+                        mandatory: true,
+                        ..Default::default()
+                    },
+                    body,
+                    props,
+                )
+                .await
+                .context("amqp publish")?
+                .await
+                .context("amqp confirm")?;
+            match confirm {
+                Confirmation::Ack(None) => Ok(()),
+                Confirmation::Ack(Some(_)) => Err(anyhow!(
+                    "unroutable: no queue is bound to {} for {routing_key}",
+                    self.exchange
+                )),
+                Confirmation::Nack(_) => Err(anyhow!("broker refused the message (nack)")),
+                Confirmation::NotRequested => Err(anyhow!("channel is not in confirm mode")),
+            }
+        })
+        .await
+        .map_err(|_| anyhow!("rabbitmq did not confirm within {:?}", self.timeout))
+        .and_then(|r| r);
+        if result.is_err() {
+            // Start from a fresh connection next time.
+            *self.live.lock().await = None;
+        }
+        result
+    }
+
+    pub async fn ping(&self) -> anyhow::Result<()> {
+        self.channel().await.map(|_| ())
+    }
+
+    pub async fn close(&self) {
+        if let Some((conn, _)) = self.live.lock().await.take() {
+            let _ = conn.close(200, "shutdown").await;
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! Persistence. `pg` holds every SQL statement of the service (PostgreSQL is the only source
+//! of truth); `mongo` is the MongoDB projection. Handlers never issue SQL themselves.
+
+pub mod mongo;
+pub mod outbox;
+pub mod pg;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::domain::InvalidTransition;
+
+/// A document row. `body` is the source of truth; MongoDB holds a projection of it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DocumentRow {
+    pub id: Uuid,
+    pub title: String,
+    pub body: String,
+    pub status: String,
+    pub version: i64,
+    pub author_id: String,
+    pub current_review_id: Option<Uuid>,
+    pub fence_token: Option<i64>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct ReviewRow {
+    pub id: Uuid,
+    pub document_id: Uuid,
+    pub status: String,
+    pub document_version: i64,
+    pub submitted_by: String,
+    pub submitted_at: DateTime<Utc>,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<DateTime<Utc>>,
+    pub comment: Option<String>,
+    pub reason: Option<String>,
+    #[serde(skip)]
+    pub fence_token: Option<i64>,
+}
+
+/// Why a write did not happen. The first group are expected outcomes a client can act on.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("not found")]
+    NotFound,
+    #[error("{0}")]
+    Forbidden(&'static str),
+    #[error("the author of a document may not review it")]
+    SelfReview,
+    #[error(transparent)]
+    InvalidState(#[from] InvalidTransition),
+    #[error("review is already {0}")]
+    ReviewDecided(String),
+    #[error("the outer lock was lost before commit")]
+    LockLost,
+    #[error("the row is locked by another transaction")]
+    RowLocked,
+    #[error("database unavailable")]
+    Unavailable(#[source] sqlx::Error),
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        match &e {
+            sqlx::Error::RowNotFound => StoreError::NotFound,
+            sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::WorkerCrashed => StoreError::Unavailable(e),
+            sqlx::Error::Database(db) => match db.code().as_deref() {
+                // lock_not_available (lock_timeout), deadlock, serialization failure
+                Some("55P03") | Some("40P01") | Some("40001") => StoreError::RowLocked,
+                // cannot_connect_now, admin_shutdown, crash_shutdown, too_many_connections
+                Some("57P03") | Some("57P01") | Some("57P02") | Some("53300") => {
+                    StoreError::Unavailable(e)
+                }
+                _ if db.constraint() == Some("reviews_one_pending_per_document") => {
+                    StoreError::ReviewDecided("pending for this document".into())
+                }
+                _ => StoreError::Unexpected(anyhow::Error::new(e).context("database error")),
+            },
+            _ => StoreError::Unexpected(anyhow::Error::new(e).context("database error")),
+        }
+    }
+}

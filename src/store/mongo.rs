@@ -1,0 +1,133 @@
+//! The MongoDB projection of a document: body, preview, status and version, read by the
+//! admin UI and downstream chunkers. Re-derivable from PostgreSQL at any time.
+//!
+//! Writes only ever move `version` forward: a stale writer can never overwrite a newer one.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use mongodb::bson::{doc, Document};
+use mongodb::error::{ErrorKind, WriteFailure};
+use mongodb::options::ClientOptions;
+use mongodb::{Client, Collection};
+use uuid::Uuid;
+
+use super::DocumentRow;
+use crate::domain::preview_of;
+
+/// What a projection write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Projected {
+    Inserted,
+    Updated,
+    /// MongoDB already held this version or a newer one.
+    Stale,
+}
+
+/// The fields the API reads back.
+#[derive(Debug, Clone)]
+pub struct ProjectedDocument {
+    pub version: i64,
+    pub status: String,
+    pub body: String,
+    pub preview: String,
+}
+
+#[derive(Clone)]
+pub struct MongoProjection {
+    client: Client,
+    coll: Collection<Document>,
+    timeout: Duration,
+}
+
+impl MongoProjection {
+    /// Parses the URL and builds the client; does not connect (MongoDB may be down).
+    pub async fn new(url: &str, database: &str, collection: &str, timeout: Duration) -> anyhow::Result<Self> {
+        let mut opts = ClientOptions::parse(url).await.context("invalid mongo url")?;
+        opts.server_selection_timeout = Some(timeout);
+        opts.connect_timeout = Some(timeout);
+        opts.app_name = Some("kh-review".into());
+        let client = Client::with_options(opts).context("could not build the mongo client")?;
+        let coll = client.database(database).collection(collection);
+        Ok(Self { client, coll, timeout })
+    }
+
+    fn bound(&self) -> Duration {
+        self.timeout * 3
+    }
+
+    /// Writes `doc` unless MongoDB already holds its version or a newer one.
+    #[tracing::instrument(skip_all, fields(document_id = %doc.id, version = doc.version))]
+    pub async fn project(&self, doc: &DocumentRow) -> anyhow::Result<Projected> {
+        let id = doc.id.to_string();
+        let fields = doc! {
+            "title": &doc.title,
+            "body": &doc.body,
+            "preview": preview_of(&doc.body),
+            "status": &doc.status,
+            "version": doc.version,
+            "author_id": &doc.author_id,
+            "current_review_id": doc.current_review_id.map(|r| r.to_string()),
+            "updated_at": doc.updated_at.to_rfc3339(),
+        };
+        let work = async {
+            let r = self
+                .coll
+                .update_one(
+                    doc! { "_id": &id, "version": { "$lt": doc.version } },
+                    doc! { "$set": fields.clone() },
+                )
+                .await
+                .context("mongo update")?;
+            if r.matched_count == 1 {
+                return Ok(Projected::Updated);
+            }
+            let mut full = fields;
+            full.insert("_id", &id);
+            match self.coll.insert_one(full).await {
+                Ok(_) => Ok(Projected::Inserted),
+                Err(e) if is_duplicate_key(&e) => Ok(Projected::Stale),
+                Err(e) => Err(anyhow::Error::new(e).context("mongo insert")),
+            }
+        };
+        tokio::time::timeout(self.bound(), work)
+            .await
+            .map_err(|_| anyhow::anyhow!("mongo did not answer within {:?}", self.bound()))?
+    }
+
+    pub async fn get(&self, id: Uuid) -> anyhow::Result<Option<ProjectedDocument>> {
+        let work = self.coll.find_one(doc! { "_id": id.to_string() });
+        let found = tokio::time::timeout(self.bound(), work)
+            .await
+            .map_err(|_| anyhow::anyhow!("mongo did not answer in time"))?
+            .context("mongo find")?;
+        Ok(found.map(|d| ProjectedDocument {
+            version: d.get_i64("version").unwrap_or(0),
+            status: d.get_str("status").unwrap_or_default().to_string(),
+            body: d.get_str("body").unwrap_or_default().to_string(),
+            preview: d.get_str("preview").unwrap_or_default().to_string(),
+        }))
+    }
+
+    pub async fn ping(&self) -> anyhow::Result<()> {
+        let admin = self.client.database("admin");
+        let work = admin.run_command(doc! { "ping": 1 });
+        tokio::time::timeout(self.bound(), work)
+            .await
+            .map_err(|_| anyhow::anyhow!("mongo did not answer in time"))?
+            .context("mongo ping")?;
+        Ok(())
+    }
+
+    pub fn collection(&self) -> &Collection<Document> {
+        &self.coll
+    }
+}
+
+fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
+    match e.kind.as_ref() {
+        ErrorKind::Write(WriteFailure::WriteError(w)) => w.code == 11000,
+        ErrorKind::Command(c) => c.code == 11000,
+        _ => false,
+    }
+}

@@ -1,0 +1,445 @@
+//! Every SQL statement of the service. A transition is one transaction: lock the rows
+//! (document first, then review, always in that order so two transitions never deadlock),
+//! check the state machine, write the rows, the audit row and the outbox rows, check the
+//! lease, COMMIT. This transaction alone keeps state correct.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+use sqlx::{PgPool, Postgres, Transaction};
+use uuid::Uuid;
+
+use super::{DocumentRow, ReviewRow, StoreError};
+use crate::domain::{
+    Action, Comment, DocumentBody, DocumentStatus, DocumentTitle, RejectReason, ReviewStatus,
+    UserId,
+};
+use crate::lock::lease::Lease;
+
+const DOC_COLS: &str = "id, title, body, status, version, author_id, current_review_id, \
+                        fence_token, created_at, updated_at";
+const REVIEW_COLS: &str = "id, document_id, status, document_version, submitted_by, \
+                           submitted_at, decided_by, decided_at, comment, reason, fence_token";
+
+/// Who is acting and under which lock.
+pub struct TxContext<'a> {
+    pub actor: &'a UserId,
+    pub request_id: &'a str,
+    /// The outer lock, when held (None: degraded to the row lock alone).
+    pub lease: Option<&'a Lease>,
+    pub lock_timeout: Duration,
+    /// Test hook: sleep after the row locks are taken and before the lease check and COMMIT,
+    /// to simulate a holder that pauses past its TTL.
+    pub pause_before_commit: Option<Duration>,
+}
+
+impl TxContext<'_> {
+    fn lock_mode(&self) -> &'static str {
+        if self.lease.is_some() {
+            "redis"
+        } else {
+            "row_lock_only"
+        }
+    }
+    fn fence(&self) -> Option<i64> {
+        self.lease
+            .and_then(|l| l.fencing_token())
+            .map(|f| f.value())
+    }
+}
+
+/// What one transition wrote.
+#[derive(Debug, Clone)]
+pub struct Transitioned {
+    pub document: DocumentRow,
+    pub review: ReviewRow,
+}
+
+#[derive(Clone)]
+pub struct PgStore {
+    pool: PgPool,
+}
+
+impl PgStore {
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    #[tracing::instrument(skip_all, fields(document_id = %id))]
+    pub async fn create_document(
+        &self,
+        id: Uuid,
+        title: &DocumentTitle,
+        body: &DocumentBody,
+        author: &UserId,
+        request_id: &str,
+    ) -> Result<DocumentRow, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let doc: DocumentRow = sqlx::query_as(&format!(
+            "INSERT INTO documents (id, title, body, status, version, author_id) \
+             VALUES ($1, $2, $3, 'DRAFT', 1, $4) RETURNING {DOC_COLS}"
+        ))
+        .bind(id)
+        .bind(title.as_str())
+        .bind(body.as_str())
+        .bind(author.as_str())
+        .fetch_one(&mut *tx)
+        .await?;
+        audit(&mut tx, &doc, None, "create", author, None, request_id, "none", None).await?;
+        enqueue(&mut tx, &doc, None, "document.created", None, author, json!({})).await?;
+        tx.commit().await?;
+        Ok(doc)
+    }
+
+    pub async fn get_document(&self, id: Uuid) -> Result<DocumentRow, StoreError> {
+        sqlx::query_as(&format!("SELECT {DOC_COLS} FROM documents WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound)
+    }
+
+    /// Edits title and/or body; allowed in DRAFT and REJECTED, by the author only.
+    #[tracing::instrument(skip_all, fields(document_id = %id))]
+    pub async fn update_document(
+        &self,
+        id: Uuid,
+        title: Option<&DocumentTitle>,
+        body: Option<&DocumentBody>,
+        ctx: &TxContext<'_>,
+    ) -> Result<DocumentRow, StoreError> {
+        let mut tx = self.begin(ctx).await?;
+        let doc = lock_document(&mut tx, id).await?;
+        if doc.author_id != ctx.actor.as_str() {
+            return Err(StoreError::Forbidden("only the author may edit a document"));
+        }
+        let status = parse_doc_status(&doc.status)?;
+        status.apply(Action::Edit)?;
+        let updated: DocumentRow = sqlx::query_as(&format!(
+            "UPDATE documents SET title = COALESCE($2, title), body = COALESCE($3, body), \
+             version = version + 1, updated_at = now() WHERE id = $1 RETURNING {DOC_COLS}"
+        ))
+        .bind(id)
+        .bind(title.map(|t| t.as_str()))
+        .bind(body.map(|b| b.as_str()))
+        .fetch_one(&mut *tx)
+        .await?;
+        audit(&mut tx, &updated, None, "edit", ctx.actor, Some(&doc.status), ctx.request_id, "none", None)
+            .await?;
+        enqueue(&mut tx, &updated, None, "document.updated", None, ctx.actor, json!({})).await?;
+        tx.commit().await?;
+        Ok(updated)
+    }
+
+    /// DRAFT|REJECTED -> PENDING_REVIEW with a new pending review.
+    #[tracing::instrument(skip_all, fields(document_id = %document_id))]
+    pub async fn submit(
+        &self,
+        document_id: Uuid,
+        ctx: &TxContext<'_>,
+    ) -> Result<Transitioned, StoreError> {
+        let mut tx = self.begin(ctx).await?;
+        let doc = lock_document(&mut tx, document_id).await?;
+        if doc.author_id != ctx.actor.as_str() {
+            return Err(StoreError::Forbidden("only the author may submit a document"));
+        }
+        let next = parse_doc_status(&doc.status)?.apply(Action::Submit)?;
+        check_fence(&doc, ctx)?;
+        let review_id = Uuid::now_v7();
+        let review: ReviewRow = sqlx::query_as(&format!(
+            "INSERT INTO reviews (id, document_id, status, document_version, submitted_by, fence_token) \
+             VALUES ($1, $2, 'PENDING', $3, $4, $5) RETURNING {REVIEW_COLS}"
+        ))
+        .bind(review_id)
+        .bind(document_id)
+        .bind(doc.version + 1)
+        .bind(ctx.actor.as_str())
+        .bind(ctx.fence())
+        .fetch_one(&mut *tx)
+        .await?;
+        let updated = set_document_status(&mut tx, &doc, next, Some(review_id), ctx).await?;
+        let data = json!({ "title": updated.title, "submitted_by": review.submitted_by });
+        self.finish(tx, &doc, &updated, &review, Action::Submit, data, ctx).await
+    }
+
+    /// PENDING -> APPROVED | REJECTED for the review, and the document with it.
+    #[tracing::instrument(skip_all, fields(review_id = %review_id, action = action.as_str()))]
+    pub async fn decide(
+        &self,
+        review_id: Uuid,
+        action: Action,
+        comment: Option<&Comment>,
+        reason: Option<&RejectReason>,
+        ctx: &TxContext<'_>,
+    ) -> Result<Transitioned, StoreError> {
+        let mut tx = self.begin(ctx).await?;
+        // Find the document without locking, then lock document then review (global order).
+        let document_id: Uuid = sqlx::query_scalar("SELECT document_id FROM reviews WHERE id = $1")
+            .bind(review_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        let doc = lock_document(&mut tx, document_id).await?;
+        let review: ReviewRow = sqlx::query_as(&format!(
+            "SELECT {REVIEW_COLS} FROM reviews WHERE id = $1 FOR UPDATE"
+        ))
+        .bind(review_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        if doc.author_id == ctx.actor.as_str() {
+            return Err(StoreError::SelfReview);
+        }
+        let review_status = ReviewStatus::parse(&review.status)
+            .ok_or_else(|| anyhow::anyhow!("unknown review status in database"))?;
+        let Some(decided) = review_status.decide(action) else {
+            return Err(StoreError::ReviewDecided(review.status.clone()));
+        };
+        let next = parse_doc_status(&doc.status)?.apply(action)?;
+        if doc.current_review_id != Some(review_id) {
+            return Err(StoreError::ReviewDecided("not the current review".into()));
+        }
+        check_fence(&doc, ctx)?;
+        let review: ReviewRow = sqlx::query_as(&format!(
+            "UPDATE reviews SET status = $2, decided_by = $3, decided_at = now(), comment = $4, \
+             reason = $5, fence_token = $6 WHERE id = $1 RETURNING {REVIEW_COLS}"
+        ))
+        .bind(review_id)
+        .bind(decided.as_str())
+        .bind(ctx.actor.as_str())
+        .bind(comment.map(|c| c.as_str()).filter(|c| !c.is_empty()))
+        .bind(reason.map(|r| r.as_str()))
+        .bind(ctx.fence())
+        .fetch_one(&mut *tx)
+        .await?;
+        let updated = set_document_status(&mut tx, &doc, next, doc.current_review_id, ctx).await?;
+        let data = match action {
+            Action::Approve => json!({ "title": updated.title, "comment": review.comment }),
+            _ => json!({ "title": updated.title, "reason": review.reason }),
+        };
+        self.finish(tx, &doc, &updated, &review, action, data, ctx).await
+    }
+
+    /// Audit row, outbox row, lease check, COMMIT.
+    #[allow(clippy::too_many_arguments)]
+    async fn finish(
+        &self,
+        mut tx: Transaction<'_, Postgres>,
+        before: &DocumentRow,
+        doc: &DocumentRow,
+        review: &ReviewRow,
+        action: Action,
+        data: serde_json::Value,
+        ctx: &TxContext<'_>,
+    ) -> Result<Transitioned, StoreError> {
+        audit(
+            &mut tx,
+            doc,
+            Some(review.id),
+            action.as_str(),
+            ctx.actor,
+            Some(&before.status),
+            ctx.request_id,
+            ctx.lock_mode(),
+            ctx.fence(),
+        )
+        .await?;
+        let event_type = match action {
+            Action::Submit => "document.submitted",
+            Action::Approve => "document.approved",
+            Action::Reject => "document.rejected",
+            Action::Edit => unreachable!("edits are not transitions"),
+        };
+        enqueue(&mut tx, doc, Some(review.id), event_type, Some(event_type), ctx.actor, data).await?;
+        if let Some(pause) = ctx.pause_before_commit {
+            tokio::time::sleep(pause).await;
+        }
+        if let Some(lease) = ctx.lease {
+            if lease.check().is_err() {
+                tx.rollback().await?;
+                return Err(StoreError::LockLost);
+            }
+        }
+        tx.commit().await?;
+        Ok(Transitioned {
+            document: doc.clone(),
+            review: review.clone(),
+        })
+    }
+
+    async fn begin(&self, ctx: &TxContext<'_>) -> Result<Transaction<'_, Postgres>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SELECT set_config('lock_timeout', $1, true)")
+            .bind(format!("{}ms", ctx.lock_timeout.as_millis().max(1)))
+            .execute(&mut *tx)
+            .await?;
+        Ok(tx)
+    }
+
+    pub async fn get_review(&self, id: Uuid) -> Result<ReviewRow, StoreError> {
+        sqlx::query_as(&format!("SELECT {REVIEW_COLS} FROM reviews WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound)
+    }
+
+    /// Reviews in `status`, oldest submission first, after the keyset `after`.
+    pub async fn list_reviews(
+        &self,
+        status: ReviewStatus,
+        after: Option<(DateTime<Utc>, Uuid)>,
+        limit: i64,
+    ) -> Result<Vec<ReviewRow>, StoreError> {
+        let (ts, id) = after.unzip();
+        Ok(sqlx::query_as(&format!(
+            "SELECT {REVIEW_COLS} FROM reviews WHERE status = $1 \
+             AND ($2::timestamptz IS NULL OR (submitted_at, id) > ($2, $3)) \
+             ORDER BY submitted_at, id LIMIT $4"
+        ))
+        .bind(status.as_str())
+        .bind(ts)
+        .bind(id)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Every review of a document, oldest first. NotFound when the document does not exist.
+    pub async fn document_reviews(&self, document_id: Uuid) -> Result<Vec<ReviewRow>, StoreError> {
+        let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM documents WHERE id = $1)")
+            .bind(document_id)
+            .fetch_one(&self.pool)
+            .await?;
+        if !exists {
+            return Err(StoreError::NotFound);
+        }
+        Ok(sqlx::query_as(&format!(
+            "SELECT {REVIEW_COLS} FROM reviews WHERE document_id = $1 ORDER BY submitted_at, id"
+        ))
+        .bind(document_id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+}
+
+async fn lock_document(
+    tx: &mut Transaction<'_, Postgres>,
+    id: Uuid,
+) -> Result<DocumentRow, StoreError> {
+    sqlx::query_as(&format!("SELECT {DOC_COLS} FROM documents WHERE id = $1 FOR UPDATE"))
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await?
+        .ok_or(StoreError::NotFound)
+}
+
+fn parse_doc_status(s: &str) -> Result<DocumentStatus, StoreError> {
+    DocumentStatus::parse(s)
+        .ok_or_else(|| StoreError::Unexpected(anyhow::anyhow!("unknown document status in database")))
+}
+
+/// A holder whose fencing token is older than the one stored lost its lock to a newer holder.
+fn check_fence(doc: &DocumentRow, ctx: &TxContext<'_>) -> Result<(), StoreError> {
+    match (doc.fence_token, ctx.fence()) {
+        (Some(stored), Some(mine)) if mine < stored => Err(StoreError::LockLost),
+        _ => Ok(()),
+    }
+}
+
+async fn set_document_status(
+    tx: &mut Transaction<'_, Postgres>,
+    doc: &DocumentRow,
+    next: DocumentStatus,
+    current_review_id: Option<Uuid>,
+    ctx: &TxContext<'_>,
+) -> Result<DocumentRow, StoreError> {
+    Ok(sqlx::query_as(&format!(
+        "UPDATE documents SET status = $2, version = version + 1, current_review_id = $3, \
+         fence_token = GREATEST(fence_token, $4), updated_at = now() \
+         WHERE id = $1 RETURNING {DOC_COLS}"
+    ))
+    .bind(doc.id)
+    .bind(next.as_str())
+    .bind(current_review_id)
+    .bind(ctx.fence())
+    .fetch_one(&mut **tx)
+    .await?)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn audit(
+    tx: &mut Transaction<'_, Postgres>,
+    doc: &DocumentRow,
+    review_id: Option<Uuid>,
+    action: &str,
+    actor: &UserId,
+    from_status: Option<&str>,
+    request_id: &str,
+    lock_mode: &str,
+    fence: Option<i64>,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status, to_status, \
+         document_version, request_id, lock_mode, fence_token) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+    )
+    .bind(doc.id)
+    .bind(review_id)
+    .bind(action)
+    .bind(actor.as_str())
+    .bind(from_status)
+    .bind(&doc.status)
+    .bind(doc.version)
+    .bind(request_id)
+    .bind(lock_mode)
+    .bind(fence)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Writes the outbox row of one change. The event body is fixed here, at commit time.
+async fn enqueue(
+    tx: &mut Transaction<'_, Postgres>,
+    doc: &DocumentRow,
+    review_id: Option<Uuid>,
+    event_type: &str,
+    routing_key: Option<&str>,
+    actor: &UserId,
+    data: serde_json::Value,
+) -> Result<(), StoreError> {
+    let event_id = Uuid::now_v7();
+    let payload = json!({
+        "event_id": event_id,
+        "event_type": event_type,
+        "occurred_at": doc.updated_at,
+        "document_id": doc.id,
+        "review_id": review_id,
+        "document_version": doc.version,
+        "actor_id": actor.as_str(),
+        "data": data,
+    });
+    sqlx::query(
+        "INSERT INTO outbox (event_id, document_id, document_version, event_type, routing_key, payload) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(event_id)
+    .bind(doc.id)
+    .bind(doc.version)
+    .bind(event_type)
+    .bind(routing_key)
+    .bind(payload)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}

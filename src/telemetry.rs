@@ -1,0 +1,20 @@
+//! Logging set-up: `tracing` with pretty or JSON output. `RUST_LOG` overrides the level.
+
+use tracing_subscriber::{fmt, EnvFilter};
+
+use crate::config::LogSettings;
+
+/// Installs the global subscriber once; later calls are no-ops (tests build many apps).
+pub fn init(settings: &LogSettings) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&settings.level));
+    let builder = fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = if settings.format == "json" {
+        builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .try_init()
+    } else {
+        builder.try_init()
+    };
+}

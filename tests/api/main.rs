@@ -1,0 +1,12 @@
+//! Integration tests against real PostgreSQL, Redis, RabbitMQ and the MongoDB-compatible
+//! server. Start them with `make services`.
+
+mod bad_input;
+mod concurrency;
+mod degraded;
+mod documents;
+mod helpers;
+mod lock_provider;
+mod outbox;
+mod proxy;
+mod reviews;

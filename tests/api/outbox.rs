@@ -1,0 +1,129 @@
+//! RabbitMQ or MongoDB unreachable: requests succeed, and the outbox catches up, in order,
+//! once they are back.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::helpers::*;
+use crate::proxy::Proxy;
+
+fn host_port(url: &str) -> String {
+    let after = url.split("://").nth(1).unwrap();
+    let after = after.rsplit_once('@').map(|(_, h)| h).unwrap_or(after);
+    after.split('/').next().unwrap().to_string()
+}
+
+async fn run_two_documents(app: &TestApp) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for _ in 0..2 {
+        let (doc, review) = app.pending_review().await;
+        assert_eq!(app.approve(&review, &app.reviewer()).await.status(), StatusCode::OK);
+        out.push((doc, review));
+    }
+    out
+}
+
+fn assert_in_order(events: &[Value], docs: &[(String, String)]) {
+    for (doc, _) in docs {
+        let kinds: Vec<(&str, i64)> = events
+            .iter()
+            .filter(|e| e["document_id"] == doc.as_str())
+            .map(|e| (e["event_type"].as_str().unwrap(), e["document_version"].as_i64().unwrap()))
+            .collect();
+        assert_eq!(kinds, [("document.submitted", 2), ("document.approved", 3)], "doc {doc}");
+    }
+}
+
+#[tokio::test]
+async fn rabbitmq_down_then_back_delivers_every_event_in_order() {
+    let proxy = Proxy::start(host_port(&amqp_url())).await;
+    proxy.cut();
+    let url = amqp_url().replacen(&host_port(&amqp_url()), &format!("127.0.0.1:{}", proxy.port), 1);
+    let app = spawn_app_with(AppOptions { amqp_url: Some(url), ..Default::default() }).await;
+    let docs = run_two_documents(&app).await;
+    // The projection does not depend on RabbitMQ.
+    for (doc, _) in &docs {
+        wait_for("mongo to show APPROVED", Duration::from_secs(10), || async {
+            app.mongo_doc(doc).await.filter(|d| d.get_str("status") == Ok("APPROVED"))
+        })
+        .await;
+    }
+    assert!(app.take_events().await.is_empty(), "nothing can be published yet");
+    let waiting = app.count("SELECT count(*) FROM outbox WHERE done_at IS NULL AND routing_key IS NOT NULL").await;
+    assert_eq!(waiting, 4);
+    proxy.restore();
+    let events = app.wait_events(4, Duration::from_secs(30)).await;
+    assert_in_order(&events, &docs);
+    app.outbox_drained(Duration::from_secs(10)).await;
+    assert!(app.take_events().await.is_empty(), "no duplicates");
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn mongodb_down_then_back_catches_up_then_publishes() {
+    let proxy = Proxy::start(host_port(&mongo_url())).await;
+    proxy.cut();
+    let url = format!("mongodb://127.0.0.1:{}", proxy.port);
+    let app = spawn_app_with(AppOptions { mongo_url: Some(url), ..Default::default() }).await;
+    let docs = run_two_documents(&app).await;
+    // GET still answers, from PostgreSQL.
+    let d: Value = app
+        .get(&format!("/api/v1/documents/{}", docs[0].0), &app.reviewer())
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(d["status"], "APPROVED");
+    assert_eq!(d["body_source"], "postgresql");
+    assert_eq!(d["body"], "Numbers and words.");
+    // An event is never published before MongoDB holds its version.
+    assert!(app.take_events().await.is_empty());
+    assert!(app.mongo_doc(&docs[0].0).await.is_none());
+    proxy.restore();
+    let events = app.wait_events(4, Duration::from_secs(30)).await;
+    assert_in_order(&events, &docs);
+    for (doc, _) in &docs {
+        let m = app.mongo_doc(doc).await.expect("projected after recovery");
+        assert_eq!(m.get_str("status").unwrap(), "APPROVED");
+        assert_eq!(m.get_i64("version").unwrap(), 3);
+    }
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_stale_projection_never_overwrites_a_newer_one() {
+    let app = spawn_app().await;
+    let (doc, review) = app.pending_review().await;
+    assert_eq!(app.approve(&review, &app.reviewer()).await.status(), StatusCode::OK);
+    app.outbox_drained(Duration::from_secs(10)).await;
+    // Replay the projection of version 1 (as a slow dispatcher would).
+    let row = kh_review::store::DocumentRow {
+        id: doc.parse().unwrap(),
+        title: "old".into(),
+        body: "old body".into(),
+        status: "DRAFT".into(),
+        version: 1,
+        author_id: AUTHOR.into(),
+        current_review_id: None,
+        fence_token: None,
+        created_at: chrono::Utc::now(),
+        updated_at: chrono::Utc::now(),
+    };
+    let projection = kh_review::store::mongo::MongoProjection::new(
+        &mongo_url(),
+        &app.shared.mongo_db,
+        "documents",
+        Duration::from_secs(2),
+    )
+    .await
+    .unwrap();
+    let outcome = projection.project(&row).await.unwrap();
+    assert_eq!(outcome, kh_review::store::mongo::Projected::Stale);
+    let m = app.mongo_doc(&doc).await.unwrap();
+    assert_eq!(m.get_str("status").unwrap(), "APPROVED");
+    assert_eq!(m.get_i64("version").unwrap(), 3);
+    let _ = json!({});
+    app.finish().await;
+}

@@ -1,0 +1,89 @@
+//! A TCP proxy the test can cut and restore, to make a real server unreachable for the
+//! service (and only for it) without stopping the shared server.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+pub struct Proxy {
+    pub port: u16,
+    state: Arc<Mutex<(bool, CancellationToken)>>,
+    stop: CancellationToken,
+}
+
+impl Proxy {
+    pub async fn start(target: String) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
+        let port = listener.local_addr().unwrap().port();
+        let state = Arc::new(Mutex::new((true, CancellationToken::new())));
+        let stop = CancellationToken::new();
+        let (st, stop2) = (state.clone(), stop.clone());
+        tokio::spawn(async move {
+            loop {
+                let accepted = tokio::select! {
+                    _ = stop2.cancelled() => return,
+                    a = listener.accept() => a,
+                };
+                let Ok((mut inbound, _)) = accepted else { continue };
+                let (enabled, cut) = st.lock().unwrap().clone();
+                if !enabled {
+                    drop(inbound);
+                    continue;
+                }
+                let target = target.clone();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = TcpStream::connect(&target).await else { return };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = cut.cancelled() => {}
+                    }
+                });
+            }
+        });
+        Self { port, state, stop }
+    }
+
+    /// Drops every open connection and refuses new ones.
+    pub fn cut(&self) {
+        let mut st = self.state.lock().unwrap();
+        st.0 = false;
+        st.1.cancel();
+        st.1 = CancellationToken::new();
+    }
+
+    pub fn restore(&self) {
+        self.state.lock().unwrap().0 = true;
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.cut();
+        self.stop.cancel();
+    }
+}
+
+/// A server that accepts connections and never answers: a hung dependency.
+pub async fn blackhole() -> (u16, CancellationToken) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let stop = CancellationToken::new();
+    let s = stop.clone();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        loop {
+            tokio::select! {
+                _ = s.cancelled() => return,
+                a = listener.accept() => if let Ok((c, _)) = a { held.push(c) },
+            }
+        }
+    });
+    (port, stop)
+}
+
+/// A port nobody listens on.
+pub fn dead_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}

@@ -1,0 +1,202 @@
+use std::time::Duration;
+
+use kh_review::auth::Role;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::helpers::*;
+
+#[tokio::test]
+async fn approve_publishes_one_event_after_the_projection() {
+    let app = spawn_app().await;
+    let (doc_id, review_id) = app.pending_review().await;
+    let r = app.approve(&review_id, &app.reviewer()).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let t: Value = r.json().await.unwrap();
+    assert_eq!(t["document"]["status"], "APPROVED");
+    assert_eq!(t["document"]["version"], 3);
+    assert_eq!(t["review"]["status"], "APPROVED");
+    assert_eq!(t["review"]["decided_by"], REVIEWER);
+    assert_eq!(t["review"]["comment"], "ok");
+    assert!(t["review"]["decided_at"].is_string());
+
+    app.outbox_drained(Duration::from_secs(10)).await;
+    let events = app.take_events().await;
+    assert_eq!(events.len(), 2, "submitted + approved: {events:?}");
+    let (approved, props) = &events[1];
+    assert_eq!(events[0].0["event_type"], "document.submitted");
+    assert_eq!(approved["event_type"], "document.approved");
+    assert_eq!(approved["document_id"], doc_id.as_str());
+    assert_eq!(approved["review_id"], review_id.as_str());
+    assert_eq!(approved["document_version"], 3);
+    assert_eq!(approved["actor_id"], REVIEWER);
+    assert_eq!(approved["data"]["comment"], "ok");
+    assert!(approved["occurred_at"].is_string());
+    assert_eq!(props.message_id().as_ref().map(|s| s.as_str()), approved["event_id"].as_str());
+    assert_eq!(props.content_type().as_ref().map(|s| s.as_str()), Some("application/json"));
+    assert_eq!(*props.delivery_mode(), Some(2), "persistent");
+    // MongoDB holds the approved version.
+    let m = app.mongo_doc(&doc_id).await.unwrap();
+    assert_eq!(m.get_str("status").unwrap(), "APPROVED");
+    assert_eq!(m.get_i64("version").unwrap(), 3);
+    // One audit row per transition, with the request id and lock mode.
+    let audits = app.count("SELECT count(*) FROM audit_log WHERE lock_mode = 'redis'").await;
+    assert_eq!(audits, 2);
+    // Approving again is an invalid state; nothing changes.
+    let r = app.approve(&review_id, &app.token(REVIEWER2, &[Role::Reviewer])).await;
+    expect_error(r, StatusCode::CONFLICT, "INVALID_STATE").await;
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn reject_then_resubmit_opens_a_new_review() {
+    let app = spawn_app().await;
+    let (doc_id, review_id) = app.pending_review().await;
+    // A reason is required.
+    let r = app.post(&format!("/api/v1/reviews/{review_id}/reject"), &app.reviewer(), json!({})).await;
+    expect_error(r, StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_FAILED").await;
+    let r = app.post(&format!("/api/v1/reviews/{review_id}/reject"), &app.reviewer(), json!({"reason": "  "})).await;
+    expect_error(r, StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_FAILED").await;
+    let r = app.reject(&review_id, &app.reviewer()).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let t: Value = r.json().await.unwrap();
+    assert_eq!(t["document"]["status"], "REJECTED");
+    assert_eq!(t["review"]["reason"], "needs work");
+    // Editable again, then a second submit makes a second review.
+    let r = app
+        .client
+        .put(app.url(&format!("/api/v1/documents/{doc_id}")))
+        .bearer_auth(app.author())
+        .json(&json!({"title": "Quarterly report v2"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = app.post(&format!("/api/v1/documents/{doc_id}/submit"), &app.author(), json!({})).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let second: Value = r.json().await.unwrap();
+    assert_ne!(second["review"]["id"], review_id.as_str());
+    let h: Value = app
+        .get(&format!("/api/v1/documents/{doc_id}/reviews"), &app.author())
+        .await
+        .json()
+        .await
+        .unwrap();
+    let statuses: Vec<&str> = h["items"].as_array().unwrap().iter().map(|r| r["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["REJECTED", "PENDING"]);
+    // The old review cannot be decided any more.
+    let r = app.approve(&review_id, &app.reviewer()).await;
+    expect_error(r, StatusCode::CONFLICT, "INVALID_STATE").await;
+    app.outbox_drained(Duration::from_secs(10)).await;
+    let kinds: Vec<String> = app
+        .take_events()
+        .await
+        .into_iter()
+        .map(|(e, _)| e["event_type"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds, ["document.submitted", "document.rejected", "document.submitted"]);
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn four_eyes_and_roles() {
+    let app = spawn_app().await;
+    let (doc_id, review_id) = app.pending_review().await;
+    // The author, even holding the reviewer role, may not decide their own document.
+    let both = app.token(AUTHOR, &[Role::Author, Role::Reviewer]);
+    let r = app.approve(&review_id, &both).await;
+    expect_error(r, StatusCode::FORBIDDEN, "SELF_REVIEW_FORBIDDEN").await;
+    let r = app.reject(&review_id, &both).await;
+    expect_error(r, StatusCode::FORBIDDEN, "SELF_REVIEW_FORBIDDEN").await;
+    // Wrong role.
+    let r = app.approve(&review_id, &app.author()).await;
+    expect_error(r, StatusCode::FORBIDDEN, "FORBIDDEN").await;
+    let r = app.post("/api/v1/documents", &app.reviewer(), json!({"title": "t", "body": "b"})).await;
+    expect_error(r, StatusCode::FORBIDDEN, "FORBIDDEN").await;
+    // Another author may not edit or submit someone else's document.
+    let other = app.token("mallory", &[Role::Author]);
+    let r = app.post(&format!("/api/v1/documents/{doc_id}/submit"), &other, json!({})).await;
+    expect_error(r, StatusCode::FORBIDDEN, "FORBIDDEN").await;
+    // Nothing changed.
+    let r = app.get(&format!("/api/v1/documents/{doc_id}"), &app.reviewer()).await;
+    let d: Value = r.json().await.unwrap();
+    assert_eq!(d["status"], "PENDING_REVIEW");
+    assert_eq!(d["version"], 2);
+    assert_eq!(app.count("SELECT count(*) FROM audit_log").await, 2);
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_held_lock_key_gives_409_with_retry_after_then_success() {
+    let app = spawn_app().await;
+    let (_, review_id) = app.pending_review().await;
+    let key = app.lock_key_review(&review_id);
+    let mut c = app.redis_conn().await;
+    let _: () = redis::cmd("SET").arg(&key).arg("someone-else").arg("PX").arg(60_000).query_async(&mut c).await.unwrap();
+    let r = app.approve(&review_id, &app.reviewer()).await;
+    let retry_after: u64 = r.headers().get("retry-after").expect("Retry-After").to_str().unwrap().parse().unwrap();
+    assert!(retry_after >= 1);
+    expect_error(r, StatusCode::CONFLICT, "LOCK_NOT_ACQUIRED").await;
+    let owner: String = redis::cmd("GET").arg(&key).query_async(&mut c).await.unwrap();
+    assert_eq!(owner, "someone-else", "a refused request never touches the holder's key");
+    let _: () = redis::cmd("DEL").arg(&key).query_async(&mut c).await.unwrap();
+    let r = app.approve(&review_id, &app.reviewer()).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_lease_lost_before_commit_commits_nothing() {
+    let app = spawn_app_with(AppOptions { lock_ttl_ms: 600, ..Default::default() }).await;
+    let (doc_id, review_id) = app.pending_review().await;
+    let key = app.lock_key_review(&review_id);
+    let req = app
+        .client
+        .post(app.url(&format!("/api/v1/reviews/{review_id}/approve")))
+        .bearer_auth(app.reviewer())
+        .header(kh_review::startup::PAUSE_HEADER, "1500")
+        .json(&json!({}))
+        .send();
+    let hijack = async {
+        // While the handler is paused, the lock moves to another owner.
+        let mut c = app.redis_conn().await;
+        wait_for("the handler to take the lock", Duration::from_secs(5), || {
+            let mut c = c.clone();
+            let key = key.clone();
+            async move {
+                let v: Option<String> = redis::cmd("GET").arg(&key).query_async(&mut c).await.unwrap();
+                v.map(|_| ())
+            }
+        })
+        .await;
+        let _: () = redis::cmd("SET").arg(&key).arg("thief").arg("PX").arg(60_000).query_async(&mut c).await.unwrap();
+    };
+    let (r, ()) = tokio::join!(req, hijack);
+    expect_error(r.unwrap(), StatusCode::CONFLICT, "LOCK_LOST").await;
+    let d: Value = app.get(&format!("/api/v1/documents/{doc_id}"), &app.reviewer()).await.json().await.unwrap();
+    assert_eq!(d["status"], "PENDING_REVIEW");
+    assert_eq!(d["version"], 2);
+    let mut c = app.redis_conn().await;
+    let owner: String = redis::cmd("GET").arg(&key).query_async(&mut c).await.unwrap();
+    assert_eq!(owner, "thief", "the lost holder must not release the new owner's lock");
+    let _: () = redis::cmd("DEL").arg(&key).query_async(&mut c).await.unwrap();
+    assert_eq!(app.count("SELECT count(*) FROM outbox WHERE event_type = 'document.approved'").await, 0);
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_handler_held_past_its_ttl_keeps_the_lock_by_renewal() {
+    let app = spawn_app_with(AppOptions { lock_ttl_ms: 400, ..Default::default() }).await;
+    let (_, review_id) = app.pending_review().await;
+    let r = app
+        .client
+        .post(app.url(&format!("/api/v1/reviews/{review_id}/approve")))
+        .bearer_auth(app.reviewer())
+        .header(kh_review::startup::PAUSE_HEADER, "1200")
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+    app.finish().await;
+}
