@@ -68,7 +68,13 @@ pub fn sign(secret: &SecretString, sub: &str, roles: &[Role], ttl_secs: u64) -> 
         sub: sub.to_string(),
         roles: roles
             .iter()
-            .map(|r| serde_json::to_value(r).unwrap().as_str().unwrap().to_string())
+            .map(|r| {
+                serde_json::to_value(r)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
             .collect(),
         exp,
     };
@@ -127,6 +133,8 @@ fn authenticate(req: &HttpRequest) -> Result<Caller, ApiError> {
     let token = value
         .strip_prefix("Bearer ")
         .or_else(|| value.strip_prefix("bearer "))
-        .ok_or_else(|| ApiError::unauthorized("the Authorization header must be 'Bearer <token>'"))?;
+        .ok_or_else(|| {
+            ApiError::unauthorized("the Authorization header must be 'Bearer <token>'")
+        })?;
     verifier.verify(token.trim())
 }

@@ -146,14 +146,16 @@ impl Settings {
 
     pub fn validate(&self) -> Result<(), ConfigError> {
         let mut problems = Vec::new();
-        let mut bad = |key: &'static str, problem: String| {
-            problems.push(ConfigProblem { key, problem })
-        };
+        let mut bad =
+            |key: &'static str, problem: String| problems.push(ConfigProblem { key, problem });
         let url_check = |url: &SecretString, schemes: &[&str]| -> Option<String> {
             let s = url.expose_secret();
             match s.split_once("://") {
                 Some((scheme, rest)) if schemes.contains(&scheme) && !rest.is_empty() => None,
-                _ => Some(format!("must be a URL starting with {}://", schemes.join("|"))),
+                _ => Some(format!(
+                    "must be a URL starting with {}://",
+                    schemes.join("|")
+                )),
             }
         };
         if let Some(p) = url_check(&self.database.url, &["postgres", "postgresql"]) {
@@ -169,7 +171,10 @@ impl Settings {
             bad("amqp.url", p);
         }
         if self.lock.ttl_ms == 0 {
-            bad("lock.ttl_ms", "must be greater than zero: no permanent locks".into());
+            bad(
+                "lock.ttl_ms",
+                "must be greater than zero: no permanent locks".into(),
+            );
         }
         if self.lock.max_hold_ms < self.lock.ttl_ms {
             bad("lock.max_hold_ms", "must be at least lock.ttl_ms".into());
@@ -187,10 +192,16 @@ impl Settings {
             bad("redis.pool_size", "must be greater than zero".into());
         }
         if self.database.max_connections == 0 {
-            bad("database.max_connections", "must be greater than zero".into());
+            bad(
+                "database.max_connections",
+                "must be greater than zero".into(),
+            );
         }
         if self.lock.breaker_failure_threshold == 0 {
-            bad("lock.breaker_failure_threshold", "must be at least 1".into());
+            bad(
+                "lock.breaker_failure_threshold",
+                "must be at least 1".into(),
+            );
         }
         if self.outbox.batch_size <= 0 {
             bad("outbox.batch_size", "must be greater than zero".into());

@@ -9,7 +9,11 @@ use kh_review::startup::{self, Application, Core};
 use kh_review::telemetry;
 
 #[derive(Parser)]
-#[command(name = "kh-review", version, about = "Document-review workflow service")]
+#[command(
+    name = "kh-review",
+    version,
+    about = "Document-review workflow service"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -53,10 +57,17 @@ async fn main() -> ExitCode {
         Command::Migrate => migrate(&settings).await,
         Command::Dispatch => dispatch(settings).await,
         Command::CheckConfig => {
-            println!("configuration is valid (environment: {})", settings.environment);
+            println!(
+                "configuration is valid (environment: {})",
+                settings.environment
+            );
             Ok(())
         }
-        Command::Token { sub, roles, ttl_secs } => token(&settings, &sub, &roles, ttl_secs),
+        Command::Token {
+            sub,
+            roles,
+            ttl_secs,
+        } => token(&settings, &sub, &roles, ttl_secs),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

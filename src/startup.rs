@@ -106,7 +106,9 @@ impl Core {
         )?;
         match redis.ping().await {
             Ok(()) => tracing::info!("redis reachable"),
-            Err(e) => tracing::warn!(error = %e, "redis unreachable at start-up: serving with the row lock only until it is back"),
+            Err(e) => {
+                tracing::warn!(error = %e, "redis unreachable at start-up: serving with the row lock only until it is back")
+            }
         }
         let provider: Arc<dyn LockProvider> = Arc::new(redis.clone());
         let gate = Arc::new(LockGate::new(
@@ -181,7 +183,12 @@ impl Application {
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let core = Core::build(&settings).await?;
         let listener = TcpListener::bind((settings.server.host.as_str(), settings.server.port))
-            .with_context(|| format!("could not bind {}:{}", settings.server.host, settings.server.port))?;
+            .with_context(|| {
+                format!(
+                    "could not bind {}:{}",
+                    settings.server.host, settings.server.port
+                )
+            })?;
         let port = listener.local_addr()?.port();
         let state = core.state.clone();
         let verifier = web::Data::new(JwtVerifier::new(&settings.auth.jwt_secret));
@@ -197,7 +204,10 @@ impl Application {
         .disable_signals()
         .listen(listener)?
         .run();
-        let dispatcher = settings.outbox.run_dispatcher.then(|| core.spawn_dispatcher());
+        let dispatcher = settings
+            .outbox
+            .run_dispatcher
+            .then(|| core.spawn_dispatcher());
         Ok(Self {
             port,
             server,

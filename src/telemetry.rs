@@ -6,7 +6,8 @@ use crate::config::LogSettings;
 
 /// Installs the global subscriber once; later calls are no-ops (tests build many apps).
 pub fn init(settings: &LogSettings) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&settings.level));
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&settings.level));
     let builder = fmt().with_env_filter(filter).with_writer(std::io::stderr);
     let _ = if settings.format == "json" {
         builder

@@ -82,7 +82,10 @@ impl UserId {
             return Err(err("sub", "must be 1 to 128 bytes"));
         }
         if s.chars().any(|c| c.is_control() || c.is_whitespace()) {
-            return Err(err("sub", "must not contain whitespace or control characters"));
+            return Err(err(
+                "sub",
+                "must not contain whitespace or control characters",
+            ));
         }
         Ok(Self(s.to_string()))
     }
@@ -103,7 +106,10 @@ mod tests {
         assert!(DocumentTitle::parse("a\nb").is_err());
         assert!(DocumentTitle::parse(&"x".repeat(201)).is_err());
         assert_eq!(DocumentTitle::parse("  Hello ").unwrap().as_str(), "Hello");
-        assert!(DocumentTitle::parse("{\"$gt\": \"\"}").is_ok(), "injection text is just text");
+        assert!(
+            DocumentTitle::parse("{\"$gt\": \"\"}").is_ok(),
+            "injection text is just text"
+        );
     }
 
     #[test]

@@ -186,7 +186,10 @@ mod tests {
 
     #[test]
     fn reviews_decide_once() {
-        assert_eq!(ReviewStatus::Pending.decide(Action::Approve), Some(ReviewStatus::Approved));
+        assert_eq!(
+            ReviewStatus::Pending.decide(Action::Approve),
+            Some(ReviewStatus::Approved)
+        );
         assert_eq!(ReviewStatus::Approved.decide(Action::Reject), None);
         assert_eq!(ReviewStatus::Rejected.decide(Action::Approve), None);
         assert_eq!(ReviewStatus::Pending.decide(Action::Submit), None);

@@ -25,7 +25,12 @@ pub async fn read_json<T: DeserializeOwned>(
 ) -> Result<T, ApiError> {
     if let Some(ct) = req.headers().get(header::CONTENT_TYPE) {
         let ct = ct.to_str().unwrap_or("");
-        let mime = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        let mime = ct
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
         if mime != "application/json" {
             return Err(ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -60,7 +65,9 @@ pub async fn read_json<T: DeserializeOwned>(
     serde_json::from_slice(&body).map_err(|e| {
         let msg: String = e.to_string().chars().take(200).collect();
         if e.is_data() {
-            ApiError::validation(format!("the request body does not match the expected fields: {msg}"))
+            ApiError::validation(format!(
+                "the request body does not match the expected fields: {msg}"
+            ))
         } else {
             ApiError::malformed(format!("the request body is not valid JSON: {msg}"))
         }

@@ -56,10 +56,18 @@ impl ApiError {
         }
     }
     pub fn validation(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::ValidationFailed, message)
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::ValidationFailed,
+            message,
+        )
     }
     pub fn malformed(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, ErrorCode::ValidationFailed, message)
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::ValidationFailed,
+            message,
+        )
     }
     pub fn unauthorized(message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized, message)

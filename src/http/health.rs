@@ -45,7 +45,12 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
         "ready"
     };
     // Failure reasons of dependencies are kept to the log: they can name hosts.
-    for (name, (s, why)) in [("postgresql", &pg), ("redis", &redis), ("mongodb", &mongo), ("rabbitmq", &amqp)] {
+    for (name, (s, why)) in [
+        ("postgresql", &pg),
+        ("redis", &redis),
+        ("mongodb", &mongo),
+        ("rabbitmq", &amqp),
+    ] {
         if let Some(why) = why {
             tracing::warn!(dependency = name, state = s, reason = %why, "readiness probe");
         }

@@ -30,7 +30,8 @@ fn sane(v: &HeaderValue) -> Option<String> {
     let s = v.to_str().ok()?;
     let ok = !s.is_empty()
         && s.len() <= 64
-        && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
     ok.then(|| s.to_string())
 }
 

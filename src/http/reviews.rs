@@ -73,7 +73,8 @@ pub async fn reject(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Reviewer)?;
     let body: RejectBody = read_json(&req, payload, limit.0, false).await?;
-    let reason = RejectReason::parse(&body.reason).map_err(|e| ApiError::validation(e.to_string()))?;
+    let reason =
+        RejectReason::parse(&body.reason).map_err(|e| ApiError::validation(e.to_string()))?;
     decide(&req, &state, caller, *path, Decision::Reject(reason)).await
 }
 
@@ -87,7 +88,13 @@ async fn decide(
     let hooks = state.hooks(req);
     let done = state
         .reviews
-        .decide(caller.id, review_id, decision, super::request_id::current(), hooks)
+        .decide(
+            caller.id,
+            review_id,
+            decision,
+            super::request_id::current(),
+            hooks,
+        )
         .await?;
     Ok(HttpResponse::Ok().json(TransitionView {
         document: DocumentView::from(&done.document),

@@ -16,19 +16,34 @@ pub async fn run_all<P: LockProvider + ?Sized>(p: &P, prefix: &str) {
     fencing_tokens_strictly_increase(p, &format!("{prefix}c3")).await;
     expiry_frees_the_key(p, &format!("{prefix}c4")).await;
     extend_all_is_all_or_nothing(p, &format!("{prefix}c5")).await;
-    assert!(Ttl::new(Duration::ZERO).is_none(), "a zero TTL must be refused");
+    assert!(
+        Ttl::new(Duration::ZERO).is_none(),
+        "a zero TTL must be refused"
+    );
 }
 
 async fn exclusive_and_released_by_owner_only<P: LockProvider + ?Sized>(p: &P, key: &str) {
     let a = p.acquire(key, ttl(10_000)).await.unwrap();
     assert!(a.acquired, "first acquire must succeed");
-    assert!(a.fencing_token.is_some(), "an acquired handle carries a fencing token");
+    assert!(
+        a.fencing_token.is_some(),
+        "an acquired handle carries a fencing token"
+    );
     let b = p.acquire(key, ttl(10_000)).await.unwrap();
     assert!(!b.acquired, "second acquire must see contention");
-    assert!(b.holder_ttl.is_some(), "contention reports the holder's remaining ttl");
+    assert!(
+        b.holder_ttl.is_some(),
+        "contention reports the holder's remaining ttl"
+    );
     assert!(p.require_acquire(key, ttl(10_000)).await.is_err());
-    assert!(!p.release(&b).await.unwrap(), "a non-owner must not release");
-    assert!(p.locked(key).await.unwrap(), "still held after a foreign release");
+    assert!(
+        !p.release(&b).await.unwrap(),
+        "a non-owner must not release"
+    );
+    assert!(
+        p.locked(key).await.unwrap(),
+        "still held after a foreign release"
+    );
     assert!(p.release(&a).await.unwrap(), "the owner releases");
     assert!(!p.locked(key).await.unwrap());
     assert!(!p.release(&a).await.unwrap(), "a second release is a no-op");
@@ -41,7 +56,10 @@ async fn wrong_owner_cannot_extend<P: LockProvider + ?Sized>(p: &P, key: &str) {
     assert!(!p.extend(&forged, ttl(10_000)).await.unwrap());
     assert!(p.extend(&a, ttl(10_000)).await.unwrap());
     p.release(&a).await.unwrap();
-    assert!(!p.extend(&a, ttl(10_000)).await.unwrap(), "a released lock cannot be extended");
+    assert!(
+        !p.extend(&a, ttl(10_000)).await.unwrap(),
+        "a released lock cannot be extended"
+    );
 }
 
 async fn fencing_tokens_strictly_increase<P: LockProvider + ?Sized>(p: &P, key: &str) {
@@ -61,13 +79,22 @@ async fn expiry_frees_the_key<P: LockProvider + ?Sized>(p: &P, key: &str) {
     let a = p.require_acquire(key, ttl(50)).await.unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while p.locked(key).await.unwrap() {
-        assert!(tokio::time::Instant::now() < deadline, "a 50 ms lock did not expire");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "a 50 ms lock did not expire"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let b = p.require_acquire(key, ttl(10_000)).await.unwrap();
     assert!(b.fencing_token > a.fencing_token);
-    assert!(!p.extend(&a, ttl(10_000)).await.unwrap(), "an expired owner cannot extend");
-    assert!(!p.release(&a).await.unwrap(), "an expired owner cannot release the new one");
+    assert!(
+        !p.extend(&a, ttl(10_000)).await.unwrap(),
+        "an expired owner cannot extend"
+    );
+    assert!(
+        !p.release(&a).await.unwrap(),
+        "an expired owner cannot release the new one"
+    );
     assert!(p.release(&b).await.unwrap());
 }
 
@@ -76,11 +103,16 @@ async fn extend_all_is_all_or_nothing<P: LockProvider + ?Sized>(p: &P, key: &str
     let k2 = format!("{key}:b");
     let a = p.require_acquire(&k1, ttl(10_000)).await.unwrap();
     let b = p.require_acquire(&k2, ttl(10_000)).await.unwrap();
-    assert!(p.extend_all(&[a.clone(), b.clone()], ttl(10_000)).await.unwrap());
+    assert!(p
+        .extend_all(&[a.clone(), b.clone()], ttl(10_000))
+        .await
+        .unwrap());
     p.release(&b).await.unwrap();
     let c = p.require_acquire(&k2, ttl(10_000)).await.unwrap();
     assert!(
-        !p.extend_all(&[a.clone(), b.clone()], ttl(60_000)).await.unwrap(),
+        !p.extend_all(&[a.clone(), b.clone()], ttl(60_000))
+            .await
+            .unwrap(),
         "one key lost means the whole renewal fails"
     );
     p.release(&a).await.unwrap();

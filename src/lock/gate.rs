@@ -128,7 +128,9 @@ impl LockGate {
                 self.stats.contended.fetch_add(1, Ordering::Relaxed);
                 Err(Contended {
                     key,
-                    retry_after: holder_ttl.unwrap_or(self.retry_after).max(Duration::from_secs(1)),
+                    retry_after: holder_ttl
+                        .unwrap_or(self.retry_after)
+                        .max(Duration::from_secs(1)),
                 })
             }
             Err(LockError::Unavailable(reason)) => {

@@ -131,8 +131,12 @@ impl Lease {
         for h in &self.handles {
             match self.provider.release(h).await {
                 Ok(true) => {}
-                Ok(false) => tracing::info!(lock_key = %h.lock_key, "lock was no longer ours at release"),
-                Err(e) => tracing::warn!(lock_key = %h.lock_key, error = %e, "lock release failed; it will expire by ttl"),
+                Ok(false) => {
+                    tracing::info!(lock_key = %h.lock_key, "lock was no longer ours at release")
+                }
+                Err(e) => {
+                    tracing::warn!(lock_key = %h.lock_key, error = %e, "lock release failed; it will expire by ttl")
+                }
             }
         }
     }

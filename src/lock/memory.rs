@@ -53,8 +53,7 @@ impl LockProvider for MemoryLockProvider {
             });
         }
         let expires_at = now + ttl.as_duration();
-        st.held
-            .insert(key.to_string(), (token.clone(), expires_at));
+        st.held.insert(key.to_string(), (token.clone(), expires_at));
         let fence = st.fences.entry(key.to_string()).or_insert(0);
         *fence += 1;
         Ok(LockHandle {

@@ -111,9 +111,13 @@ impl Dispatcher {
 
     /// Projects the current state of every document that has unprojected rows. Needs no
     /// ordering: the projection is the document's latest version, under a version guard.
-    async fn project_pass(&self, only_document: Option<Uuid>) -> Result<(usize, usize), StoreError> {
+    async fn project_pass(
+        &self,
+        only_document: Option<Uuid>,
+    ) -> Result<(usize, usize), StoreError> {
         let mut tx = self.pool.begin().await?;
-        let rows = repo::claim_unprojected(&mut tx, only_document, self.settings.batch_size).await?;
+        let rows =
+            repo::claim_unprojected(&mut tx, only_document, self.settings.batch_size).await?;
         let mut by_doc: Vec<(Uuid, Vec<&OutboxRow>)> = Vec::new();
         for row in &rows {
             match by_doc.iter_mut().find(|(d, _)| *d == row.document_id) {
@@ -132,10 +136,13 @@ impl Dispatcher {
                     repo::mark_projected(&mut tx, &ids).await?;
                 }
                 Err(e) => {
-                    self.stats.projection_failures.fetch_add(1, Ordering::Relaxed);
+                    self.stats
+                        .projection_failures
+                        .fetch_add(1, Ordering::Relaxed);
                     failed += 1;
                     for row in rows {
-                        self.fail(&mut tx, row, false, &format!("projection: {e:#}")).await?;
+                        self.fail(&mut tx, row, false, &format!("projection: {e:#}"))
+                            .await?;
                     }
                 }
             }
@@ -145,9 +152,16 @@ impl Dispatcher {
     }
 
     /// Publishes the oldest projected, undone row of each document, then marks it done.
-    async fn publish_pass(&self, only_document: Option<Uuid>) -> Result<(usize, usize), StoreError> {
+    async fn publish_pass(
+        &self,
+        only_document: Option<Uuid>,
+    ) -> Result<(usize, usize), StoreError> {
         let mut tx = self.pool.begin().await?;
-        let limit = if only_document.is_some() { 1 } else { self.settings.batch_size };
+        let limit = if only_document.is_some() {
+            1
+        } else {
+            self.settings.batch_size
+        };
         let rows = repo::claim(&mut tx, only_document, limit).await?;
         let mut failed = 0;
         for row in &rows {
@@ -190,7 +204,12 @@ impl Dispatcher {
         error: &str,
     ) -> Result<RowOutcome, StoreError> {
         let retry_in = self.backoff(row.attempts);
-        tracing::warn!(attempts = row.attempts + 1, ?retry_in, error, "outbox delivery failed");
+        tracing::warn!(
+            attempts = row.attempts + 1,
+            ?retry_in,
+            error,
+            "outbox delivery failed"
+        );
         repo::mark_failed(tx, row.id, projected, retry_in, error).await?;
         Ok(RowOutcome::Failed)
     }

@@ -24,7 +24,12 @@ pub struct AmqpPublisher {
 }
 
 impl AmqpPublisher {
-    pub fn new(url: SecretString, exchange: String, bind_queue: Option<String>, timeout: Duration) -> Self {
+    pub fn new(
+        url: SecretString,
+        exchange: String,
+        bind_queue: Option<String>,
+        timeout: Duration,
+    ) -> Self {
         Self {
             url,
             exchange,
@@ -88,9 +93,15 @@ impl AmqpPublisher {
             )
             .await
             .context("amqp queue declare")?;
-            ch.queue_bind(q, &self.exchange, "document.#", QueueBindOptions::default(), FieldTable::default())
-                .await
-                .context("amqp queue bind")?;
+            ch.queue_bind(
+                q,
+                &self.exchange,
+                "document.#",
+                QueueBindOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .context("amqp queue bind")?;
         }
         tracing::info!(exchange = %self.exchange, "connected to rabbitmq");
         Ok((conn, ch))

@@ -99,10 +99,14 @@ impl ReviewService {
                 Box::pin(async move {
                     match &decision {
                         Decision::Approve(c) => {
-                            store.decide(review_id, Action::Approve, c.as_ref(), None, &ctx).await
+                            store
+                                .decide(review_id, Action::Approve, c.as_ref(), None, &ctx)
+                                .await
                         }
                         Decision::Reject(r) => {
-                            store.decide(review_id, Action::Reject, None, Some(r), &ctx).await
+                            store
+                                .decide(review_id, Action::Reject, None, Some(r), &ctx)
+                                .await
                         }
                     }
                 })
@@ -125,7 +129,8 @@ impl ReviewService {
         F: for<'a> FnOnce(
             &'a PgStore,
             TxContext<'a>,
-        ) -> futures_util::future::BoxFuture<'a, Result<Transitioned, StoreError>>,
+        )
+            -> futures_util::future::BoxFuture<'a, Result<Transitioned, StoreError>>,
     {
         let passage = self.gate.enter(key).await?;
         let ctx = TxContext {
@@ -145,14 +150,17 @@ impl ReviewService {
             version = done.document.version,
             "transition committed"
         );
-        self.dispatcher.dispatch_document_now(done.document.id).await;
+        self.dispatcher
+            .dispatch_document_now(done.document.id)
+            .await;
         Ok(done)
     }
 
     /// After an edit or a create: deliver the projection now (best effort).
     pub async fn deliver_now(&self, document_id: Uuid) {
         let dispatcher = self.dispatcher.clone();
-        let _ = tokio::spawn(async move { dispatcher.dispatch_document_now(document_id).await }).await;
+        let _ =
+            tokio::spawn(async move { dispatcher.dispatch_document_now(document_id).await }).await;
     }
 }
 
@@ -169,8 +177,8 @@ async fn detach<T: Send + 'static>(
     ));
     match task.await {
         Ok(r) => r,
-        Err(join) => Err(TransitionError::Store(StoreError::Unexpected(anyhow::anyhow!(
-            "transition task failed: {join}"
-        )))),
+        Err(join) => Err(TransitionError::Store(StoreError::Unexpected(
+            anyhow::anyhow!("transition task failed: {join}"),
+        ))),
     }
 }

@@ -42,14 +42,25 @@ pub struct MongoProjection {
 
 impl MongoProjection {
     /// Parses the URL and builds the client; does not connect (MongoDB may be down).
-    pub async fn new(url: &str, database: &str, collection: &str, timeout: Duration) -> anyhow::Result<Self> {
-        let mut opts = ClientOptions::parse(url).await.context("invalid mongo url")?;
+    pub async fn new(
+        url: &str,
+        database: &str,
+        collection: &str,
+        timeout: Duration,
+    ) -> anyhow::Result<Self> {
+        let mut opts = ClientOptions::parse(url)
+            .await
+            .context("invalid mongo url")?;
         opts.server_selection_timeout = Some(timeout);
         opts.connect_timeout = Some(timeout);
         opts.app_name = Some("kh-review".into());
         let client = Client::with_options(opts).context("could not build the mongo client")?;
         let coll = client.database(database).collection(collection);
-        Ok(Self { client, coll, timeout })
+        Ok(Self {
+            client,
+            coll,
+            timeout,
+        })
     }
 
     fn bound(&self) -> Duration {

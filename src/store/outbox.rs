@@ -43,7 +43,10 @@ pub async fn claim_unprojected(
     .await?)
 }
 
-pub async fn mark_projected(tx: &mut Transaction<'_, Postgres>, ids: &[i64]) -> Result<(), StoreError> {
+pub async fn mark_projected(
+    tx: &mut Transaction<'_, Postgres>,
+    ids: &[i64],
+) -> Result<(), StoreError> {
     sqlx::query("UPDATE outbox SET projected_at = now(), last_error = NULL WHERE id = ANY($1)")
         .bind(ids)
         .execute(&mut **tx)
@@ -89,7 +92,11 @@ pub async fn current_document(
     .await?)
 }
 
-pub async fn mark_done(tx: &mut Transaction<'_, Postgres>, id: i64, published: bool) -> Result<(), StoreError> {
+pub async fn mark_done(
+    tx: &mut Transaction<'_, Postgres>,
+    id: i64,
+    published: bool,
+) -> Result<(), StoreError> {
     sqlx::query(
         "UPDATE outbox SET done_at = now(), projected_at = COALESCE(projected_at, now()), \
          published_at = CASE WHEN $2 THEN now() ELSE published_at END, last_error = NULL \

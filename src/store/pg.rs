@@ -90,8 +90,20 @@ impl PgStore {
         .bind(author.as_str())
         .fetch_one(&mut *tx)
         .await?;
-        audit(&mut tx, &doc, None, "create", author, None, request_id, "none", None).await?;
-        enqueue(&mut tx, &doc, None, "document.created", None, author, json!({})).await?;
+        audit(
+            &mut tx, &doc, None, "create", author, None, request_id, "none", None,
+        )
+        .await?;
+        enqueue(
+            &mut tx,
+            &doc,
+            None,
+            "document.created",
+            None,
+            author,
+            json!({}),
+        )
+        .await?;
         tx.commit().await?;
         Ok(doc)
     }
@@ -129,9 +141,28 @@ impl PgStore {
         .bind(body.map(|b| b.as_str()))
         .fetch_one(&mut *tx)
         .await?;
-        audit(&mut tx, &updated, None, "edit", ctx.actor, Some(&doc.status), ctx.request_id, "none", None)
-            .await?;
-        enqueue(&mut tx, &updated, None, "document.updated", None, ctx.actor, json!({})).await?;
+        audit(
+            &mut tx,
+            &updated,
+            None,
+            "edit",
+            ctx.actor,
+            Some(&doc.status),
+            ctx.request_id,
+            "none",
+            None,
+        )
+        .await?;
+        enqueue(
+            &mut tx,
+            &updated,
+            None,
+            "document.updated",
+            None,
+            ctx.actor,
+            json!({}),
+        )
+        .await?;
         tx.commit().await?;
         Ok(updated)
     }
@@ -146,7 +177,9 @@ impl PgStore {
         let mut tx = self.begin(ctx).await?;
         let doc = lock_document(&mut tx, document_id).await?;
         if doc.author_id != ctx.actor.as_str() {
-            return Err(StoreError::Forbidden("only the author may submit a document"));
+            return Err(StoreError::Forbidden(
+                "only the author may submit a document",
+            ));
         }
         let next = parse_doc_status(&doc.status)?.apply(Action::Submit)?;
         check_fence(&doc, ctx)?;
@@ -164,7 +197,8 @@ impl PgStore {
         .await?;
         let updated = set_document_status(&mut tx, &doc, next, Some(review_id), ctx).await?;
         let data = json!({ "title": updated.title, "submitted_by": review.submitted_by });
-        self.finish(tx, &doc, &updated, &review, Action::Submit, data, ctx).await
+        self.finish(tx, &doc, &updated, &review, Action::Submit, data, ctx)
+            .await
     }
 
     /// PENDING -> APPROVED | REJECTED for the review, and the document with it.
@@ -221,7 +255,8 @@ impl PgStore {
             Action::Approve => json!({ "title": updated.title, "comment": review.comment }),
             _ => json!({ "title": updated.title, "reason": review.reason }),
         };
-        self.finish(tx, &doc, &updated, &review, action, data, ctx).await
+        self.finish(tx, &doc, &updated, &review, action, data, ctx)
+            .await
     }
 
     /// Audit row, outbox row, lease check, COMMIT.
@@ -254,7 +289,16 @@ impl PgStore {
             Action::Reject => "document.rejected",
             Action::Edit => unreachable!("edits are not transitions"),
         };
-        enqueue(&mut tx, doc, Some(review.id), event_type, Some(event_type), ctx.actor, data).await?;
+        enqueue(
+            &mut tx,
+            doc,
+            Some(review.id),
+            event_type,
+            Some(event_type),
+            ctx.actor,
+            data,
+        )
+        .await?;
         if let Some(pause) = ctx.pause_before_commit {
             tokio::time::sleep(pause).await;
         }
@@ -311,10 +355,11 @@ impl PgStore {
 
     /// Every review of a document, oldest first. NotFound when the document does not exist.
     pub async fn document_reviews(&self, document_id: Uuid) -> Result<Vec<ReviewRow>, StoreError> {
-        let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM documents WHERE id = $1)")
-            .bind(document_id)
-            .fetch_one(&self.pool)
-            .await?;
+        let exists: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM documents WHERE id = $1)")
+                .bind(document_id)
+                .fetch_one(&self.pool)
+                .await?;
         if !exists {
             return Err(StoreError::NotFound);
         }
@@ -336,16 +381,19 @@ async fn lock_document(
     tx: &mut Transaction<'_, Postgres>,
     id: Uuid,
 ) -> Result<DocumentRow, StoreError> {
-    sqlx::query_as(&format!("SELECT {DOC_COLS} FROM documents WHERE id = $1 FOR UPDATE"))
-        .bind(id)
-        .fetch_optional(&mut **tx)
-        .await?
-        .ok_or(StoreError::NotFound)
+    sqlx::query_as(&format!(
+        "SELECT {DOC_COLS} FROM documents WHERE id = $1 FOR UPDATE"
+    ))
+    .bind(id)
+    .fetch_optional(&mut **tx)
+    .await?
+    .ok_or(StoreError::NotFound)
 }
 
 fn parse_doc_status(s: &str) -> Result<DocumentStatus, StoreError> {
-    DocumentStatus::parse(s)
-        .ok_or_else(|| StoreError::Unexpected(anyhow::anyhow!("unknown document status in database")))
+    DocumentStatus::parse(s).ok_or_else(|| {
+        StoreError::Unexpected(anyhow::anyhow!("unknown document status in database"))
+    })
 }
 
 /// A holder whose fencing token is older than the one stored lost its lock to a newer holder.

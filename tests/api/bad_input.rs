@@ -30,7 +30,10 @@ async fn bad_requests_are_refused_and_change_nothing() {
     };
 
     // Malformed JSON: 400.
-    let r = raw("/api/v1/documents", "{\"title\": \"x\", ").send().await.unwrap();
+    let r = raw("/api/v1/documents", "{\"title\": \"x\", ")
+        .send()
+        .await
+        .unwrap();
     expect_error(r, StatusCode::BAD_REQUEST, "VALIDATION_FAILED").await;
     // Wrong types, missing and unknown fields: 422.
     for body in [
@@ -42,12 +45,20 @@ async fn bad_requests_are_refused_and_change_nothing() {
         json!({"title": "x".repeat(201), "body": "b"}),
         json!([1, 2, 3]),
     ] {
-        let r = app.post("/api/v1/documents", &app.author(), body.clone()).await;
+        let r = app
+            .post("/api/v1/documents", &app.author(), body.clone())
+            .await;
         expect_error(r, StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_FAILED").await;
     }
     // Oversized body: 413.
     let huge = "x".repeat(2 * 1024 * 1024);
-    let r = app.post("/api/v1/documents", &app.author(), json!({"title": "t", "body": huge})).await;
+    let r = app
+        .post(
+            "/api/v1/documents",
+            &app.author(),
+            json!({"title": "t", "body": huge}),
+        )
+        .await;
     expect_error(r, StatusCode::PAYLOAD_TOO_LARGE, "VALIDATION_FAILED").await;
     // Not JSON at all.
     let r = app
@@ -74,15 +85,30 @@ async fn bad_requests_are_refused_and_change_nothing() {
     }
     let r = app.approve(&unknown.to_string(), &app.reviewer()).await;
     expect_error(r, StatusCode::NOT_FOUND, "NOT_FOUND").await;
-    let r = app.post(&format!("/api/v1/documents/{unknown}/submit"), &app.author(), json!({})).await;
+    let r = app
+        .post(
+            &format!("/api/v1/documents/{unknown}/submit"),
+            &app.author(),
+            json!({}),
+        )
+        .await;
     expect_error(r, StatusCode::NOT_FOUND, "NOT_FOUND").await;
     // Injection text is stored as text, never interpreted (and goes to 422 when invalid).
     let r = app
-        .post(&format!("/api/v1/reviews/{review_id}/reject"), &app.reviewer(), json!({"reason": {"$ne": null}}))
+        .post(
+            &format!("/api/v1/reviews/{review_id}/reject"),
+            &app.reviewer(),
+            json!({"reason": {"$ne": null}}),
+        )
         .await;
     expect_error(r, StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_FAILED").await;
     // Missing, malformed, forged and expired tokens: 401.
-    let r = app.client.get(app.url(&format!("/api/v1/documents/{doc_id}"))).send().await.unwrap();
+    let r = app
+        .client
+        .get(app.url(&format!("/api/v1/documents/{doc_id}")))
+        .send()
+        .await
+        .unwrap();
     expect_error(r, StatusCode::UNAUTHORIZED, "UNAUTHORIZED").await;
     let r = app
         .client
@@ -92,7 +118,12 @@ async fn bad_requests_are_refused_and_change_nothing() {
         .await
         .unwrap();
     expect_error(r, StatusCode::UNAUTHORIZED, "UNAUTHORIZED").await;
-    let forged = sign(&SecretString::from("not-the-real-secret-at-all"), REVIEWER, &[Role::Reviewer], 600);
+    let forged = sign(
+        &SecretString::from("not-the-real-secret-at-all"),
+        REVIEWER,
+        &[Role::Reviewer],
+        600,
+    );
     let r = app.approve(&review_id, &forged).await;
     expect_error(r, StatusCode::UNAUTHORIZED, "UNAUTHORIZED").await;
     let mut claims = serde_json::Map::new();
@@ -111,10 +142,16 @@ async fn bad_requests_are_refused_and_change_nothing() {
     let r = app.approve(&review_id, none_alg).await;
     expect_error(r, StatusCode::UNAUTHORIZED, "UNAUTHORIZED").await;
     // The author approving their own document.
-    let r = app.approve(&review_id, &app.token(AUTHOR, &[Role::Reviewer])).await;
+    let r = app
+        .approve(&review_id, &app.token(AUTHOR, &[Role::Reviewer]))
+        .await;
     expect_error(r, StatusCode::FORBIDDEN, "SELF_REVIEW_FORBIDDEN").await;
 
-    assert_eq!(written(&app).await, before, "no bad request may write anything");
+    assert_eq!(
+        written(&app).await,
+        before,
+        "no bad request may write anything"
+    );
     // A request id sent by the client is echoed in the header and the error body.
     let r = app
         .client

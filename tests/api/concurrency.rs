@@ -9,7 +9,11 @@ use crate::helpers::*;
 
 /// Fires `n` approve/reject calls at one review from different reviewers at once.
 pub async fn storm(app: &TestApp, review_id: &str, n: usize) -> Vec<(StatusCode, Value)> {
-    timed_storm(app, review_id, n).await.into_iter().map(|(s, v, _)| (s, v)).collect()
+    timed_storm(app, review_id, n)
+        .await
+        .into_iter()
+        .map(|(s, v, _)| (s, v))
+        .collect()
 }
 
 /// Like [`storm`], with each call's latency.
@@ -37,12 +41,18 @@ pub async fn timed_storm(
 
 /// Exactly one 200, every other reply a 409 with a conflict code.
 pub fn exactly_one_winner(results: &[(StatusCode, Value)]) -> Value {
-    let winners: Vec<_> = results.iter().filter(|(s, _)| *s == StatusCode::OK).collect();
+    let winners: Vec<_> = results
+        .iter()
+        .filter(|(s, _)| *s == StatusCode::OK)
+        .collect();
     assert_eq!(winners.len(), 1, "exactly one decision wins: {results:?}");
     for (s, v) in results.iter().filter(|(s, _)| *s != StatusCode::OK) {
         assert_eq!(*s, StatusCode::CONFLICT, "{v}");
         let code = v["code"].as_str().unwrap();
-        assert!(["LOCK_NOT_ACQUIRED", "INVALID_STATE"].contains(&code), "{v}");
+        assert!(
+            ["LOCK_NOT_ACQUIRED", "INVALID_STATE"].contains(&code),
+            "{v}"
+        );
     }
     winners[0].1.clone()
 }
@@ -93,10 +103,17 @@ async fn a_double_submit_makes_one_review() {
     let (path, token) = (format!("/api/v1/documents/{id}/submit"), app.author());
     let calls = (0..10).map(|_| app.post(&path, &token, json!({})));
     let results = join_all(calls).await;
-    let created = results.iter().filter(|r| r.status() == StatusCode::CREATED).count();
+    let created = results
+        .iter()
+        .filter(|r| r.status() == StatusCode::CREATED)
+        .count();
     assert_eq!(created, 1);
     for r in &results {
-        assert!(matches!(r.status(), StatusCode::CREATED | StatusCode::CONFLICT), "{}", r.status());
+        assert!(
+            matches!(r.status(), StatusCode::CREATED | StatusCode::CONFLICT),
+            "{}",
+            r.status()
+        );
     }
     assert_eq!(app.count("SELECT count(*) FROM reviews").await, 1);
     app.outbox_drained(Duration::from_secs(10)).await;

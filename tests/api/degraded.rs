@@ -22,7 +22,10 @@ async fn redis_on_a_dead_port_degrades_to_the_row_lock() {
     let modes = app
         .count("SELECT count(*) FROM audit_log WHERE lock_mode = 'row_lock_only'")
         .await;
-    assert_eq!(modes, 2, "submit and the decision ran without the outer lock");
+    assert_eq!(
+        modes, 2,
+        "submit and the decision ran without the outer lock"
+    );
     let r = app.client.get(app.url("/readyz")).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     let v: serde_json::Value = r.json().await.unwrap();
@@ -60,7 +63,13 @@ async fn a_hung_redis_costs_one_timeout_not_one_per_request() {
         let t = Instant::now();
         let doc = app.create_document("x", "y").await;
         let id = doc["id"].as_str().unwrap();
-        let r = app.post(&format!("/api/v1/documents/{id}/submit"), &app.author(), serde_json::json!({})).await;
+        let r = app
+            .post(
+                &format!("/api/v1/documents/{id}/submit"),
+                &app.author(),
+                serde_json::json!({}),
+            )
+            .await;
         assert_eq!(r.status(), StatusCode::CREATED);
         latencies.push(t.elapsed());
     }
@@ -83,7 +92,16 @@ impl OwnRedis {
     fn start() -> Self {
         let port = dead_port();
         let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
             .stdout(Stdio::null())
             .spawn()
             .expect("redis-server on PATH (install with `make services`)");
@@ -115,9 +133,13 @@ async fn redis_stopped_mid_test() {
     })
     .await;
     let (_, first) = app.pending_review().await;
-    assert_eq!(app.approve(&first, &app.reviewer()).await.status(), StatusCode::OK);
     assert_eq!(
-        app.count("SELECT count(*) FROM audit_log WHERE lock_mode = 'redis'").await,
+        app.approve(&first, &app.reviewer()).await.status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit_log WHERE lock_mode = 'redis'")
+            .await,
         2,
         "the outer lock was used while Redis was up"
     );
@@ -126,15 +148,17 @@ async fn redis_stopped_mid_test() {
     let winner = exactly_one_winner(&storm(&app, &review_id, 20).await);
     app.outbox_drained(Duration::from_secs(15)).await;
     let _ = app.take_events().await; // events of the first document
-    let (s, v): (String, i64) = sqlx::query_as("SELECT status, version FROM documents WHERE id = $1::uuid")
-        .bind(&doc_id)
-        .fetch_one(&app.pg)
-        .await
-        .unwrap();
+    let (s, v): (String, i64) =
+        sqlx::query_as("SELECT status, version FROM documents WHERE id = $1::uuid")
+            .bind(&doc_id)
+            .fetch_one(&app.pg)
+            .await
+            .unwrap();
     assert_eq!(s, winner["document"]["status"].as_str().unwrap());
     assert_eq!(v, 3);
     assert_eq!(
-        app.count("SELECT count(*) FROM audit_log WHERE lock_mode = 'row_lock_only'").await,
+        app.count("SELECT count(*) FROM audit_log WHERE lock_mode = 'row_lock_only'")
+            .await,
         2,
         "after Redis stopped, submit and decision ran on the row lock alone"
     );

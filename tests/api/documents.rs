@@ -9,7 +9,9 @@ use crate::helpers::*;
 async fn create_get_edit_and_history() {
     let app = spawn_app().await;
     // Create
-    let doc = app.create_document("  Onboarding guide ", "Step one. Step two.").await;
+    let doc = app
+        .create_document("  Onboarding guide ", "Step one. Step two.")
+        .await;
     let id = doc["id"].as_str().unwrap().to_string();
     assert_eq!(doc["title"], "Onboarding guide");
     assert_eq!(doc["status"], "DRAFT");
@@ -21,10 +23,14 @@ async fn create_get_edit_and_history() {
     }
     // The projection reaches MongoDB, and GET serves body and preview from it.
     wait_for("mongo projection v1", Duration::from_secs(10), || async {
-        app.mongo_doc(&id).await.filter(|d| d.get_i64("version") == Ok(1))
+        app.mongo_doc(&id)
+            .await
+            .filter(|d| d.get_i64("version") == Ok(1))
     })
     .await;
-    let r = app.get(&format!("/api/v1/documents/{id}"), &app.reviewer()).await;
+    let r = app
+        .get(&format!("/api/v1/documents/{id}"), &app.reviewer())
+        .await;
     assert_eq!(r.status(), StatusCode::OK);
     let got: Value = r.json().await.unwrap();
     assert_eq!(got["body"], "Step one. Step two.");
@@ -45,16 +51,26 @@ async fn create_get_edit_and_history() {
     assert_eq!(edited["version"], 2);
     assert_eq!(edited["title"], "Onboarding guide");
     let m = wait_for("mongo projection v2", Duration::from_secs(10), || async {
-        app.mongo_doc(&id).await.filter(|d| d.get_i64("version") == Ok(2))
+        app.mongo_doc(&id)
+            .await
+            .filter(|d| d.get_i64("version") == Ok(2))
     })
     .await;
     assert_eq!(m.get_str("body").unwrap(), "Step one, revised.");
 
     // History is empty, then holds the submitted review.
-    let r = app.get(&format!("/api/v1/documents/{id}/reviews"), &app.author()).await;
+    let r = app
+        .get(&format!("/api/v1/documents/{id}/reviews"), &app.author())
+        .await;
     let h: Value = r.json().await.unwrap();
     assert_eq!(h["items"].as_array().unwrap().len(), 0);
-    let r = app.post(&format!("/api/v1/documents/{id}/submit"), &app.author(), json!({})).await;
+    let r = app
+        .post(
+            &format!("/api/v1/documents/{id}/submit"),
+            &app.author(),
+            json!({}),
+        )
+        .await;
     assert_eq!(r.status(), StatusCode::CREATED);
     let t: Value = r.json().await.unwrap();
     assert_eq!(t["document"]["status"], "PENDING_REVIEW");
@@ -63,7 +79,9 @@ async fn create_get_edit_and_history() {
     assert_eq!(t["review"]["document_version"], 3);
     assert_eq!(t["review"]["submitted_by"], AUTHOR);
     assert_eq!(t["document"]["current_review_id"], t["review"]["id"]);
-    let r = app.get(&format!("/api/v1/documents/{id}/reviews"), &app.author()).await;
+    let r = app
+        .get(&format!("/api/v1/documents/{id}/reviews"), &app.author())
+        .await;
     let h: Value = r.json().await.unwrap();
     assert_eq!(h["items"][0]["id"], t["review"]["id"]);
 
@@ -87,12 +105,20 @@ async fn pending_reviews_are_listed_with_a_cursor() {
     for _ in 0..3 {
         ids.push(app.pending_review().await.1);
     }
-    let r = app.get("/api/v1/reviews?status=PENDING&limit=2", &app.reviewer()).await;
+    let r = app
+        .get("/api/v1/reviews?status=PENDING&limit=2", &app.reviewer())
+        .await;
     assert_eq!(r.status(), StatusCode::OK);
     let p1: Value = r.json().await.unwrap();
-    let cursor = p1["next_cursor"].as_str().expect("a next cursor").to_string();
+    let cursor = p1["next_cursor"]
+        .as_str()
+        .expect("a next cursor")
+        .to_string();
     let r = app
-        .get(&format!("/api/v1/reviews?status=PENDING&limit=2&cursor={cursor}"), &app.reviewer())
+        .get(
+            &format!("/api/v1/reviews?status=PENDING&limit=2&cursor={cursor}"),
+            &app.reviewer(),
+        )
         .await;
     let p2: Value = r.json().await.unwrap();
     assert!(p2["next_cursor"].is_null());
@@ -107,7 +133,9 @@ async fn pending_reviews_are_listed_with_a_cursor() {
     // Authors may not list the review queue.
     let r = app.get("/api/v1/reviews", &app.author()).await;
     expect_error(r, StatusCode::FORBIDDEN, "FORBIDDEN").await;
-    let r = app.get("/api/v1/reviews?status=NOPE", &app.reviewer()).await;
+    let r = app
+        .get("/api/v1/reviews?status=NOPE", &app.reviewer())
+        .await;
     expect_error(r, StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_FAILED").await;
     app.finish().await;
 }
@@ -136,10 +164,17 @@ async fn postgres_down_gives_503_and_readyz_not_ready() {
     })
     .await;
     let r = app
-        .post("/api/v1/documents", &app.author(), json!({"title": "t", "body": "b"}))
+        .post(
+            "/api/v1/documents",
+            &app.author(),
+            json!({"title": "t", "body": "b"}),
+        )
         .await;
     let v = expect_error(r, StatusCode::SERVICE_UNAVAILABLE, "DEPENDENCY_UNAVAILABLE").await;
-    assert!(!v.to_string().contains("127.0.0.1"), "no connection details leak: {v}");
+    assert!(
+        !v.to_string().contains("127.0.0.1"),
+        "no connection details leak: {v}"
+    );
     let r = app.client.get(app.url("/readyz")).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
     let v: Value = r.json().await.unwrap();

@@ -31,7 +31,10 @@ pub fn env_or(key: &str, default: &str) -> String {
 }
 
 pub fn pg_url() -> String {
-    env_or("APP__DATABASE__URL", "postgres://kh:kh@127.0.0.1:5432/kh_review")
+    env_or(
+        "APP__DATABASE__URL",
+        "postgres://kh:kh@127.0.0.1:5432/kh_review",
+    )
 }
 pub fn redis_url() -> String {
     env_or("APP__REDIS__URL", "redis://127.0.0.1:6379")
@@ -152,7 +155,6 @@ pub struct Shared {
 
 pub struct TestApp {
     pub address: String,
-    pub port: u16,
     pub client: reqwest::Client,
     pub settings: Settings,
     pub shared: Shared,
@@ -228,7 +230,10 @@ pub async fn spawn_app_with(opts: AppOptions) -> TestApp {
         .await
         .unwrap_or_else(|e| panic!("Redis unreachable ({e}): {HOW_TO_START}"));
     let _: String = redis::cmd("PING").query_async(&mut rc).await.unwrap();
-    let mongo = mongodb::Client::with_uri_str(mongo_url()).await.unwrap().database(&shared.mongo_db);
+    let mongo = mongodb::Client::with_uri_str(mongo_url())
+        .await
+        .unwrap()
+        .database(&shared.mongo_db);
     mongo
         .run_command(mongodb::bson::doc! {"ping": 1})
         .await
@@ -245,26 +250,43 @@ pub async fn spawn_app_with(opts: AppOptions) -> TestApp {
     amqp.exchange_declare(
         &shared.exchange,
         ExchangeKind::Topic,
-        ExchangeDeclareOptions { durable: true, ..Default::default() },
+        ExchangeDeclareOptions {
+            durable: true,
+            ..Default::default()
+        },
         FieldTable::default(),
     )
     .await
     .unwrap();
-    amqp.queue_declare(&shared.queue, QueueDeclareOptions::default(), FieldTable::default())
-        .await
-        .unwrap();
-    amqp.queue_bind(&shared.queue, &shared.exchange, "document.#", QueueBindOptions::default(), FieldTable::default())
-        .await
-        .unwrap();
+    amqp.queue_declare(
+        &shared.queue,
+        QueueDeclareOptions::default(),
+        FieldTable::default(),
+    )
+    .await
+    .unwrap();
+    amqp.queue_bind(
+        &shared.queue,
+        &shared.exchange,
+        "document.#",
+        QueueBindOptions::default(),
+        FieldTable::default(),
+    )
+    .await
+    .unwrap();
 
-    let app = Application::build(settings.clone()).await.expect("application builds");
+    let app = Application::build(settings.clone())
+        .await
+        .expect("application builds");
     let port = app.port();
     let server = app.handle();
     let task = tokio::spawn(app.run_until_stopped());
     TestApp {
         address: format!("http://127.0.0.1:{port}"),
-        port,
-        client: reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap(),
+        client: reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap(),
         settings,
         shared,
         pg,
@@ -293,7 +315,10 @@ where
         if let Some(v) = check().await {
             return v;
         }
-        assert!(Instant::now() < end, "timed out after {deadline:?} waiting for {what}");
+        assert!(
+            Instant::now() < end,
+            "timed out after {deadline:?} waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
@@ -333,7 +358,11 @@ impl TestApp {
 
     pub async fn create_document(&self, title: &str, body: &str) -> Value {
         let r = self
-            .post("/api/v1/documents", &self.author(), json!({"title": title, "body": body}))
+            .post(
+                "/api/v1/documents",
+                &self.author(),
+                json!({"title": title, "body": body}),
+            )
             .await;
         assert_eq!(r.status(), StatusCode::CREATED);
         r.json().await.unwrap()
@@ -341,22 +370,43 @@ impl TestApp {
 
     /// Creates and submits a document; returns (document_id, review_id).
     pub async fn pending_review(&self) -> (String, String) {
-        let doc = self.create_document("Quarterly report", "Numbers and words.").await;
+        let doc = self
+            .create_document("Quarterly report", "Numbers and words.")
+            .await;
         let id = doc["id"].as_str().unwrap().to_string();
-        let r = self.post(&format!("/api/v1/documents/{id}/submit"), &self.author(), json!({})).await;
-        assert_eq!(r.status(), StatusCode::CREATED, "{}", r.text().await.unwrap());
+        let r = self
+            .post(
+                &format!("/api/v1/documents/{id}/submit"),
+                &self.author(),
+                json!({}),
+            )
+            .await;
+        assert_eq!(
+            r.status(),
+            StatusCode::CREATED,
+            "{}",
+            r.text().await.unwrap()
+        );
         let v: Value = r.json().await.unwrap();
         (id, v["review"]["id"].as_str().unwrap().to_string())
     }
 
     pub async fn approve(&self, review_id: &str, token: &str) -> Response {
-        self.post(&format!("/api/v1/reviews/{review_id}/approve"), token, json!({"comment": "ok"}))
-            .await
+        self.post(
+            &format!("/api/v1/reviews/{review_id}/approve"),
+            token,
+            json!({"comment": "ok"}),
+        )
+        .await
     }
 
     pub async fn reject(&self, review_id: &str, token: &str) -> Response {
-        self.post(&format!("/api/v1/reviews/{review_id}/reject"), token, json!({"reason": "needs work"}))
-            .await
+        self.post(
+            &format!("/api/v1/reviews/{review_id}/reject"),
+            token,
+            json!({"reason": "needs work"}),
+        )
+        .await
     }
 
     pub fn lock_key_review(&self, review_id: &str) -> String {
@@ -375,7 +425,9 @@ impl TestApp {
             .query_async(&mut c)
             .await
             .unwrap();
-        keys.into_iter().filter(|k| !k.ends_with(":fence")).collect()
+        keys.into_iter()
+            .filter(|k| !k.ends_with(":fence"))
+            .collect()
     }
 
     pub async fn count(&self, sql: &str) -> i64 {
@@ -385,7 +437,11 @@ impl TestApp {
     /// Waits until the outbox is fully delivered.
     pub async fn outbox_drained(&self, deadline: Duration) {
         wait_for("the outbox to drain", deadline, || async {
-            (self.count("SELECT count(*) FROM outbox WHERE done_at IS NULL").await == 0).then_some(())
+            (self
+                .count("SELECT count(*) FROM outbox WHERE done_at IS NULL")
+                .await
+                == 0)
+                .then_some(())
         })
         .await
     }
@@ -399,7 +455,10 @@ impl TestApp {
             .await
             .unwrap()
         {
-            out.push((serde_json::from_slice(&m.delivery.data).unwrap(), m.delivery.properties.clone()));
+            out.push((
+                serde_json::from_slice(&m.delivery.data).unwrap(),
+                m.delivery.properties.clone(),
+            ));
         }
         out
     }
@@ -410,7 +469,11 @@ impl TestApp {
         let end = Instant::now() + deadline;
         while got.len() < n {
             got.extend(self.take_events().await.into_iter().map(|(v, _)| v));
-            assert!(Instant::now() < end, "timed out waiting for {n} events, got {}: {got:?}", got.len());
+            assert!(
+                Instant::now() < end,
+                "timed out waiting for {n} events, got {}: {got:?}",
+                got.len()
+            );
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         got
@@ -443,9 +506,12 @@ impl TestApp {
         }
         self.pg.close().await;
         let mut admin = PgConnection::connect(&pg_url()).await.unwrap();
-        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.shared.db_name))
-            .execute(&mut admin)
-            .await;
+        let _ = sqlx::query(&format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            self.shared.db_name
+        ))
+        .execute(&mut admin)
+        .await;
         let _ = self.mongo.drop().await;
         let _ = self
             .amqp
@@ -476,8 +542,15 @@ pub async fn expect_error(r: Response, status: StatusCode, code: &str) -> Value 
         .map(|v| v.to_str().unwrap().to_string());
     let v: Value = r.json().await.expect("error body is JSON");
     assert_eq!(v["code"], code, "body: {v}");
-    assert!(v["message"].as_str().is_some_and(|m| !m.is_empty()), "body: {v}");
-    assert_eq!(v["request_id"].as_str().map(str::to_string), rid, "body: {v}");
+    assert!(
+        v["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "body: {v}"
+    );
+    assert_eq!(
+        v["request_id"].as_str().map(str::to_string),
+        rid,
+        "body: {v}"
+    );
     v
 }
 

@@ -16,7 +16,9 @@ fn provider() -> RedisLockProvider {
 #[tokio::test]
 async fn redis_provider_passes_the_contract() {
     let p = provider();
-    p.ping().await.expect("Redis unreachable: run `make services`");
+    p.ping()
+        .await
+        .expect("Redis unreachable: run `make services`");
     kh_review::lock::contract::run_all(&p, &format!("t:{}:", Uuid::new_v4().simple())).await;
 }
 
@@ -30,12 +32,29 @@ async fn fencing_tokens_keep_increasing_after_the_counter_is_lost() {
     // What FLUSHALL or a restart does to this key's counter.
     let client = redis::Client::open(redis_url()).unwrap();
     let mut c = client.get_multiplexed_async_connection().await.unwrap();
-    let _: () = redis::cmd("DEL").arg(format!("{key}:fence")).query_async(&mut c).await.unwrap();
+    let _: () = redis::cmd("DEL")
+        .arg(format!("{key}:fence"))
+        .query_async(&mut c)
+        .await
+        .unwrap();
     let b = p.require_acquire(&key, ttl).await.unwrap();
-    assert!(b.fencing_token > a.fencing_token, "{:?} then {:?}", a.fencing_token, b.fencing_token);
+    assert!(
+        b.fencing_token > a.fencing_token,
+        "{:?} then {:?}",
+        a.fencing_token,
+        b.fencing_token
+    );
     // Fence counters expire: none piles up forever.
-    let pttl: i64 = redis::cmd("PTTL").arg(format!("{key}:fence")).query_async(&mut c).await.unwrap();
+    let pttl: i64 = redis::cmd("PTTL")
+        .arg(format!("{key}:fence"))
+        .query_async(&mut c)
+        .await
+        .unwrap();
     assert!(pttl > 0, "fence counter must carry a TTL, got {pttl}");
     p.release(&b).await.unwrap();
-    let _: () = redis::cmd("DEL").arg(format!("{key}:fence")).query_async(&mut c).await.unwrap();
+    let _: () = redis::cmd("DEL")
+        .arg(format!("{key}:fence"))
+        .query_async(&mut c)
+        .await
+        .unwrap();
 }

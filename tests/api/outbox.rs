@@ -19,7 +19,10 @@ async fn run_two_documents(app: &TestApp) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for _ in 0..2 {
         let (doc, review) = app.pending_review().await;
-        assert_eq!(app.approve(&review, &app.reviewer()).await.status(), StatusCode::OK);
+        assert_eq!(
+            app.approve(&review, &app.reviewer()).await.status(),
+            StatusCode::OK
+        );
         out.push((doc, review));
     }
     out
@@ -30,9 +33,18 @@ fn assert_in_order(events: &[Value], docs: &[(String, String)]) {
         let kinds: Vec<(&str, i64)> = events
             .iter()
             .filter(|e| e["document_id"] == doc.as_str())
-            .map(|e| (e["event_type"].as_str().unwrap(), e["document_version"].as_i64().unwrap()))
+            .map(|e| {
+                (
+                    e["event_type"].as_str().unwrap(),
+                    e["document_version"].as_i64().unwrap(),
+                )
+            })
             .collect();
-        assert_eq!(kinds, [("document.submitted", 2), ("document.approved", 3)], "doc {doc}");
+        assert_eq!(
+            kinds,
+            [("document.submitted", 2), ("document.approved", 3)],
+            "doc {doc}"
+        );
     }
 }
 
@@ -40,18 +52,37 @@ fn assert_in_order(events: &[Value], docs: &[(String, String)]) {
 async fn rabbitmq_down_then_back_delivers_every_event_in_order() {
     let proxy = Proxy::start(host_port(&amqp_url())).await;
     proxy.cut();
-    let url = amqp_url().replacen(&host_port(&amqp_url()), &format!("127.0.0.1:{}", proxy.port), 1);
-    let app = spawn_app_with(AppOptions { amqp_url: Some(url), ..Default::default() }).await;
+    let url = amqp_url().replacen(
+        &host_port(&amqp_url()),
+        &format!("127.0.0.1:{}", proxy.port),
+        1,
+    );
+    let app = spawn_app_with(AppOptions {
+        amqp_url: Some(url),
+        ..Default::default()
+    })
+    .await;
     let docs = run_two_documents(&app).await;
     // The projection does not depend on RabbitMQ.
     for (doc, _) in &docs {
-        wait_for("mongo to show APPROVED", Duration::from_secs(10), || async {
-            app.mongo_doc(doc).await.filter(|d| d.get_str("status") == Ok("APPROVED"))
-        })
+        wait_for(
+            "mongo to show APPROVED",
+            Duration::from_secs(10),
+            || async {
+                app.mongo_doc(doc)
+                    .await
+                    .filter(|d| d.get_str("status") == Ok("APPROVED"))
+            },
+        )
         .await;
     }
-    assert!(app.take_events().await.is_empty(), "nothing can be published yet");
-    let waiting = app.count("SELECT count(*) FROM outbox WHERE done_at IS NULL AND routing_key IS NOT NULL").await;
+    assert!(
+        app.take_events().await.is_empty(),
+        "nothing can be published yet"
+    );
+    let waiting = app
+        .count("SELECT count(*) FROM outbox WHERE done_at IS NULL AND routing_key IS NOT NULL")
+        .await;
     assert_eq!(waiting, 4);
     proxy.restore();
     let events = app.wait_events(4, Duration::from_secs(30)).await;
@@ -66,7 +97,11 @@ async fn mongodb_down_then_back_catches_up_then_publishes() {
     let proxy = Proxy::start(host_port(&mongo_url())).await;
     proxy.cut();
     let url = format!("mongodb://127.0.0.1:{}", proxy.port);
-    let app = spawn_app_with(AppOptions { mongo_url: Some(url), ..Default::default() }).await;
+    let app = spawn_app_with(AppOptions {
+        mongo_url: Some(url),
+        ..Default::default()
+    })
+    .await;
     let docs = run_two_documents(&app).await;
     // GET still answers, from PostgreSQL.
     let d: Value = app
@@ -96,7 +131,10 @@ async fn mongodb_down_then_back_catches_up_then_publishes() {
 async fn a_stale_projection_never_overwrites_a_newer_one() {
     let app = spawn_app().await;
     let (doc, review) = app.pending_review().await;
-    assert_eq!(app.approve(&review, &app.reviewer()).await.status(), StatusCode::OK);
+    assert_eq!(
+        app.approve(&review, &app.reviewer()).await.status(),
+        StatusCode::OK
+    );
     app.outbox_drained(Duration::from_secs(10)).await;
     // Replay the projection of version 1 (as a slow dispatcher would).
     let row = kh_review::store::DocumentRow {

@@ -25,7 +25,9 @@ impl Proxy {
                     _ = stop2.cancelled() => return,
                     a = listener.accept() => a,
                 };
-                let Ok((mut inbound, _)) = accepted else { continue };
+                let Ok((mut inbound, _)) = accepted else {
+                    continue;
+                };
                 let (enabled, cut) = st.lock().unwrap().clone();
                 if !enabled {
                     drop(inbound);
@@ -33,7 +35,9 @@ impl Proxy {
                 }
                 let target = target.clone();
                 tokio::spawn(async move {
-                    let Ok(mut outbound) = TcpStream::connect(&target).await else { return };
+                    let Ok(mut outbound) = TcpStream::connect(&target).await else {
+                        return;
+                    };
                     tokio::select! {
                         _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
                         _ = cut.cancelled() => {}

@@ -32,18 +32,28 @@ async fn approve_publishes_one_event_after_the_projection() {
     assert_eq!(approved["actor_id"], REVIEWER);
     assert_eq!(approved["data"]["comment"], "ok");
     assert!(approved["occurred_at"].is_string());
-    assert_eq!(props.message_id().as_ref().map(|s| s.as_str()), approved["event_id"].as_str());
-    assert_eq!(props.content_type().as_ref().map(|s| s.as_str()), Some("application/json"));
+    assert_eq!(
+        props.message_id().as_ref().map(|s| s.as_str()),
+        approved["event_id"].as_str()
+    );
+    assert_eq!(
+        props.content_type().as_ref().map(|s| s.as_str()),
+        Some("application/json")
+    );
     assert_eq!(*props.delivery_mode(), Some(2), "persistent");
     // MongoDB holds the approved version.
     let m = app.mongo_doc(&doc_id).await.unwrap();
     assert_eq!(m.get_str("status").unwrap(), "APPROVED");
     assert_eq!(m.get_i64("version").unwrap(), 3);
     // One audit row per transition, with the request id and lock mode.
-    let audits = app.count("SELECT count(*) FROM audit_log WHERE lock_mode = 'redis'").await;
+    let audits = app
+        .count("SELECT count(*) FROM audit_log WHERE lock_mode = 'redis'")
+        .await;
     assert_eq!(audits, 2);
     // Approving again is an invalid state; nothing changes.
-    let r = app.approve(&review_id, &app.token(REVIEWER2, &[Role::Reviewer])).await;
+    let r = app
+        .approve(&review_id, &app.token(REVIEWER2, &[Role::Reviewer]))
+        .await;
     expect_error(r, StatusCode::CONFLICT, "INVALID_STATE").await;
     app.finish().await;
 }
@@ -53,9 +63,21 @@ async fn reject_then_resubmit_opens_a_new_review() {
     let app = spawn_app().await;
     let (doc_id, review_id) = app.pending_review().await;
     // A reason is required.
-    let r = app.post(&format!("/api/v1/reviews/{review_id}/reject"), &app.reviewer(), json!({})).await;
+    let r = app
+        .post(
+            &format!("/api/v1/reviews/{review_id}/reject"),
+            &app.reviewer(),
+            json!({}),
+        )
+        .await;
     expect_error(r, StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_FAILED").await;
-    let r = app.post(&format!("/api/v1/reviews/{review_id}/reject"), &app.reviewer(), json!({"reason": "  "})).await;
+    let r = app
+        .post(
+            &format!("/api/v1/reviews/{review_id}/reject"),
+            &app.reviewer(),
+            json!({"reason": "  "}),
+        )
+        .await;
     expect_error(r, StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_FAILED").await;
     let r = app.reject(&review_id, &app.reviewer()).await;
     assert_eq!(r.status(), StatusCode::OK);
@@ -72,17 +94,31 @@ async fn reject_then_resubmit_opens_a_new_review() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
-    let r = app.post(&format!("/api/v1/documents/{doc_id}/submit"), &app.author(), json!({})).await;
+    let r = app
+        .post(
+            &format!("/api/v1/documents/{doc_id}/submit"),
+            &app.author(),
+            json!({}),
+        )
+        .await;
     assert_eq!(r.status(), StatusCode::CREATED);
     let second: Value = r.json().await.unwrap();
     assert_ne!(second["review"]["id"], review_id.as_str());
     let h: Value = app
-        .get(&format!("/api/v1/documents/{doc_id}/reviews"), &app.author())
+        .get(
+            &format!("/api/v1/documents/{doc_id}/reviews"),
+            &app.author(),
+        )
         .await
         .json()
         .await
         .unwrap();
-    let statuses: Vec<&str> = h["items"].as_array().unwrap().iter().map(|r| r["status"].as_str().unwrap()).collect();
+    let statuses: Vec<&str> = h["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
     assert_eq!(statuses, ["REJECTED", "PENDING"]);
     // The old review cannot be decided any more.
     let r = app.approve(&review_id, &app.reviewer()).await;
@@ -94,7 +130,14 @@ async fn reject_then_resubmit_opens_a_new_review() {
         .into_iter()
         .map(|(e, _)| e["event_type"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(kinds, ["document.submitted", "document.rejected", "document.submitted"]);
+    assert_eq!(
+        kinds,
+        [
+            "document.submitted",
+            "document.rejected",
+            "document.submitted"
+        ]
+    );
     app.finish().await;
 }
 
@@ -111,14 +154,28 @@ async fn four_eyes_and_roles() {
     // Wrong role.
     let r = app.approve(&review_id, &app.author()).await;
     expect_error(r, StatusCode::FORBIDDEN, "FORBIDDEN").await;
-    let r = app.post("/api/v1/documents", &app.reviewer(), json!({"title": "t", "body": "b"})).await;
+    let r = app
+        .post(
+            "/api/v1/documents",
+            &app.reviewer(),
+            json!({"title": "t", "body": "b"}),
+        )
+        .await;
     expect_error(r, StatusCode::FORBIDDEN, "FORBIDDEN").await;
     // Another author may not edit or submit someone else's document.
     let other = app.token("mallory", &[Role::Author]);
-    let r = app.post(&format!("/api/v1/documents/{doc_id}/submit"), &other, json!({})).await;
+    let r = app
+        .post(
+            &format!("/api/v1/documents/{doc_id}/submit"),
+            &other,
+            json!({}),
+        )
+        .await;
     expect_error(r, StatusCode::FORBIDDEN, "FORBIDDEN").await;
     // Nothing changed.
-    let r = app.get(&format!("/api/v1/documents/{doc_id}"), &app.reviewer()).await;
+    let r = app
+        .get(&format!("/api/v1/documents/{doc_id}"), &app.reviewer())
+        .await;
     let d: Value = r.json().await.unwrap();
     assert_eq!(d["status"], "PENDING_REVIEW");
     assert_eq!(d["version"], 2);
@@ -132,14 +189,39 @@ async fn a_held_lock_key_gives_409_with_retry_after_then_success() {
     let (_, review_id) = app.pending_review().await;
     let key = app.lock_key_review(&review_id);
     let mut c = app.redis_conn().await;
-    let _: () = redis::cmd("SET").arg(&key).arg("someone-else").arg("PX").arg(60_000).query_async(&mut c).await.unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg("someone-else")
+        .arg("PX")
+        .arg(60_000)
+        .query_async(&mut c)
+        .await
+        .unwrap();
     let r = app.approve(&review_id, &app.reviewer()).await;
-    let retry_after: u64 = r.headers().get("retry-after").expect("Retry-After").to_str().unwrap().parse().unwrap();
+    let retry_after: u64 = r
+        .headers()
+        .get("retry-after")
+        .expect("Retry-After")
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(retry_after >= 1);
     expect_error(r, StatusCode::CONFLICT, "LOCK_NOT_ACQUIRED").await;
-    let owner: String = redis::cmd("GET").arg(&key).query_async(&mut c).await.unwrap();
-    assert_eq!(owner, "someone-else", "a refused request never touches the holder's key");
-    let _: () = redis::cmd("DEL").arg(&key).query_async(&mut c).await.unwrap();
+    let owner: String = redis::cmd("GET")
+        .arg(&key)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(
+        owner, "someone-else",
+        "a refused request never touches the holder's key"
+    );
+    let _: () = redis::cmd("DEL")
+        .arg(&key)
+        .query_async(&mut c)
+        .await
+        .unwrap();
     let r = app.approve(&review_id, &app.reviewer()).await;
     assert_eq!(r.status(), StatusCode::OK);
     app.finish().await;
@@ -147,7 +229,11 @@ async fn a_held_lock_key_gives_409_with_retry_after_then_success() {
 
 #[tokio::test]
 async fn a_lease_lost_before_commit_commits_nothing() {
-    let app = spawn_app_with(AppOptions { lock_ttl_ms: 600, ..Default::default() }).await;
+    let app = spawn_app_with(AppOptions {
+        lock_ttl_ms: 600,
+        ..Default::default()
+    })
+    .await;
     let (doc_id, review_id) = app.pending_review().await;
     let key = app.lock_key_review(&review_id);
     let req = app
@@ -160,33 +246,72 @@ async fn a_lease_lost_before_commit_commits_nothing() {
     let hijack = async {
         // While the handler is paused, the lock moves to another owner.
         let mut c = app.redis_conn().await;
-        wait_for("the handler to take the lock", Duration::from_secs(5), || {
-            let mut c = c.clone();
-            let key = key.clone();
-            async move {
-                let v: Option<String> = redis::cmd("GET").arg(&key).query_async(&mut c).await.unwrap();
-                v.map(|_| ())
-            }
-        })
+        wait_for(
+            "the handler to take the lock",
+            Duration::from_secs(5),
+            || {
+                let mut c = c.clone();
+                let key = key.clone();
+                async move {
+                    let v: Option<String> = redis::cmd("GET")
+                        .arg(&key)
+                        .query_async(&mut c)
+                        .await
+                        .unwrap();
+                    v.map(|_| ())
+                }
+            },
+        )
         .await;
-        let _: () = redis::cmd("SET").arg(&key).arg("thief").arg("PX").arg(60_000).query_async(&mut c).await.unwrap();
+        let _: () = redis::cmd("SET")
+            .arg(&key)
+            .arg("thief")
+            .arg("PX")
+            .arg(60_000)
+            .query_async(&mut c)
+            .await
+            .unwrap();
     };
     let (r, ()) = tokio::join!(req, hijack);
     expect_error(r.unwrap(), StatusCode::CONFLICT, "LOCK_LOST").await;
-    let d: Value = app.get(&format!("/api/v1/documents/{doc_id}"), &app.reviewer()).await.json().await.unwrap();
+    let d: Value = app
+        .get(&format!("/api/v1/documents/{doc_id}"), &app.reviewer())
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(d["status"], "PENDING_REVIEW");
     assert_eq!(d["version"], 2);
     let mut c = app.redis_conn().await;
-    let owner: String = redis::cmd("GET").arg(&key).query_async(&mut c).await.unwrap();
-    assert_eq!(owner, "thief", "the lost holder must not release the new owner's lock");
-    let _: () = redis::cmd("DEL").arg(&key).query_async(&mut c).await.unwrap();
-    assert_eq!(app.count("SELECT count(*) FROM outbox WHERE event_type = 'document.approved'").await, 0);
+    let owner: String = redis::cmd("GET")
+        .arg(&key)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(
+        owner, "thief",
+        "the lost holder must not release the new owner's lock"
+    );
+    let _: () = redis::cmd("DEL")
+        .arg(&key)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(
+        app.count("SELECT count(*) FROM outbox WHERE event_type = 'document.approved'")
+            .await,
+        0
+    );
     app.finish().await;
 }
 
 #[tokio::test]
 async fn a_handler_held_past_its_ttl_keeps_the_lock_by_renewal() {
-    let app = spawn_app_with(AppOptions { lock_ttl_ms: 400, ..Default::default() }).await;
+    let app = spawn_app_with(AppOptions {
+        lock_ttl_ms: 400,
+        ..Default::default()
+    })
+    .await;
     let (_, review_id) = app.pending_review().await;
     let r = app
         .client

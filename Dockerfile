@@ -1,0 +1,27 @@
+# syntax=docker/dockerfile:1
+# Multi-stage build: compile in the Rust image, run in a slim Debian image as a non-root user.
+
+FROM rust:1.85-bookworm AS builder
+WORKDIR /app
+# Cache dependencies: build once with a stub, then with the real sources.
+COPY Cargo.toml Cargo.lock ./
+RUN mkdir -p src tests/api && echo 'fn main() {}' > src/main.rs && touch src/lib.rs tests/api/main.rs \
+    && cargo build --release --bin kh-review || true
+COPY . .
+RUN touch src/main.rs src/lib.rs && cargo build --release --bin kh-review
+
+FROM debian:bookworm-slim AS runtime
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends ca-certificates \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin kh
+WORKDIR /app
+COPY --from=builder /app/target/release/kh-review /usr/local/bin/kh-review
+COPY config ./config
+USER 10001
+ENV APP__SERVER__HOST=0.0.0.0 \
+    APP__ENVIRONMENT=production \
+    APP__LOG__FORMAT=json
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/kh-review"]
+CMD ["serve"]
