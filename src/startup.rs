@@ -122,6 +122,9 @@ impl Core {
             Duration::from_secs(settings.lock.retry_after_secs),
             shutdown.clone(),
         ));
+        gate.spawn_prober(Duration::from_millis(
+            settings.lock.breaker_open_ms.max(100),
+        ));
         let mongo = MongoProjection::new(
             settings.mongo.url.expose_secret(),
             &settings.mongo.database,

@@ -93,6 +93,27 @@ impl LockGate {
         &self.provider
     }
 
+    /// While the breaker is not closed, checks Redis every `every` and closes the breaker
+    /// as soon as it answers, so recovery does not wait for the next request.
+    pub fn spawn_prober(self: &Arc<Self>, every: Duration) {
+        let gate = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = gate.shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(every) => {}
+                }
+                if gate.breaker.state() == BreakerState::Closed {
+                    continue;
+                }
+                if gate.provider.locked("probe").await.is_ok() {
+                    gate.breaker.on_success();
+                    tracing::info!("redis is back: circuit breaker closed");
+                }
+            }
+        });
+    }
+
     /// Acquires `key` or says who holds it; never waits for a holder.
     #[tracing::instrument(skip_all, fields(lock_key = %key))]
     pub async fn enter(&self, key: &str) -> Result<Passage, Contended> {
