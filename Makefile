@@ -30,8 +30,9 @@ run: services
 migrate: services
 	$(WITH_ENV) cargo run --bin kh-review -- migrate
 
+# Unit tests (lib) then the integration suite; examples and the binary hold no tests.
 test: services
-	$(WITH_ENV) cargo test --all-targets -- --test-threads=$(TEST_THREADS)
+	$(WITH_ENV) cargo test --lib --test api -- --test-threads=$(TEST_THREADS)
 
 lint:
 	cargo fmt --all -- --check

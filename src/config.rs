@@ -22,6 +22,7 @@ pub struct Settings {
     pub amqp: AmqpSettings,
     pub auth: AuthSettings,
     pub outbox: OutboxSettings,
+    pub idempotency: IdempotencySettings,
     pub log: LogSettings,
 }
 
@@ -91,6 +92,15 @@ pub struct OutboxSettings {
     pub backoff_max_ms: u64,
     /// Run the background dispatcher in this process.
     pub run_dispatcher: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct IdempotencySettings {
+    /// How long a stored response is replayed for the same key.
+    pub ttl_secs: u64,
+    /// How long a request may hold its key before a retry may take it over (a request that
+    /// never finished, e.g. its instance died). Must exceed lock.max_hold_ms.
+    pub in_flight_timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -211,6 +221,15 @@ impl Settings {
         }
         if self.server.test_hooks && self.environment == "production" {
             bad("server.test_hooks", "must be off in production".into());
+        }
+        if self.idempotency.ttl_secs == 0 {
+            bad("idempotency.ttl_secs", "must be greater than zero".into());
+        }
+        if self.idempotency.in_flight_timeout_ms <= self.lock.max_hold_ms {
+            bad(
+                "idempotency.in_flight_timeout_ms",
+                "must be greater than lock.max_hold_ms".into(),
+            );
         }
         if !matches!(self.log.format.as_str(), "pretty" | "json") {
             bad("log.format", "must be \"pretty\" or \"json\"".into());

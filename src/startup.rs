@@ -28,8 +28,15 @@ use crate::review::{Hooks, ReviewService};
 use crate::store::mongo::MongoProjection;
 use crate::store::pg::PgStore;
 
-/// Header a test sends to pause a transition before its COMMIT (only with test hooks on).
+/// Test-only request headers, honoured only with `server.test_hooks` on.
+/// Pause a transition after its row locks, right before the lease check and COMMIT.
 pub const PAUSE_HEADER: &str = "x-test-pause-before-commit-ms";
+/// Pause a transition after the outer lock is taken, before its transaction begins.
+pub const PAUSE_AFTER_LOCK_HEADER: &str = "x-test-pause-after-lock-ms";
+/// Stop renewing the lease, as if the whole process were frozen.
+pub const SUSPEND_RENEWAL_HEADER: &str = "x-test-suspend-renewal";
+/// Skip the delivery attempt after COMMIT, as if the instance died right after it.
+pub const SKIP_DISPATCH_HEADER: &str = "x-test-skip-dispatch";
 
 /// Everything a handler can reach.
 pub struct AppState {
@@ -39,7 +46,15 @@ pub struct AppState {
     pub dispatcher: Arc<Dispatcher>,
     pub redis: Option<RedisLockProvider>,
     pub lock_timeout: Duration,
+    pub idempotency: IdempotencyPolicy,
     pub test_hooks: bool,
+}
+
+/// Lifetimes of idempotency records.
+#[derive(Debug, Clone, Copy)]
+pub struct IdempotencyPolicy {
+    pub ttl: Duration,
+    pub in_flight_for: Duration,
 }
 
 impl AppState {
@@ -52,14 +67,17 @@ impl AppState {
         if !self.test_hooks {
             return Hooks::default();
         }
-        let pause = req
-            .headers()
-            .get(PAUSE_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok())
-            .map(Duration::from_millis);
+        let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+        let ms = |name: &str| {
+            header(name)
+                .and_then(|v| v.parse::<u64>().ok())
+                .map(Duration::from_millis)
+        };
         Hooks {
-            pause_before_commit: pause,
+            pause_before_commit: ms(PAUSE_HEADER),
+            pause_after_lock: ms(PAUSE_AFTER_LOCK_HEADER),
+            suspend_renewal: header(SUSPEND_RENEWAL_HEADER) == Some("true"),
+            skip_dispatch: header(SKIP_DISPATCH_HEADER) == Some("true"),
         }
     }
 }
@@ -122,6 +140,7 @@ impl Core {
             Duration::from_secs(settings.lock.retry_after_secs),
             shutdown.clone(),
         ));
+        spawn_purger(pool.clone(), shutdown.clone());
         gate.spawn_prober(Duration::from_millis(
             settings.lock.breaker_open_ms.max(100),
         ));
@@ -163,6 +182,10 @@ impl Core {
             dispatcher,
             redis: Some(redis),
             lock_timeout: Duration::from_millis(settings.database.lock_timeout_ms),
+            idempotency: IdempotencyPolicy {
+                ttl: Duration::from_secs(settings.idempotency.ttl_secs),
+                in_flight_for: Duration::from_millis(settings.idempotency.in_flight_timeout_ms),
+            },
             test_hooks: settings.server.test_hooks,
         });
         Ok(Self { state, shutdown })
@@ -172,6 +195,23 @@ impl Core {
         let d = self.state.dispatcher.clone();
         tokio::spawn(d.run(self.shutdown.clone()))
     }
+}
+
+/// Deletes expired idempotency records once a minute.
+fn spawn_purger(pool: PgPool, shutdown: CancellationToken) {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_secs(60)) => {}
+            }
+            match crate::store::idempotency::purge_expired(&pool).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(purged = n, "expired idempotency records deleted"),
+                Err(e) => tracing::warn!(error = %e, "could not purge idempotency records"),
+            }
+        }
+    });
 }
 
 pub struct Application {

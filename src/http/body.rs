@@ -16,13 +16,12 @@ fn too_large(limit: usize) -> ApiError {
     )
 }
 
-/// Parses the body as `T`. An empty body is read as `{}` when `empty_ok`.
-pub async fn read_json<T: DeserializeOwned>(
+/// Reads the body (at most `limit` bytes) after checking its content type.
+pub async fn read_body(
     req: &HttpRequest,
     mut payload: web::Payload,
     limit: usize,
-    empty_ok: bool,
-) -> Result<T, ApiError> {
+) -> Result<Vec<u8>, ApiError> {
     if let Some(ct) = req.headers().get(header::CONTENT_TYPE) {
         let ct = ct.to_str().unwrap_or("");
         let mime = ct
@@ -55,14 +54,21 @@ pub async fn read_json<T: DeserializeOwned>(
         }
         body.extend_from_slice(&chunk);
     }
-    if body.iter().all(|b| b.is_ascii_whitespace()) {
+    Ok(body)
+}
+
+/// Parses `body` as `T`. An empty body is read as `{}` when `empty_ok`.
+pub fn parse_json<T: DeserializeOwned>(body: &[u8], empty_ok: bool) -> Result<T, ApiError> {
+    let body: &[u8] = if body.iter().all(|b| b.is_ascii_whitespace()) {
         if empty_ok {
-            body = b"{}".to_vec();
+            b"{}"
         } else {
             return Err(ApiError::malformed("a JSON request body is required"));
         }
-    }
-    serde_json::from_slice(&body).map_err(|e| {
+    } else {
+        body
+    };
+    serde_json::from_slice(body).map_err(|e| {
         let msg: String = e.to_string().chars().take(200).collect();
         if e.is_data() {
             ApiError::validation(format!(

@@ -1,11 +1,13 @@
 //! `/api/v1/documents` handlers.
 
+use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::body::read_json;
+use super::body::{parse_json, read_body};
 use super::error::ApiError;
+use super::idempotency::{execute, Reply};
 use super::views::{DocumentView, ReviewHistory, TransitionView};
 use super::BodyLimit;
 use crate::auth::{Caller, Role};
@@ -27,11 +29,11 @@ struct UpdateDocument {
     body: Option<String>,
 }
 
-fn input<T>(r: Result<T, crate::domain::InputError>) -> Result<T, ApiError> {
+fn input_ok<T>(r: Result<T, crate::domain::InputError>) -> Result<T, ApiError> {
     r.map_err(|e| ApiError::validation(e.to_string()))
 }
 
-#[tracing::instrument(skip_all, fields(document_id))]
+#[tracing::instrument(skip_all)]
 pub async fn create(
     req: HttpRequest,
     payload: web::Payload,
@@ -40,20 +42,31 @@ pub async fn create(
     limit: web::Data<BodyLimit>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Author)?;
-    let body: CreateDocument = read_json(&req, payload, limit.0, false).await?;
-    let title = input(DocumentTitle::parse(&body.title))?;
-    let text = input(DocumentBody::parse(&body.body))?;
-    let id = Uuid::now_v7();
-    tracing::Span::current().record("document_id", tracing::field::display(id));
-    let doc = state
-        .store
-        .create_document(id, &title, &text, &caller.id, &super::request_id::current())
-        .await?;
-    state.reviews.deliver_now(doc.id).await;
-    let mut view = DocumentView::from(&doc);
-    view.preview = Some(crate::domain::preview_of(&doc.body));
-    view.body = Some(doc.body);
-    Ok(HttpResponse::Created().json(view))
+    let bytes = read_body(&req, payload, limit.0).await?;
+    let (st, author) = (state.clone(), caller.id.clone());
+    let body = bytes.clone();
+    execute(&req, &state, &caller, &bytes, async move {
+        let input: CreateDocument = parse_json(&body, false)?;
+        let title = input_ok(DocumentTitle::parse(&input.title))?;
+        let text = input_ok(DocumentBody::parse(&input.body))?;
+        let id = Uuid::now_v7();
+        let doc = st
+            .store
+            .create_document(id, &title, &text, &author, &super::request_id::current())
+            .await?;
+        tracing::info!(document_id = %doc.id, "document created");
+        st.reviews.deliver_now(doc.id).await;
+        let mut view = DocumentView::from(&doc);
+        view.preview = Some(crate::domain::preview_of(&doc.body));
+        view.body = Some(doc.body);
+        json_reply(StatusCode::CREATED, &view)
+    })
+    .await
+}
+
+fn json_reply<T: serde::Serialize>(status: StatusCode, v: &T) -> Reply {
+    let body = serde_json::to_value(v).map_err(|e| ApiError::internal(e.into()))?;
+    Ok((status, body))
 }
 
 #[tracing::instrument(skip_all, fields(document_id = %path))]
@@ -92,13 +105,13 @@ pub async fn update(
     limit: web::Data<BodyLimit>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Author)?;
-    let body: UpdateDocument = read_json(&req, payload, limit.0, false).await?;
+    let body: UpdateDocument = parse_json(&read_body(&req, payload, limit.0).await?, false)?;
     if body.title.is_none() && body.body.is_none() {
         return Err(ApiError::validation("give at least one of title or body"));
     }
     let title = body.title.as_deref().map(DocumentTitle::parse).transpose();
     let text = body.body.as_deref().map(DocumentBody::parse).transpose();
-    let (title, text) = (input(title)?, input(text)?);
+    let (title, text) = (input_ok(title)?, input_ok(text)?);
     let request_id = super::request_id::current();
     let ctx = TxContext {
         actor: &caller.id,
@@ -122,19 +135,29 @@ pub async fn update(
 pub async fn submit(
     req: HttpRequest,
     path: web::Path<Uuid>,
+    payload: web::Payload,
     caller: Caller,
     state: web::Data<AppState>,
+    limit: web::Data<BodyLimit>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Author)?;
+    let bytes = read_body(&req, payload, limit.0).await?;
     let hooks = state.hooks(&req);
-    let done = state
-        .reviews
-        .submit(caller.id, *path, super::request_id::current(), hooks)
-        .await?;
-    Ok(HttpResponse::Created().json(TransitionView {
-        document: DocumentView::from(&done.document),
-        review: done.review,
-    }))
+    let (st, actor, document_id) = (state.clone(), caller.id.clone(), *path);
+    execute(&req, &state, &caller, &bytes, async move {
+        let done = st
+            .reviews
+            .submit(actor, document_id, super::request_id::current(), hooks)
+            .await?;
+        json_reply(
+            StatusCode::CREATED,
+            &TransitionView {
+                document: DocumentView::from(&done.document),
+                review: done.review,
+            },
+        )
+    })
+    .await
 }
 
 #[tracing::instrument(skip_all, fields(document_id = %path))]

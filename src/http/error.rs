@@ -115,6 +115,30 @@ impl fmt::Display for ApiError {
     }
 }
 
+impl ApiError {
+    /// The envelope as JSON, with the current request id.
+    pub fn body_json(&self) -> serde_json::Value {
+        serde_json::to_value(Body {
+            code: self.code,
+            message: &self.message,
+            request_id: request_id::current(),
+        })
+        .expect("the envelope serializes")
+    }
+
+    /// Whether a retry of the same request may succeed (so its result must not be replayed).
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self.code,
+            ErrorCode::LockNotAcquired
+                | ErrorCode::LockLost
+                | ErrorCode::DependencyUnavailable
+                | ErrorCode::Internal
+                | ErrorCode::IdempotencyInFlight
+        )
+    }
+}
+
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         self.status

@@ -5,6 +5,7 @@ mod body;
 pub mod documents;
 pub mod error;
 pub mod health;
+pub mod idempotency;
 pub mod request_id;
 pub mod reviews;
 mod views;

@@ -1,12 +1,14 @@
 //! `/api/v1/reviews` handlers.
 
+use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::body::read_json;
+use super::body::{parse_json, read_body};
 use super::error::ApiError;
+use super::idempotency::execute;
 use super::views::{DocumentView, ReviewPage, TransitionView};
 use super::BodyLimit;
 use crate::auth::{Caller, Role};
@@ -52,14 +54,18 @@ pub async fn approve(
     limit: web::Data<BodyLimit>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Reviewer)?;
-    let body: ApproveBody = read_json(&req, payload, limit.0, true).await?;
-    let comment = body
-        .comment
-        .as_deref()
-        .map(Comment::parse)
-        .transpose()
-        .map_err(|e| ApiError::validation(e.to_string()))?;
-    decide(&req, &state, caller, *path, Decision::Approve(comment)).await
+    let bytes = read_body(&req, payload, limit.0).await?;
+    decide(&req, &state, caller, *path, bytes, |body| {
+        let input: ApproveBody = parse_json(body, true)?;
+        let comment = input
+            .comment
+            .as_deref()
+            .map(Comment::parse)
+            .transpose()
+            .map_err(|e| ApiError::validation(e.to_string()))?;
+        Ok(Decision::Approve(comment))
+    })
+    .await
 }
 
 #[tracing::instrument(skip_all, fields(review_id = %path))]
@@ -72,34 +78,49 @@ pub async fn reject(
     limit: web::Data<BodyLimit>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Reviewer)?;
-    let body: RejectBody = read_json(&req, payload, limit.0, false).await?;
-    let reason =
-        RejectReason::parse(&body.reason).map_err(|e| ApiError::validation(e.to_string()))?;
-    decide(&req, &state, caller, *path, Decision::Reject(reason)).await
+    let bytes = read_body(&req, payload, limit.0).await?;
+    decide(&req, &state, caller, *path, bytes, |body| {
+        let input: RejectBody = parse_json(body, false)?;
+        let reason =
+            RejectReason::parse(&input.reason).map_err(|e| ApiError::validation(e.to_string()))?;
+        Ok(Decision::Reject(reason))
+    })
+    .await
 }
 
+/// Parses the decision (inside the idempotent work, so a bad body is replayed as such) and
+/// runs it.
 async fn decide(
     req: &HttpRequest,
-    state: &AppState,
+    state: &web::Data<AppState>,
     caller: Caller,
     review_id: Uuid,
-    decision: Decision,
+    bytes: Vec<u8>,
+    parse: fn(&[u8]) -> Result<Decision, ApiError>,
 ) -> Result<HttpResponse, ApiError> {
     let hooks = state.hooks(req);
-    let done = state
-        .reviews
-        .decide(
-            caller.id,
-            review_id,
-            decision,
-            super::request_id::current(),
-            hooks,
-        )
-        .await?;
-    Ok(HttpResponse::Ok().json(TransitionView {
-        document: DocumentView::from(&done.document),
-        review: done.review,
-    }))
+    let (st, actor) = (state.clone(), caller.id.clone());
+    let body = bytes.clone();
+    execute(req, state, &caller, &bytes, async move {
+        let decision = parse(&body)?;
+        let done = st
+            .reviews
+            .decide(
+                actor,
+                review_id,
+                decision,
+                super::request_id::current(),
+                hooks,
+            )
+            .await?;
+        let view = TransitionView {
+            document: DocumentView::from(&done.document),
+            review: done.review,
+        };
+        let body = serde_json::to_value(&view).map_err(|e| ApiError::internal(e.into()))?;
+        Ok((StatusCode::OK, body))
+    })
+    .await
 }
 
 pub async fn list(

@@ -13,6 +13,8 @@ use crate::lock::gate::LockStats;
 
 struct Shared {
     lost: AtomicBool,
+    /// Test hook: renewals stop as if the process were frozen.
+    suspended: AtomicBool,
     valid_until: Mutex<Instant>,
 }
 
@@ -53,6 +55,7 @@ impl Lease {
             .unwrap_or_else(Instant::now);
         let shared = Arc::new(Shared {
             lost: AtomicBool::new(false),
+            suspended: AtomicBool::new(false),
             valid_until: Mutex::new(valid_until),
         });
         let stop = shutdown.child_token();
@@ -72,6 +75,9 @@ impl Lease {
                 }
                 if shared.lost.load(Ordering::SeqCst) {
                     return;
+                }
+                if shared.suspended.load(Ordering::SeqCst) {
+                    continue;
                 }
                 if Instant::now() >= hard_stop {
                     // Maximum hold time reached: stop renewing; the lease ends at its expiry.
@@ -114,6 +120,11 @@ impl Lease {
             return Err(LeaseLost);
         }
         Ok(())
+    }
+
+    /// Test hook: stop renewing, as a frozen process would.
+    pub fn suspend_renewal(&self) {
+        self.shared.suspended.store(true, Ordering::SeqCst);
     }
 
     /// The highest fencing token among the held locks.

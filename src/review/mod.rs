@@ -1,8 +1,8 @@
 //! Orchestration of one transition: outer lock (or degraded), the PostgreSQL transaction,
 //! release, then the immediate outbox delivery attempt.
 //!
-//! The work runs in its own task, so a client that disconnects mid-request cannot cancel a
-//! transition halfway: it completes or never happens, and the lock is released either way.
+//! The HTTP layer runs this in its own task (`http::idempotency::execute`), so a client
+//! that disconnects cannot cancel a transition halfway.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,10 +31,13 @@ pub enum Decision {
     Reject(RejectReason),
 }
 
-/// Per-request options that only tests may set (see `server.test_hooks`).
+/// Per-request fault injection that only tests may set (see `server.test_hooks`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Hooks {
     pub pause_before_commit: Option<Duration>,
+    pub pause_after_lock: Option<Duration>,
+    pub suspend_renewal: bool,
+    pub skip_dispatch: bool,
 }
 
 pub struct ReviewService {
@@ -73,13 +76,9 @@ impl ReviewService {
         request_id: String,
         hooks: Hooks,
     ) -> Result<Transitioned, TransitionError> {
-        let this = self.clone();
-        detach(async move {
-            let key = this.keys.submit(document_id);
-            this.guarded(&key, &actor, &request_id, hooks, |store, ctx| {
-                Box::pin(async move { store.submit(document_id, &ctx).await })
-            })
-            .await
+        let key = self.keys.submit(document_id);
+        self.guarded(&key, &actor, &request_id, hooks, |store, ctx| {
+            Box::pin(async move { store.submit(document_id, &ctx).await })
         })
         .await
     }
@@ -92,26 +91,22 @@ impl ReviewService {
         request_id: String,
         hooks: Hooks,
     ) -> Result<Transitioned, TransitionError> {
-        let this = self.clone();
-        detach(async move {
-            let key = this.keys.review(review_id);
-            this.guarded(&key, &actor, &request_id, hooks, |store, ctx| {
-                Box::pin(async move {
-                    match &decision {
-                        Decision::Approve(c) => {
-                            store
-                                .decide(review_id, Action::Approve, c.as_ref(), None, &ctx)
-                                .await
-                        }
-                        Decision::Reject(r) => {
-                            store
-                                .decide(review_id, Action::Reject, None, Some(r), &ctx)
-                                .await
-                        }
+        let key = self.keys.review(review_id);
+        self.guarded(&key, &actor, &request_id, hooks, |store, ctx| {
+            Box::pin(async move {
+                match &decision {
+                    Decision::Approve(c) => {
+                        store
+                            .decide(review_id, Action::Approve, c.as_ref(), None, &ctx)
+                            .await
                     }
-                })
+                    Decision::Reject(r) => {
+                        store
+                            .decide(review_id, Action::Reject, None, Some(r), &ctx)
+                            .await
+                    }
+                }
             })
-            .await
         })
         .await
     }
@@ -133,6 +128,12 @@ impl ReviewService {
             -> futures_util::future::BoxFuture<'a, Result<Transitioned, StoreError>>,
     {
         let passage = self.gate.enter(key).await?;
+        if let (true, Some(lease)) = (hooks.suspend_renewal, passage.lease()) {
+            lease.suspend_renewal();
+        }
+        if let Some(pause) = hooks.pause_after_lock {
+            tokio::time::sleep(pause).await;
+        }
         let ctx = TxContext {
             actor,
             request_id,
@@ -150,35 +151,16 @@ impl ReviewService {
             version = done.document.version,
             "transition committed"
         );
-        self.dispatcher
-            .dispatch_document_now(done.document.id)
-            .await;
+        if !hooks.skip_dispatch {
+            self.dispatcher
+                .dispatch_document_now(done.document.id)
+                .await;
+        }
         Ok(done)
     }
 
-    /// After an edit or a create: deliver the projection now (best effort).
+    /// After an edit or a create: deliver the projection now (best effort, never fails).
     pub async fn deliver_now(&self, document_id: Uuid) {
-        let dispatcher = self.dispatcher.clone();
-        let _ =
-            tokio::spawn(async move { dispatcher.dispatch_document_now(document_id).await }).await;
-    }
-}
-
-/// Runs `fut` on its own task so that dropping the caller (a disconnected client) does not
-/// drop the work; the caller still gets the result when it stays.
-async fn detach<T: Send + 'static>(
-    fut: impl std::future::Future<Output = Result<T, TransitionError>> + Send + 'static,
-) -> Result<T, TransitionError> {
-    let span = tracing::Span::current();
-    let rid = crate::http::request_id::current();
-    let task = tokio::spawn(tracing::Instrument::instrument(
-        crate::http::request_id::scope(rid, fut),
-        span,
-    ));
-    match task.await {
-        Ok(r) => r,
-        Err(join) => Err(TransitionError::Store(StoreError::Unexpected(
-            anyhow::anyhow!("transition task failed: {join}"),
-        ))),
+        self.dispatcher.dispatch_document_now(document_id).await;
     }
 }

@@ -1,6 +1,7 @@
 //! Persistence. `pg` holds every SQL statement of the service (PostgreSQL is the only source
 //! of truth); `mongo` is the MongoDB projection. Handlers never issue SQL themselves.
 
+pub mod idempotency;
 pub mod mongo;
 pub mod outbox;
 pub mod pg;

@@ -225,6 +225,8 @@ impl PgStore {
         .bind(review_id)
         .fetch_one(&mut *tx)
         .await?;
+        // A holder whose lock moved on is told so, before anything else is judged.
+        check_fence(&doc, ctx)?;
         if doc.author_id == ctx.actor.as_str() {
             return Err(StoreError::SelfReview);
         }
@@ -237,7 +239,6 @@ impl PgStore {
         if doc.current_review_id != Some(review_id) {
             return Err(StoreError::ReviewDecided("not the current review".into()));
         }
-        check_fence(&doc, ctx)?;
         let review: ReviewRow = sqlx::query_as(&format!(
             "UPDATE reviews SET status = $2, decided_by = $3, decided_at = now(), comment = $4, \
              reason = $5, fence_token = $6 WHERE id = $1 RETURNING {REVIEW_COLS}"

@@ -83,14 +83,18 @@ async fn a_hung_redis_costs_one_timeout_not_one_per_request() {
     app.finish().await;
 }
 
-struct OwnRedis {
+/// A redis-server of the test's own, which it may flush, kill and restart.
+pub struct OwnRedis {
     child: Child,
-    port: u16,
+    pub port: u16,
 }
 
 impl OwnRedis {
-    fn start() -> Self {
-        let port = dead_port();
+    pub fn start() -> Self {
+        Self::start_on(dead_port())
+    }
+
+    pub fn start_on(port: u16) -> Self {
         let child = Command::new("redis-server")
             .args([
                 "--port",
@@ -112,7 +116,11 @@ impl OwnRedis {
         }
         Self { child, port }
     }
-    fn kill(&mut self) {
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

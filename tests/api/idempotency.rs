@@ -1,0 +1,255 @@
+//! Idempotency-Key: replay, reuse with another request, in flight, scoping, takeover of a
+//! key whose request never finished, and a client that disconnects mid-request.
+
+use std::time::Duration;
+
+use kh_review::auth::Role;
+use kh_review::startup::PAUSE_HEADER;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::helpers::*;
+
+fn keyed(
+    app: &TestApp,
+    path: &str,
+    token: &str,
+    key: &str,
+    body: Value,
+) -> reqwest::RequestBuilder {
+    app.client
+        .post(app.url(path))
+        .bearer_auth(token)
+        .header("idempotency-key", key)
+        .json(&body)
+}
+
+#[tokio::test]
+async fn the_same_key_replays_the_same_response_and_runs_once() {
+    let app = spawn_app().await;
+    let (_, review_id) = app.pending_review().await;
+    let path = format!("/api/v1/reviews/{review_id}/approve");
+    let first = keyed(
+        &app,
+        &path,
+        &app.reviewer(),
+        "click-1",
+        json!({"comment": "ok"}),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    assert!(first.headers().get("idempotent-replayed").is_none());
+    let first_body: Value = first.json().await.unwrap();
+    // Same request, keys in another order: the same fingerprint.
+    let again = keyed(
+        &app,
+        &path,
+        &app.reviewer(),
+        "click-1",
+        json!({"comment": "ok"}),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(again.status(), StatusCode::OK);
+    assert_eq!(again.headers().get("idempotent-replayed").unwrap(), "true");
+    assert_eq!(again.json::<Value>().await.unwrap(), first_body);
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit_log WHERE action = 'approve'")
+            .await,
+        1
+    );
+    // Another body with the same key: refused, nothing runs.
+    let other = keyed(
+        &app,
+        &path,
+        &app.reviewer(),
+        "click-1",
+        json!({"comment": "different"}),
+    )
+    .send()
+    .await
+    .unwrap();
+    expect_error(
+        other,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "IDEMPOTENCY_KEY_REUSED",
+    )
+    .await;
+    // The same key from another caller is that caller's own key: it runs (and finds the
+    // review decided), never replaying someone else's response.
+    let carol = app.token(REVIEWER2, &[Role::Reviewer]);
+    let r = keyed(&app, &path, &carol, "click-1", json!({"comment": "ok"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.headers().get("idempotent-replayed").is_none());
+    expect_error(r, StatusCode::CONFLICT, "INVALID_STATE").await;
+    // A malformed key is refused.
+    let r = keyed(&app, &path, &app.reviewer(), "has space", json!({}))
+        .send()
+        .await
+        .unwrap();
+    expect_error(r, StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_FAILED").await;
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn two_requests_with_one_key_at_once_run_once() {
+    let app = spawn_app().await;
+    let (_, review_id) = app.pending_review().await;
+    let path = format!("/api/v1/reviews/{review_id}/approve");
+    let slow = keyed(&app, &path, &app.reviewer(), "dbl", json!({}))
+        .header(PAUSE_HEADER, "700")
+        .send();
+    let quick = async {
+        wait_for(
+            "the first request to hold the key",
+            Duration::from_secs(5),
+            || async {
+                (app.count("SELECT count(*) FROM idempotency_keys").await == 1).then_some(())
+            },
+        )
+        .await;
+        keyed(&app, &path, &app.reviewer(), "dbl", json!({}))
+            .send()
+            .await
+            .unwrap()
+    };
+    let (slow, quick) = tokio::join!(slow, quick);
+    assert_eq!(slow.unwrap().status(), StatusCode::OK);
+    let v = expect_error(quick, StatusCode::CONFLICT, "IDEMPOTENCY_IN_FLIGHT").await;
+    assert!(v["message"].as_str().unwrap().contains("still running"));
+    let replay = keyed(&app, &path, &app.reviewer(), "dbl", json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(replay.status(), StatusCode::OK);
+    assert_eq!(replay.headers().get("idempotent-replayed").unwrap(), "true");
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit_log WHERE action = 'approve'")
+            .await,
+        1
+    );
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_key_whose_request_never_finished_is_taken_over_and_expired_keys_are_free() {
+    let app = spawn_app().await;
+    let doc = app.create_document("t", "b").await;
+    let id = doc["id"].as_str().unwrap();
+    let path = format!("/api/v1/documents/{id}/submit");
+    // A record left IN_FLIGHT by an instance that died, its in-flight time long past.
+    sqlx::query(
+        "INSERT INTO idempotency_keys (owner_id, key, fingerprint, state, locked_until, expires_at) \
+         VALUES ($1, 'orphan', 'whatever', 'IN_FLIGHT', now() - interval '1 minute', now() + interval '1 day')",
+    )
+    .bind(AUTHOR)
+    .execute(&app.pg)
+    .await
+    .unwrap();
+    // Different fingerprint: still refused (the key is the caller's promise of one request).
+    let r = keyed(&app, &path, &app.author(), "orphan", json!({}))
+        .send()
+        .await
+        .unwrap();
+    expect_error(
+        r,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "IDEMPOTENCY_KEY_REUSED",
+    )
+    .await;
+    let fp: String =
+        sqlx::query_scalar("SELECT fingerprint FROM idempotency_keys WHERE key = 'orphan'")
+            .fetch_one(&app.pg)
+            .await
+            .unwrap();
+    assert_eq!(fp, "whatever");
+    sqlx::query("UPDATE idempotency_keys SET fingerprint = $1 WHERE key = 'orphan'")
+        .bind(kh_review_fingerprint(&path, b"{}"))
+        .execute(&app.pg)
+        .await
+        .unwrap();
+    let r = keyed(&app, &path, &app.author(), "orphan", json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::CREATED,
+        "the orphaned key is taken over and runs"
+    );
+    // An expired record does not block its key, even with another request.
+    sqlx::query(
+        "UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE key = 'orphan'",
+    )
+    .execute(&app.pg)
+    .await
+    .unwrap();
+    let doc2 = app.create_document("t2", "b2").await;
+    let path2 = format!("/api/v1/documents/{}/submit", doc2["id"].as_str().unwrap());
+    let r = keyed(&app, &path2, &app.author(), "orphan", json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    app.finish().await;
+}
+
+/// The fingerprint the service computes for a POST with a JSON body.
+fn kh_review_fingerprint(path: &str, body: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let canonical = serde_json::to_vec(&serde_json::from_slice::<Value>(body).unwrap()).unwrap();
+    let mut h = Sha256::new();
+    h.update("POST");
+    h.update(b"\n");
+    h.update(path);
+    h.update(b"\n");
+    h.update(&canonical);
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[tokio::test]
+async fn a_client_that_disconnects_still_gets_its_decision_on_retry() {
+    let app = spawn_app().await;
+    let (doc_id, review_id) = app.pending_review().await;
+    let path = format!("/api/v1/reviews/{review_id}/approve");
+    let impatient = reqwest::Client::builder()
+        .timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let dropped = impatient
+        .post(app.url(&path))
+        .bearer_auth(app.reviewer())
+        .header("idempotency-key", "gone")
+        .header(PAUSE_HEADER, "800")
+        .json(&json!({}))
+        .send()
+        .await;
+    assert!(dropped.is_err(), "the client gave up before the answer");
+    let replay = wait_for(
+        "the retry to get the decision",
+        Duration::from_secs(10),
+        || async {
+            let r = keyed(&app, &path, &app.reviewer(), "gone", json!({}))
+                .send()
+                .await
+                .unwrap();
+            (r.status() != StatusCode::CONFLICT).then_some(r)
+        },
+    )
+    .await;
+    assert_eq!(replay.status(), StatusCode::OK);
+    assert_eq!(replay.headers().get("idempotent-replayed").unwrap(), "true");
+    let v: Value = replay.json().await.unwrap();
+    assert_eq!(v["document"]["status"], "APPROVED");
+    assert_eq!(v["document"]["id"], doc_id.as_str());
+    assert!(
+        app.lock_keys_left().await.is_empty(),
+        "the lock was released"
+    );
+    app.finish().await;
+}

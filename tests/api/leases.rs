@@ -1,0 +1,255 @@
+//! Leases, pauses and fencing: a holder whose lock moved on can never commit or overwrite.
+
+use std::time::Duration;
+
+use kh_review::auth::Role;
+use kh_review::startup::{PAUSE_AFTER_LOCK_HEADER, PAUSE_HEADER, SUSPEND_RENEWAL_HEADER};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::degraded::OwnRedis;
+use crate::helpers::*;
+
+async fn redis_get(client: &redis::Client, key: &str) -> Option<String> {
+    let mut c = client.get_multiplexed_async_connection().await.unwrap();
+    redis::cmd("GET")
+        .arg(key)
+        .query_async(&mut c)
+        .await
+        .unwrap()
+}
+
+async fn redis_cmd(client: &redis::Client, args: &[&str]) {
+    let mut c = client.get_multiplexed_async_connection().await.unwrap();
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    let _: redis::Value = cmd.query_async(&mut c).await.unwrap();
+}
+
+/// An approve that pauses at `header` for `ms`, optionally with renewal suspended.
+fn paused_approve(
+    app: &TestApp,
+    review_id: &str,
+    header: &'static str,
+    ms: u64,
+    frozen: bool,
+) -> reqwest::RequestBuilder {
+    let mut rb = app
+        .client
+        .post(app.url(&format!("/api/v1/reviews/{review_id}/approve")))
+        .bearer_auth(app.reviewer())
+        .header(header, ms.to_string())
+        .json(&json!({}));
+    if frozen {
+        rb = rb.header(SUSPEND_RENEWAL_HEADER, "true");
+    }
+    rb
+}
+
+async fn state_of(app: &TestApp, doc_id: &str) -> (String, i64, Option<i64>) {
+    sqlx::query_as("SELECT status, version, fence_token FROM documents WHERE id = $1::uuid")
+        .bind(doc_id)
+        .fetch_one(&app.pg)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_failed_renewal_loses_the_lease_and_commits_nothing() {
+    let mut own = OwnRedis::start();
+    let app = spawn_app_with(AppOptions {
+        redis_url: Some(own.url()),
+        lock_ttl_ms: 600,
+        ..Default::default()
+    })
+    .await;
+    let (doc_id, review_id) = app.pending_review().await;
+    let client = redis::Client::open(own.url()).unwrap();
+    let key = app.lock_key_review(&review_id);
+    let req = paused_approve(&app, &review_id, PAUSE_HEADER, 1500, false).send();
+    let kill = async {
+        wait_for(
+            "the handler to hold the lock",
+            Duration::from_secs(5),
+            || async { redis_get(&client, &key).await.map(|_| ()) },
+        )
+        .await;
+        own.kill(); // the next renewal fails
+    };
+    let (r, ()) = tokio::join!(req, kill);
+    expect_error(r.unwrap(), StatusCode::CONFLICT, "LOCK_LOST").await;
+    let (status, version, _) = state_of(&app, &doc_id).await;
+    assert_eq!(
+        (status.as_str(), version),
+        ("PENDING_REVIEW", 2),
+        "nothing committed"
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM outbox WHERE event_type = 'document.approved'")
+            .await,
+        0
+    );
+    app.finish().await;
+}
+
+/// A frozen holder (renewals stopped) pauses before its transaction; its lock expires, a
+/// second reviewer takes the lock and commits; the first wakes and is refused by the fence.
+#[tokio::test]
+async fn a_holder_paused_past_its_ttl_is_fenced_off() {
+    let app = spawn_app_with(AppOptions {
+        lock_ttl_ms: 500,
+        ..Default::default()
+    })
+    .await;
+    let (doc_id, review_id) = app.pending_review().await;
+    let key = app.lock_key_review(&review_id);
+    let stale = paused_approve(&app, &review_id, PAUSE_AFTER_LOCK_HEADER, 2000, true).send();
+    let newer = async {
+        wait_for(
+            "the first holder to take the lock",
+            Duration::from_secs(5),
+            || async { redis_get(&app.redis, &key).await.map(|_| ()) },
+        )
+        .await;
+        wait_for(
+            "the frozen holder's lock to expire",
+            Duration::from_secs(5),
+            || async { redis_get(&app.redis, &key).await.is_none().then_some(()) },
+        )
+        .await;
+        let r = app
+            .reject(&review_id, &app.token(REVIEWER2, &[Role::Reviewer]))
+            .await;
+        assert_eq!(r.status(), StatusCode::OK, "the next holder proceeds");
+        let v: Value = r.json().await.unwrap();
+        v
+    };
+    let (stale, won) = tokio::join!(stale, newer);
+    expect_error(stale.unwrap(), StatusCode::CONFLICT, "LOCK_LOST").await;
+    assert_eq!(won["document"]["status"], "REJECTED");
+    let (status, version, fence) = state_of(&app, &doc_id).await;
+    assert_eq!((status.as_str(), version), ("REJECTED", 3));
+    assert!(
+        fence.is_some(),
+        "the newer holder's fencing token is stored"
+    );
+    app.outbox_drained(Duration::from_secs(10)).await;
+    let m = app.mongo_doc(&doc_id).await.unwrap();
+    assert_eq!(
+        (m.get_str("status").unwrap(), m.get_i64("version").unwrap()),
+        ("REJECTED", 3)
+    );
+    let decisions = app.count("SELECT count(*) FROM outbox WHERE event_type IN ('document.approved', 'document.rejected')").await;
+    assert_eq!(decisions, 1);
+    app.finish().await;
+}
+
+/// A frozen holder pauses while holding the row locks; its lease expires; the next holder
+/// waits on the row lock; the first wakes, finds its lease gone and rolls back; the next
+/// holder commits.
+#[tokio::test]
+async fn a_holder_paused_inside_its_transaction_rolls_back() {
+    let app = spawn_app_with(AppOptions {
+        lock_ttl_ms: 500,
+        ..Default::default()
+    })
+    .await;
+    let (doc_id, review_id) = app.pending_review().await;
+    let key = app.lock_key_review(&review_id);
+    let stale = paused_approve(&app, &review_id, PAUSE_HEADER, 1200, true).send();
+    let newer = async {
+        wait_for(
+            "the first holder to take the lock",
+            Duration::from_secs(5),
+            || async { redis_get(&app.redis, &key).await.map(|_| ()) },
+        )
+        .await;
+        wait_for(
+            "the frozen holder's lock to expire",
+            Duration::from_secs(5),
+            || async { redis_get(&app.redis, &key).await.is_none().then_some(()) },
+        )
+        .await;
+        app.reject(&review_id, &app.token(REVIEWER2, &[Role::Reviewer]))
+            .await
+    };
+    let (stale, newer) = tokio::join!(stale, newer);
+    expect_error(stale.unwrap(), StatusCode::CONFLICT, "LOCK_LOST").await;
+    assert_eq!(newer.status(), StatusCode::OK);
+    let (status, version, _) = state_of(&app, &doc_id).await;
+    assert_eq!((status.as_str(), version), ("REJECTED", 3));
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn redis_flushed_between_transitions_then_a_stale_holder_is_still_refused() {
+    let own = OwnRedis::start();
+    let app = spawn_app_with(AppOptions {
+        redis_url: Some(own.url()),
+        lock_ttl_ms: 500,
+        ..Default::default()
+    })
+    .await;
+    let client = redis::Client::open(own.url()).unwrap();
+    let (doc_id, review_id) = app.pending_review().await;
+    let (_, _, fence_after_submit) = state_of(&app, &doc_id).await;
+    redis_cmd(&client, &["FLUSHALL"]).await;
+    // The next transition succeeds under a fresh lock, with a larger fencing token.
+    let r = app.reject(&review_id, &app.reviewer()).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let (_, _, fence_after_reject) = state_of(&app, &doc_id).await;
+    assert!(
+        fence_after_reject > fence_after_submit,
+        "{fence_after_reject:?} > {fence_after_submit:?}"
+    );
+    // Resubmit, then a frozen holder, a FLUSHALL while it sleeps, and a newer holder.
+    let r = app
+        .post(
+            &format!("/api/v1/documents/{doc_id}/submit"),
+            &app.author(),
+            json!({}),
+        )
+        .await;
+    let second: Value = r.json().await.unwrap();
+    let review2 = second["review"]["id"].as_str().unwrap().to_string();
+    let key = app.lock_key_review(&review2);
+    let stale = paused_approve(&app, &review2, PAUSE_AFTER_LOCK_HEADER, 1500, true).send();
+    let newer = async {
+        wait_for(
+            "the first holder to take the lock",
+            Duration::from_secs(5),
+            || async { redis_get(&client, &key).await.map(|_| ()) },
+        )
+        .await;
+        redis_cmd(&client, &["FLUSHALL"]).await; // the counter and the lock are gone
+        app.reject(&review2, &app.token(REVIEWER2, &[Role::Reviewer]))
+            .await
+    };
+    let (stale, newer) = tokio::join!(stale, newer);
+    assert_eq!(newer.status(), StatusCode::OK);
+    expect_error(stale.unwrap(), StatusCode::CONFLICT, "LOCK_LOST").await;
+    let (status, version, _) = state_of(&app, &doc_id).await;
+    assert_eq!((status.as_str(), version), ("REJECTED", 5));
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn redis_restarted_between_transitions() {
+    let mut own = OwnRedis::start();
+    let port = own.port;
+    let app = spawn_app_with(AppOptions {
+        redis_url: Some(own.url()),
+        ..Default::default()
+    })
+    .await;
+    let (doc_id, review_id) = app.pending_review().await;
+    own.kill();
+    let _restarted = OwnRedis::start_on(port);
+    let r = app.approve(&review_id, &app.reviewer()).await;
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+    let (status, version, _) = state_of(&app, &doc_id).await;
+    assert_eq!((status.as_str(), version), ("APPROVED", 3));
+    app.finish().await;
+}
