@@ -9,6 +9,7 @@ pub mod config;
 pub mod domain;
 pub mod http;
 pub mod lock;
+pub mod metrics;
 pub mod outbox;
 pub mod review;
 pub mod startup;

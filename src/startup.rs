@@ -22,6 +22,7 @@ use crate::lock::breaker::CircuitBreaker;
 use crate::lock::gate::LockGate;
 use crate::lock::redis::RedisLockProvider;
 use crate::lock::{LockKeys, LockProvider};
+use crate::metrics::Metrics;
 use crate::outbox::publisher::AmqpPublisher;
 use crate::outbox::Dispatcher;
 use crate::review::{Hooks, ReviewService};
@@ -45,6 +46,7 @@ pub struct AppState {
     pub reviews: Arc<ReviewService>,
     pub dispatcher: Arc<Dispatcher>,
     pub redis: Option<RedisLockProvider>,
+    pub metrics: Arc<Metrics>,
     pub lock_timeout: Duration,
     pub idempotency: IdempotencyPolicy,
     pub test_hooks: bool,
@@ -168,12 +170,14 @@ impl Core {
             publisher,
             settings.outbox.clone(),
         ));
+        let metrics = Arc::new(Metrics::new());
         let reviews = Arc::new(ReviewService::new(
             store.clone(),
             gate,
             LockKeys::new(settings.redis.key_prefix.clone()),
             dispatcher.clone(),
             Duration::from_millis(settings.database.lock_timeout_ms),
+            metrics.clone(),
         ));
         let state = web::Data::new(AppState {
             store,
@@ -181,6 +185,7 @@ impl Core {
             reviews,
             dispatcher,
             redis: Some(redis),
+            metrics,
             lock_timeout: Duration::from_millis(settings.database.lock_timeout_ms),
             idempotency: IdempotencyPolicy {
                 ttl: Duration::from_secs(settings.idempotency.ttl_secs),

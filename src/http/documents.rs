@@ -6,7 +6,7 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::body::{parse_json, read_body};
-use super::error::ApiError;
+use super::error::{ApiError, ErrorEnvelope};
 use super::idempotency::{execute, Reply};
 use super::views::{DocumentView, ReviewHistory, TransitionView};
 use super::BodyLimit;
@@ -15,16 +15,16 @@ use crate::domain::{DocumentBody, DocumentTitle};
 use crate::startup::AppState;
 use crate::store::pg::TxContext;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct CreateDocument {
+pub struct CreateDocument {
     title: String,
     body: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct UpdateDocument {
+pub struct UpdateDocument {
     title: Option<String>,
     body: Option<String>,
 }
@@ -33,6 +33,24 @@ fn input_ok<T>(r: Result<T, crate::domain::InputError>) -> Result<T, ApiError> {
     r.map_err(|e| ApiError::validation(e.to_string()))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/documents",
+    tag = "documents",
+    summary = "Create a draft document (author)",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    request_body = CreateDocument,
+    responses(
+        (status = 201, description = "created", body = DocumentView),
+        (status = 400, description = "VALIDATION_FAILED: malformed JSON", body = ErrorEnvelope),
+        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: wrong role, or not the document's author", body = ErrorEnvelope),
+        (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
 #[tracing::instrument(skip_all)]
 pub async fn create(
     req: HttpRequest,
@@ -69,6 +87,20 @@ fn json_reply<T: serde::Serialize>(status: StatusCode, v: &T) -> Reply {
     Ok((status, body))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/documents/{id}",
+    tag = "documents",
+    summary = "A document with body and preview",
+    params(("id" = Uuid, Path, description = "document id")),
+    responses(
+        (status = 200, description = "the document", body = DocumentView),
+        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
 #[tracing::instrument(skip_all, fields(document_id = %path))]
 pub async fn get(
     path: web::Path<Uuid>,
@@ -95,6 +127,26 @@ pub async fn get(
     Ok(HttpResponse::Ok().json(view))
 }
 
+#[utoipa::path(
+    put,
+    path = "/api/v1/documents/{id}",
+    tag = "documents",
+    summary = "Edit title and/or body (its author; DRAFT or REJECTED)",
+    params(("id" = Uuid, Path, description = "document id")),
+    request_body = UpdateDocument,
+    responses(
+        (status = 200, description = "edited", body = DocumentView),
+        (status = 400, description = "VALIDATION_FAILED: malformed JSON", body = ErrorEnvelope),
+        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: wrong role, or not the document's author", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
+        (status = 409, description = "INVALID_STATE", body = ErrorEnvelope),
+        (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
 #[tracing::instrument(skip_all, fields(document_id = %path))]
 pub async fn update(
     req: HttpRequest,
@@ -131,6 +183,23 @@ pub async fn update(
     Ok(HttpResponse::Ok().json(view))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/documents/{id}/submit",
+    tag = "documents",
+    summary = "Submit for review (its author)",
+    params(("id" = Uuid, Path, description = "document id"), ("Idempotency-Key" = Option<String>, Header, description = "Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    responses(
+        (status = 201, description = "submitted: a new pending review", body = TransitionView),
+        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: wrong role, or not the document's author", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
+        (status = 409, description = "LOCK_NOT_ACQUIRED (with Retry-After), INVALID_STATE, LOCK_LOST or IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
 #[tracing::instrument(skip_all, fields(document_id = %path))]
 pub async fn submit(
     req: HttpRequest,
@@ -160,6 +229,20 @@ pub async fn submit(
     .await
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/documents/{id}/reviews",
+    tag = "documents",
+    summary = "Review history of a document, oldest first",
+    params(("id" = Uuid, Path, description = "document id")),
+    responses(
+        (status = 200, description = "history", body = ReviewHistory),
+        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
 #[tracing::instrument(skip_all, fields(document_id = %path))]
 pub async fn history(
     path: web::Path<Uuid>,

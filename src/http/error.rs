@@ -12,7 +12,8 @@ use super::request_id;
 use crate::lock::gate::Contended;
 use crate::store::StoreError;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Stable error codes: programs branch on these, never on messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
     LockNotAcquired,
@@ -27,6 +28,15 @@ pub enum ErrorCode {
     IdempotencyInFlight,
     DependencyUnavailable,
     Internal,
+}
+
+/// The body of every error response.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ErrorEnvelope {
+    pub code: ErrorCode,
+    pub message: String,
+    /// The X-Request-Id of the request, for finding it in the logs.
+    pub request_id: String,
 }
 
 pub struct ApiError {

@@ -6,8 +6,18 @@ use std::time::Duration;
 use actix_web::{web, HttpResponse};
 use serde_json::json;
 
+use crate::metrics::Snapshot;
 use crate::startup::AppState;
 
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "operations",
+    summary = "The process is alive",
+    responses(
+        (status = 200, description = "alive")
+    )
+)]
 pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({ "status": "ok" }))
 }
@@ -24,6 +34,15 @@ where
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "operations",
+    summary = "Readiness: PostgreSQL required; Redis, MongoDB, RabbitMQ reported",
+    responses(
+        (status = 200, description = "ready or degraded"), (status = 503, description = "PostgreSQL unreachable")
+    )
+)]
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     let (pg, redis, mongo, amqp) = tokio::join!(
         probe(state.store.ping()),
@@ -70,4 +89,34 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     } else {
         HttpResponse::ServiceUnavailable().json(body)
     }
+}
+
+/// Prometheus text exposition of every metric.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "operations",
+    summary = "Prometheus metrics",
+    responses(
+        (status = 200, description = "text exposition format", content_type = "text/plain")
+    )
+)]
+pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+    let backlog = tokio::time::timeout(
+        Duration::from_secs(1),
+        crate::store::outbox::backlog(state.store.pool()),
+    )
+    .await
+    .ok()
+    .and_then(|r| r.ok());
+    let gate = state.reviews.gate();
+    let text = state.metrics.render(&Snapshot {
+        locks: gate.stats(),
+        breaker: gate.breaker_state(),
+        dispatch: state.dispatcher.stats(),
+        backlog,
+    });
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .body(text)
 }

@@ -6,6 +6,7 @@ pub mod documents;
 pub mod error;
 pub mod health;
 pub mod idempotency;
+pub mod openapi;
 pub mod request_id;
 pub mod reviews;
 mod views;
@@ -19,25 +20,42 @@ use error::ApiError;
 #[derive(Debug, Clone, Copy)]
 pub struct BodyLimit(pub usize);
 
+/// Declares the routes once: registers them and lists them (the OpenAPI test compares the
+/// list with the generated description, so neither can drift from the other).
+macro_rules! routes {
+    ($( $method:ident $path:literal => $handler:path ),* $(,)?) => {
+        fn register(cfg: &mut web::ServiceConfig) {
+            $( cfg.route($path, web::$method().to($handler)); )*
+        }
+        /// Every (method, path) the service serves.
+        pub const ROUTES: &[(&str, &str)] = &[ $( (stringify!($method), $path) ),* ];
+    };
+}
+
+routes! {
+    get "/healthz" => health::healthz,
+    get "/readyz" => health::readyz,
+    get "/metrics" => health::metrics,
+    get "/openapi.json" => openapi::openapi_json,
+    get "/api/v1/openapi.json" => openapi::openapi_json,
+    get "/docs" => openapi::docs,
+    post "/api/v1/documents" => documents::create,
+    get "/api/v1/documents/{id}" => documents::get,
+    put "/api/v1/documents/{id}" => documents::update,
+    post "/api/v1/documents/{id}/submit" => documents::submit,
+    get "/api/v1/documents/{id}/reviews" => documents::history,
+    get "/api/v1/reviews" => reviews::list,
+    post "/api/v1/reviews/{id}/approve" => reviews::approve,
+    post "/api/v1/reviews/{id}/reject" => reviews::reject,
+}
+
 /// Registers every route. `json_limit` bounds request bodies.
 pub fn configure(cfg: &mut web::ServiceConfig, json_limit: usize) {
     cfg.app_data(web::Data::new(BodyLimit(json_limit)))
         .app_data(web::PathConfig::default().error_handler(path_error))
-        .app_data(web::QueryConfig::default().error_handler(query_error))
-        .route("/healthz", web::get().to(health::healthz))
-        .route("/readyz", web::get().to(health::readyz))
-        .service(
-            web::scope("/api/v1")
-                .route("/documents", web::post().to(documents::create))
-                .route("/documents/{id}", web::get().to(documents::get))
-                .route("/documents/{id}", web::put().to(documents::update))
-                .route("/documents/{id}/submit", web::post().to(documents::submit))
-                .route("/documents/{id}/reviews", web::get().to(documents::history))
-                .route("/reviews", web::get().to(reviews::list))
-                .route("/reviews/{id}/approve", web::post().to(reviews::approve))
-                .route("/reviews/{id}/reject", web::post().to(reviews::reject)),
-        )
-        .default_service(web::to(not_found));
+        .app_data(web::QueryConfig::default().error_handler(query_error));
+    register(cfg);
+    cfg.default_service(web::to(not_found));
 }
 
 async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {

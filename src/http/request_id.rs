@@ -1,4 +1,4 @@
-//! Request ids: taken from `X-Request-Id` when it is sane, generated otherwise, echoed back,
+//! Request ids and HTTP metrics. Ids are taken from `X-Request-Id` when it is sane, generated otherwise, echoed back,
 //! put in the root span of every log line and in every error body.
 
 use std::time::Instant;
@@ -53,6 +53,10 @@ pub async fn middleware(
         status = tracing::field::Empty,
     );
     let started = Instant::now();
+    let method = req.method().to_string();
+    let metrics = req
+        .app_data::<actix_web::web::Data<crate::startup::AppState>>()
+        .map(|s| s.metrics.clone());
     let result = CURRENT
         .scope(id.clone(), next.call(req))
         .instrument(span.clone())
@@ -60,6 +64,13 @@ pub async fn middleware(
     let mut res = result?;
     let status = res.status().as_u16();
     span.record("status", status);
+    if let Some(m) = metrics {
+        let route = res
+            .request()
+            .match_pattern()
+            .unwrap_or_else(|| "unmatched".into());
+        m.observe_http(&method, &route, status, started.elapsed());
+    }
     span.in_scope(|| {
         tracing::info!(
             status,

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::body::{parse_json, read_body};
-use super::error::ApiError;
+use super::error::{ApiError, ErrorEnvelope};
 use super::idempotency::execute;
 use super::views::{DocumentView, ReviewPage, TransitionView};
 use super::BodyLimit;
@@ -16,15 +16,15 @@ use crate::domain::{Comment, RejectReason, ReviewStatus};
 use crate::review::{Decision, TransitionError};
 use crate::startup::AppState;
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct ApproveBody {
+pub struct ApproveBody {
     comment: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct RejectBody {
+pub struct RejectBody {
     reason: String,
 }
 
@@ -44,6 +44,25 @@ impl From<TransitionError> for ApiError {
     }
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/reviews/{id}/approve",
+    tag = "reviews",
+    summary = "Approve (reviewer, not the author)",
+    params(("id" = Uuid, Path, description = "review id"), ("Idempotency-Key" = Option<String>, Header, description = "Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    request_body = Option<ApproveBody>,
+    responses(
+        (status = 200, description = "approved", body = TransitionView),
+        (status = 400, description = "VALIDATION_FAILED: malformed JSON", body = ErrorEnvelope),
+        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN or SELF_REVIEW_FORBIDDEN", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
+        (status = 409, description = "LOCK_NOT_ACQUIRED (with Retry-After), INVALID_STATE, LOCK_LOST or IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
 #[tracing::instrument(skip_all, fields(review_id = %path))]
 pub async fn approve(
     req: HttpRequest,
@@ -68,6 +87,25 @@ pub async fn approve(
     .await
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/reviews/{id}/reject",
+    tag = "reviews",
+    summary = "Reject with a reason (reviewer, not the author)",
+    params(("id" = Uuid, Path, description = "review id"), ("Idempotency-Key" = Option<String>, Header, description = "Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    request_body = RejectBody,
+    responses(
+        (status = 200, description = "rejected", body = TransitionView),
+        (status = 400, description = "VALIDATION_FAILED: malformed JSON", body = ErrorEnvelope),
+        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN or SELF_REVIEW_FORBIDDEN", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
+        (status = 409, description = "LOCK_NOT_ACQUIRED (with Retry-After), INVALID_STATE, LOCK_LOST or IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
 #[tracing::instrument(skip_all, fields(review_id = %path))]
 pub async fn reject(
     req: HttpRequest,
@@ -123,6 +161,21 @@ async fn decide(
     .await
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/reviews",
+    tag = "reviews",
+    summary = "Reviews by status, oldest submission first (reviewer)",
+    params(("status" = Option<String>, Query, description = "PENDING (default), APPROVED or REJECTED"), ("limit" = Option<i64>, Query, description = "1 to 100, default 20"), ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
+    responses(
+        (status = 200, description = "a page", body = ReviewPage),
+        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: wrong role, or not the document's author", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
 pub async fn list(
     query: web::Query<ListQuery>,
     caller: Caller,

@@ -6,10 +6,14 @@ use uuid::Uuid;
 
 use crate::store::{DocumentRow, ReviewRow};
 
-#[derive(Debug, Serialize)]
+/// A document. `body`, `preview` and `body_source` come with GET, create and edit.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Document)]
 pub struct DocumentView {
     pub id: Uuid,
     pub title: String,
+    /// DRAFT, PENDING_REVIEW, APPROVED or REJECTED
+    #[schema(example = "DRAFT")]
     pub status: String,
     pub version: i64,
     pub author_id: String,
@@ -44,19 +48,23 @@ impl From<&DocumentRow> for DocumentView {
     }
 }
 
-#[derive(Debug, Serialize)]
+/// The document and review after a transition.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Transition)]
 pub struct TransitionView {
     pub document: DocumentView,
     pub review: ReviewRow,
 }
 
-#[derive(Debug, Serialize)]
+/// A page of reviews; pass `next_cursor` as `cursor` for the next one.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ReviewPage {
     pub items: Vec<ReviewRow>,
     pub next_cursor: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+/// Every review of a document, oldest first.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ReviewHistory {
     pub items: Vec<ReviewRow>,
 }

@@ -10,8 +10,10 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use crate::domain::{Action, Comment, RejectReason, UserId};
+use crate::lock::gate::Passage;
 use crate::lock::gate::{Contended, LockGate};
 use crate::lock::LockKeys;
+use crate::metrics::Metrics;
 use crate::outbox::Dispatcher;
 use crate::store::pg::{PgStore, Transitioned, TxContext};
 use crate::store::StoreError;
@@ -46,6 +48,7 @@ pub struct ReviewService {
     keys: LockKeys,
     dispatcher: Arc<Dispatcher>,
     lock_timeout: Duration,
+    metrics: Arc<Metrics>,
 }
 
 impl ReviewService {
@@ -55,6 +58,7 @@ impl ReviewService {
         keys: LockKeys,
         dispatcher: Arc<Dispatcher>,
         lock_timeout: Duration,
+        metrics: Arc<Metrics>,
     ) -> Self {
         Self {
             store,
@@ -62,6 +66,7 @@ impl ReviewService {
             keys,
             dispatcher,
             lock_timeout,
+            metrics,
         }
     }
 
@@ -77,7 +82,7 @@ impl ReviewService {
         hooks: Hooks,
     ) -> Result<Transitioned, TransitionError> {
         let key = self.keys.submit(document_id);
-        self.guarded(&key, &actor, &request_id, hooks, |store, ctx| {
+        self.guarded("submit", &key, &actor, &request_id, hooks, |store, ctx| {
             Box::pin(async move { store.submit(document_id, &ctx).await })
         })
         .await
@@ -92,7 +97,11 @@ impl ReviewService {
         hooks: Hooks,
     ) -> Result<Transitioned, TransitionError> {
         let key = self.keys.review(review_id);
-        self.guarded(&key, &actor, &request_id, hooks, |store, ctx| {
+        let kind = match decision {
+            Decision::Approve(_) => "approve",
+            Decision::Reject(_) => "reject",
+        };
+        self.guarded(kind, &key, &actor, &request_id, hooks, |store, ctx| {
             Box::pin(async move {
                 match &decision {
                     Decision::Approve(c) => {
@@ -114,6 +123,7 @@ impl ReviewService {
     /// Lock, run `tx` under it, release, deliver.
     async fn guarded<F>(
         &self,
+        kind: &'static str,
         key: &str,
         actor: &UserId,
         request_id: &str,
@@ -127,7 +137,15 @@ impl ReviewService {
         )
             -> futures_util::future::BoxFuture<'a, Result<Transitioned, StoreError>>,
     {
-        let passage = self.gate.enter(key).await?;
+        let started = std::time::Instant::now();
+        let entered = self.gate.enter(key).await;
+        let outcome = match &entered {
+            Ok(Passage::Held(_)) => "acquired",
+            Ok(Passage::Degraded) => "degraded",
+            Err(_) => "contended",
+        };
+        self.metrics.lock_acquire(outcome, started.elapsed());
+        let passage = entered?;
         if let (true, Some(lease)) = (hooks.suspend_renewal, passage.lease()) {
             lease.suspend_renewal();
         }
@@ -144,6 +162,7 @@ impl ReviewService {
         let result = tx(&self.store, ctx).await;
         passage.release().await;
         let done = result?;
+        self.metrics.transition(kind);
         tracing::info!(
             document_id = %done.document.id,
             review_id = %done.review.id,

@@ -27,10 +27,14 @@ pub struct DocumentRow {
     pub updated_at: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+/// A review of one submitted version of a document.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+#[schema(as = Review)]
 pub struct ReviewRow {
     pub id: Uuid,
     pub document_id: Uuid,
+    /// PENDING, APPROVED or REJECTED
+    #[schema(example = "PENDING")]
     pub status: String,
     pub document_version: i64,
     pub submitted_by: String,
@@ -40,6 +44,7 @@ pub struct ReviewRow {
     pub comment: Option<String>,
     pub reason: Option<String>,
     #[serde(skip)]
+    #[schema(ignore)]
     pub fence_token: Option<i64>,
 }
 

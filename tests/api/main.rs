@@ -10,6 +10,7 @@ mod idempotency;
 mod instances;
 mod leases;
 mod lock_provider;
+mod operations;
 mod outbox;
 mod proxy;
 mod reviews;

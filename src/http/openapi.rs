@@ -1,0 +1,108 @@
+//! The OpenAPI 3 description, generated from the handlers' annotations, served at
+//! `/openapi.json` and `/api/v1/openapi.json`, and browsable at `/docs`.
+
+use actix_web::HttpResponse;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use super::documents::{CreateDocument, UpdateDocument};
+use super::error::{ErrorCode, ErrorEnvelope};
+use super::reviews::{ApproveBody, RejectBody};
+use super::views::{DocumentView, ReviewHistory, ReviewPage, TransitionView};
+use crate::store::ReviewRow;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "kh-review",
+        description = "Document-review workflow of the knowledge base. Every error body is \
+                       an ErrorEnvelope with a stable `code`. Events: see docs/events.md."
+    ),
+    paths(
+        super::documents::create,
+        super::documents::get,
+        super::documents::update,
+        super::documents::submit,
+        super::documents::history,
+        super::reviews::list,
+        super::reviews::approve,
+        super::reviews::reject,
+        super::health::healthz,
+        super::health::readyz,
+        super::health::metrics,
+        openapi_json,
+        docs,
+    ),
+    components(schemas(
+        DocumentView, ReviewRow, TransitionView, ReviewPage, ReviewHistory,
+        CreateDocument, UpdateDocument, ApproveBody, RejectBody, ErrorEnvelope, ErrorCode
+    )),
+    modifiers(&BearerAuth),
+    tags(
+        (name = "documents", description = "Authors' documents"),
+        (name = "reviews", description = "Reviewers' decisions"),
+        (name = "operations", description = "Health, metrics, this description")
+    )
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .description(Some(
+                        "HS256 JWT with claims sub, roles (author, reviewer, admin), exp",
+                    ))
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// The OpenAPI document as JSON.
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    tag = "operations",
+    summary = "This OpenAPI description (also at /api/v1/openapi.json)",
+    responses((status = 200, description = "OpenAPI 3 JSON"))
+)]
+pub async fn openapi_json() -> HttpResponse {
+    HttpResponse::Ok().json(ApiDoc::openapi())
+}
+
+/// Browsable API docs (RapiDoc, loaded by the browser).
+#[utoipa::path(
+    get,
+    path = "/docs",
+    tag = "operations",
+    summary = "Browsable API documentation",
+    responses((status = 200, description = "HTML page", content_type = "text/html"))
+)]
+pub async fn docs() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/html; charset=utf-8")
+        .body(DOCS_PAGE)
+}
+
+const DOCS_PAGE: &str = r#"<!doctype html>
+<html>
+<head>
+  <meta charset="utf-8">
+  <title>kh-review API</title>
+  <script type="module" src="https://unpkg.com/rapidoc@9.3.4/dist/rapidoc-min.js"></script>
+</head>
+<body>
+  <rapi-doc spec-url="/openapi.json" render-style="read" show-header="false"
+            allow-authentication="true" theme="light"></rapi-doc>
+  <noscript>The API description is at <a href="/openapi.json">/openapi.json</a>.</noscript>
+</body>
+</html>
+"#;

@@ -1,0 +1,275 @@
+//! OpenAPI, metrics and graceful shutdown.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use crate::helpers::*;
+
+#[tokio::test]
+async fn the_openapi_description_matches_the_routes_served() {
+    let app = spawn_app().await;
+    let spec: Value = app
+        .client
+        .get(app.url("/api/v1/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let root: Value = app
+        .client
+        .get(app.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(spec, root);
+    assert!(spec["openapi"].as_str().unwrap().starts_with("3."));
+    let mut documented = BTreeSet::new();
+    for (path, item) in spec["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            documented.insert((method.to_string(), path.to_string()));
+        }
+    }
+    let served: BTreeSet<(String, String)> = kh_review::http::ROUTES
+        .iter()
+        .filter(|(_, p)| *p != "/api/v1/openapi.json") // the same document at a second address
+        .map(|(m, p)| (m.to_string(), p.to_string()))
+        .collect();
+    assert_eq!(
+        documented, served,
+        "every served route is documented, and only those"
+    );
+    // Every documented route answers (not the catch-all 404 of an unknown route).
+    for (method, path) in &served {
+        let url = app.url(&path.replace("{id}", &uuid::Uuid::new_v4().to_string()));
+        let r = app
+            .client
+            .request(method.to_uppercase().parse().unwrap(), url)
+            .send()
+            .await
+            .unwrap();
+        if r.status() == StatusCode::NOT_FOUND {
+            let v: Value = r.json().await.unwrap();
+            assert!(
+                !v["message"].as_str().unwrap().starts_with("no route"),
+                "{method} {path} is not served"
+            );
+        }
+    }
+    // Bearer auth, the error envelope and every error code are described.
+    assert_eq!(
+        spec["components"]["securitySchemes"]["bearer"]["scheme"],
+        "bearer"
+    );
+    let codes: Vec<&str> = spec["components"]["schemas"]["ErrorCode"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    for code in [
+        "LOCK_NOT_ACQUIRED",
+        "INVALID_STATE",
+        "LOCK_LOST",
+        "NOT_FOUND",
+        "VALIDATION_FAILED",
+        "UNAUTHORIZED",
+        "FORBIDDEN",
+        "SELF_REVIEW_FORBIDDEN",
+        "IDEMPOTENCY_KEY_REUSED",
+        "IDEMPOTENCY_IN_FLIGHT",
+        "DEPENDENCY_UNAVAILABLE",
+        "INTERNAL",
+    ] {
+        assert!(
+            codes.contains(&code),
+            "{code} missing from the ErrorCode schema"
+        );
+    }
+    let docs = app.client.get(app.url("/docs")).send().await.unwrap();
+    assert_eq!(docs.status(), StatusCode::OK);
+    assert!(docs.text().await.unwrap().contains("/openapi.json"));
+    app.finish().await;
+}
+
+fn metric(text: &str, line_start: &str) -> f64 {
+    text.lines()
+        .find(|l| l.starts_with(line_start))
+        .unwrap_or_else(|| panic!("no metric line starting with {line_start}"))
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn metrics_count_requests_locks_transitions_and_the_outbox() {
+    let app = spawn_app().await;
+    let (_, review_id) = app.pending_review().await;
+    let key = app.lock_key_review(&review_id);
+    let mut c = app.redis_conn().await;
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg("x")
+        .arg("PX")
+        .arg(60_000)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(
+        app.approve(&review_id, &app.reviewer()).await.status(),
+        StatusCode::CONFLICT
+    );
+    let _: () = redis::cmd("DEL")
+        .arg(&key)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(
+        app.approve(&review_id, &app.reviewer()).await.status(),
+        StatusCode::OK
+    );
+    app.outbox_drained(Duration::from_secs(10)).await;
+    let r = app.client.get(app.url("/metrics")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let text = r.text().await.unwrap();
+    assert_eq!(
+        metric(&text, "http_requests_total{method=\"POST\",route=\"/api/v1/reviews/{id}/approve\",status=\"409\"}"),
+        1.0
+    );
+    assert_eq!(
+        metric(&text, "http_requests_total{method=\"POST\",route=\"/api/v1/reviews/{id}/approve\",status=\"200\"}"),
+        1.0
+    );
+    assert_eq!(
+        metric(&text, "kh_lock_acquisitions_total{outcome=\"acquired\"}"),
+        2.0
+    );
+    assert_eq!(
+        metric(&text, "kh_lock_acquisitions_total{outcome=\"contended\"}"),
+        1.0
+    );
+    assert_eq!(metric(&text, "kh_transitions_total{type=\"approve\"}"), 1.0);
+    assert_eq!(metric(&text, "kh_transitions_total{type=\"submit\"}"), 1.0);
+    assert_eq!(metric(&text, "kh_events_published_total"), 2.0);
+    assert_eq!(metric(&text, "kh_outbox_backlog"), 0.0);
+    assert_eq!(metric(&text, "kh_redis_circuit_breaker_state"), 0.0);
+    for name in [
+        "http_request_duration_seconds_bucket",
+        "kh_lock_acquire_duration_seconds_bucket",
+        "kh_lock_renewals_total",
+        "kh_lock_leases_lost_total",
+        "kh_outbox_oldest_unsent_age_seconds",
+        "kh_projection_failures_total",
+        "kh_publish_failures_total",
+    ] {
+        assert!(text.contains(name), "{name} missing");
+    }
+    app.finish().await;
+}
+
+/// SIGTERM to the real binary under load: every request in flight gets its answer, and no
+/// lock key is left behind.
+#[tokio::test]
+async fn sigterm_mid_load_drains_without_resets_or_leftover_locks() {
+    let app = spawn_app().await; // for its stores; the binary below shares them
+    let port = crate::proxy::dead_port();
+    let mut reviews = Vec::new();
+    for _ in 0..10 {
+        reviews.push(app.pending_review().await.1);
+    }
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_kh-review"));
+    cmd.arg("serve")
+        .env(
+            "APP_CONFIG_DIR",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/config"),
+        )
+        .env("APP__SERVER__PORT", port.to_string())
+        .env("APP__SERVER__TEST_HOOKS", "true")
+        .env("APP__DATABASE__URL", expose(&app.settings.database.url))
+        .env("APP__REDIS__KEY_PREFIX", &app.shared.prefix)
+        .env("APP__MONGO__DATABASE", &app.shared.mongo_db)
+        .env("APP__AMQP__EXCHANGE", &app.shared.exchange)
+        .env("APP__AMQP__BIND_QUEUE", "")
+        .env("APP__LOG__LEVEL", "warn")
+        .stdout(std::process::Stdio::null());
+    let mut child = KillOnDrop(cmd.spawn().expect("the kh-review binary starts"));
+    let base = format!("http://127.0.0.1:{port}");
+    wait_for("the binary to listen", Duration::from_secs(30), || async {
+        app.client
+            .get(format!("{base}/healthz"))
+            .send()
+            .await
+            .ok()
+            .map(|_| ())
+    })
+    .await;
+    // Slow approvals (each pauses 700 ms before COMMIT), all in flight when SIGTERM lands.
+    let calls = reviews.iter().map(|review_id| {
+        let req = app
+            .client
+            .post(format!("{base}/api/v1/reviews/{review_id}/approve"))
+            .bearer_auth(app.reviewer())
+            .header(kh_review::startup::PAUSE_HEADER, "700")
+            .json(&serde_json::json!({}));
+        async move { req.send().await }
+    });
+    let load = futures_util::future::join_all(calls);
+    let signal = async {
+        wait_for(
+            "every request to hold its lock",
+            Duration::from_secs(10),
+            || async { (app.lock_keys_left().await.len() == reviews.len()).then_some(()) },
+        )
+        .await;
+        let sent = Instant::now();
+        let rc = std::process::Command::new("kill")
+            .args(["-TERM", &child.0.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(rc.success());
+        sent
+    };
+    let (results, _) = tokio::join!(load, signal);
+    for r in results {
+        let r = r.expect("no request got a reset connection");
+        assert_eq!(r.status(), StatusCode::OK);
+    }
+    let status = child.0.wait().expect("the binary exits");
+    assert!(status.success(), "clean exit after draining: {status:?}");
+    assert!(
+        app.lock_keys_left().await.is_empty(),
+        "no lock key left behind"
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM documents WHERE status = 'APPROVED'")
+            .await,
+        10
+    );
+    // New connections are refused once it has stopped.
+    assert!(app
+        .client
+        .get(format!("{base}/healthz"))
+        .send()
+        .await
+        .is_err());
+    app.finish().await;
+}
+
+/// Kills the child process if the test fails before it exits.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
