@@ -32,6 +32,7 @@ migrate: services
 
 # Unit tests (lib) then the integration suite; examples and the binary hold no tests.
 test: services
+	cargo build --example consumer
 	$(WITH_ENV) cargo test --lib --test api -- --test-threads=$(TEST_THREADS)
 
 lint:

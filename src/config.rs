@@ -57,6 +57,9 @@ pub struct RedisSettings {
 #[derive(Debug, Clone, Deserialize)]
 pub struct LockSettings {
     pub ttl_ms: u64,
+    /// How often the watchdog renews a held lock; defaults to ttl / 3.
+    #[serde(default)]
+    pub renew_interval_ms: Option<u64>,
     pub max_hold_ms: u64,
     pub retry_after_secs: u64,
     pub breaker_failure_threshold: u32,
@@ -186,6 +189,14 @@ impl Settings {
                 "must be greater than zero: no permanent locks".into(),
             );
         }
+        if let Some(every) = self.lock.renew_interval_ms {
+            if every == 0 || every >= self.lock.ttl_ms {
+                bad(
+                    "lock.renew_interval_ms",
+                    "must be greater than zero and below lock.ttl_ms".into(),
+                );
+            }
+        }
         if self.lock.max_hold_ms < self.lock.ttl_ms {
             bad("lock.max_hold_ms", "must be at least lock.ttl_ms".into());
         }
@@ -251,7 +262,92 @@ impl Settings {
         }
     }
 
+    /// The watchdog's renewal interval: `lock.renew_interval_ms`, or ttl / 3.
+    pub fn renew_every(&self) -> Duration {
+        Duration::from_millis(
+            self.lock
+                .renew_interval_ms
+                .unwrap_or(self.lock.ttl_ms / 3)
+                .max(1),
+        )
+    }
+
     pub fn lock_ttl(&self) -> Ttl {
         Ttl::new(Duration::from_millis(self.lock.ttl_ms)).expect("validated: ttl > 0")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn defaults() -> Settings {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+        let mut builder = config::Config::builder()
+            .add_source(config::File::from(dir.join("default.toml")).required(true));
+        builder = builder.set_override("environment", "development").unwrap();
+        builder.build().unwrap().try_deserialize().unwrap()
+    }
+
+    fn problems(s: &Settings) -> Vec<&'static str> {
+        match s.validate() {
+            Ok(()) => vec![],
+            Err(ConfigError::Invalid(ps)) => ps.into_iter().map(|p| p.key).collect(),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn the_defaults_are_valid() {
+        assert!(problems(&defaults()).is_empty());
+    }
+
+    #[test]
+    fn each_problem_names_its_key() {
+        let mut s = defaults();
+        s.database.url = SecretString::from("mysql://x");
+        s.lock.ttl_ms = 0;
+        assert_eq!(
+            problems(&s),
+            ["database.url", "lock.ttl_ms", "redis.op_timeout_ms"],
+            "bad URL, zero TTL, and the Redis timeout no longer below ttl/3"
+        );
+        let mut s = defaults();
+        s.lock.renew_interval_ms = Some(s.lock.ttl_ms);
+        assert_eq!(problems(&s), ["lock.renew_interval_ms"]);
+        let mut s = defaults();
+        s.environment = "production".into();
+        assert_eq!(
+            problems(&s),
+            ["auth.jwt_secret"],
+            "the development secret outside development"
+        );
+        s.auth.jwt_secret = SecretString::from("a-real-production-secret-value");
+        s.server.test_hooks = true;
+        assert_eq!(problems(&s), ["server.test_hooks"]);
+    }
+
+    #[test]
+    fn the_error_lists_every_problem_without_secrets() {
+        let mut s = defaults();
+        s.environment = "staging".into();
+        s.amqp.url = SecretString::from("http://user:hunter2@host");
+        let text = s.validate().unwrap_err().to_string();
+        assert!(
+            text.contains("amqp.url") && text.contains("auth.jwt_secret"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("hunter2"),
+            "no secret in the message: {text}"
+        );
+    }
+
+    #[test]
+    fn renewal_defaults_to_a_third_of_the_ttl() {
+        let mut s = defaults();
+        s.lock.ttl_ms = 900;
+        s.lock.renew_interval_ms = None;
+        assert_eq!(s.renew_every(), Duration::from_millis(300));
     }
 }

@@ -29,6 +29,11 @@ enum Command {
     Dispatch,
     /// Load and validate the configuration, print problems, and exit.
     CheckConfig,
+    /// Exit 0 when the local server's /readyz answers 200 (for container health checks).
+    Probe {
+        #[arg(long, default_value_t = 8080)]
+        port: u16,
+    },
     /// Print a signed JWT for local use (development environment only).
     Token {
         /// The user id (`sub`).
@@ -68,11 +73,12 @@ async fn main() -> ExitCode {
             roles,
             ttl_secs,
         } => token(&settings, &sub, &roles, ttl_secs),
+        Command::Probe { port } => probe(port),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!(error = ?e, "exiting on error");
+            tracing::error!(error = %format!("{e:#}"), "exiting on error");
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
@@ -134,5 +140,22 @@ fn token(settings: &Settings, sub: &str, roles: &str, ttl_secs: u64) -> anyhow::
         .collect::<Result<_, _>>()
         .map_err(|_| anyhow::anyhow!("roles must be among author, reviewer, admin"))?;
     println!("{}", sign(&settings.auth.jwt_secret, sub, &roles, ttl_secs));
+    Ok(())
+}
+
+fn probe(port: u16) -> anyhow::Result<()> {
+    use std::io::{Read, Write};
+    let timeout = std::time::Duration::from_secs(2);
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream = std::net::TcpStream::connect_timeout(&addr, timeout)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.write_all(b"GET /readyz HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head)?;
+    anyhow::ensure!(
+        head.ends_with(b" 200"),
+        "readyz answered {}",
+        String::from_utf8_lossy(&head)
+    );
     Ok(())
 }

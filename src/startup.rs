@@ -138,6 +138,7 @@ impl Core {
                 Duration::from_millis(settings.lock.breaker_open_ms),
             ),
             settings.lock_ttl(),
+            settings.renew_every(),
             Duration::from_millis(settings.lock.max_hold_ms),
             Duration::from_secs(settings.lock.retry_after_secs),
             shutdown.clone(),

@@ -43,6 +43,7 @@ impl Lease {
         provider: Arc<dyn LockProvider>,
         handles: Vec<LockHandle>,
         ttl: Ttl,
+        every: Duration,
         max_hold: Duration,
         stats: Arc<LockStats>,
         shutdown: &CancellationToken,
@@ -66,7 +67,6 @@ impl Lease {
             stop: stop.clone(),
         };
         let hard_stop = Instant::now() + max_hold;
-        let every = ttl.as_duration() / 3;
         tokio::spawn(async move {
             loop {
                 tokio::select! {

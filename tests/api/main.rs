@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod concurrency;
+mod consumer;
 mod degraded;
 mod documents;
 mod helpers;
