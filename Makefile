@@ -7,10 +7,10 @@ export CARGO_TARGET_DIR ?= /var/tmp/kh-review-target
 WITH_ENV := eval "$$(scripts/services.sh env)" &&
 TEST_THREADS ?= 8
 
-.PHONY: help services services-down services-status run test lint fmt migrate build token
+.PHONY: help services services-down services-status run test lint fmt migrate build token bench
 
 help:
-	@echo "make run | test | lint | fmt | services | services-down | migrate | build | token SUB=.. ROLES=.."
+	@echo "make run | test | bench | lint | fmt | services | services-down | migrate | build | token SUB=.. ROLES=.."
 
 services:
 	scripts/services.sh up
@@ -34,6 +34,11 @@ migrate: services
 test: services
 	cargo build --example consumer
 	$(WITH_ENV) cargo test --lib --test api -- --test-threads=$(TEST_THREADS)
+
+# Benchmarks (release build; not part of `make test`). Report: target/bench/report.md and .json
+bench: services
+	cargo build --release --bin kh-review
+	$(WITH_ENV) cargo bench --bench review
 
 lint:
 	cargo fmt --all -- --check

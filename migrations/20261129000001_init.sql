@@ -74,7 +74,11 @@ CREATE TABLE outbox (
     projected_at     timestamptz,
     published_at     timestamptz,
     done_at          timestamptz,
+    -- A dispatcher working on the row (its I/O runs outside any transaction) until then;
+    -- if that dispatcher dies, another takes the row after this time.
+    claimed_until    timestamptz,
     last_error       text
 );
 CREATE INDEX outbox_undone_by_document ON outbox (document_id, id) WHERE done_at IS NULL;
 CREATE INDEX outbox_undone ON outbox (id) WHERE done_at IS NULL;
+CREATE INDEX outbox_done_at ON outbox (done_at) WHERE done_at IS NOT NULL;

@@ -8,6 +8,8 @@ CREATE TABLE idempotency_keys (
     state           text        NOT NULL CONSTRAINT idempotency_state_known CHECK (state IN ('IN_FLIGHT', 'DONE')),
     response_status smallint,
     response_body   jsonb,
+    -- Which request owns the key now; finish and abandon only touch a record they own.
+    claim           uuid        NOT NULL,
     created_at      timestamptz NOT NULL DEFAULT now(),
     locked_until    timestamptz NOT NULL,
     expires_at      timestamptz NOT NULL,

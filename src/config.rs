@@ -95,6 +95,8 @@ pub struct OutboxSettings {
     pub backoff_max_ms: u64,
     /// Run the background dispatcher in this process.
     pub run_dispatcher: bool,
+    /// Delivered outbox rows are deleted after this many hours.
+    pub retention_hours: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]

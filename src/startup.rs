@@ -143,7 +143,11 @@ impl Core {
             Duration::from_secs(settings.lock.retry_after_secs),
             shutdown.clone(),
         ));
-        spawn_purger(pool.clone(), shutdown.clone());
+        spawn_purger(
+            pool.clone(),
+            Duration::from_secs(settings.outbox.retention_hours * 3600),
+            shutdown.clone(),
+        );
         gate.spawn_prober(Duration::from_millis(
             settings.lock.breaker_open_ms.max(100),
         ));
@@ -203,8 +207,8 @@ impl Core {
     }
 }
 
-/// Deletes expired idempotency records once a minute.
-fn spawn_purger(pool: PgPool, shutdown: CancellationToken) {
+/// Deletes expired idempotency records and old delivered outbox rows once a minute.
+fn spawn_purger(pool: PgPool, keep_outbox: Duration, shutdown: CancellationToken) {
     tokio::spawn(async move {
         loop {
             tokio::select! {
@@ -215,6 +219,11 @@ fn spawn_purger(pool: PgPool, shutdown: CancellationToken) {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(purged = n, "expired idempotency records deleted"),
                 Err(e) => tracing::warn!(error = %e, "could not purge idempotency records"),
+            }
+            match crate::store::outbox::purge_delivered(&pool, keep_outbox).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(purged = n, "old delivered outbox rows deleted"),
+                Err(e) => tracing::warn!(error = %e, "could not purge the outbox"),
             }
         }
     });

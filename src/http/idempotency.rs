@@ -119,7 +119,7 @@ where
                     e.retry_after_secs = Some(1);
                     Err(e)
                 }
-                Begin::Proceed => {
+                Begin::Proceed(claim) => {
                     let reply = work.await;
                     let stored = match &reply {
                         Ok((status, body)) => Some((status.as_u16(), body.clone())),
@@ -128,9 +128,9 @@ where
                     };
                     let saved = match stored {
                         Some((status, body)) => {
-                            repo::finish(pool, &owner, &key, status, &body).await
+                            repo::finish(pool, &owner, &key, claim, status, &body).await
                         }
-                        None => repo::abandon(pool, &owner, &key).await,
+                        None => repo::abandon(pool, &owner, &key, claim).await,
                     };
                     if let Err(e) = saved {
                         // The work is done; the key will be taken over after in_flight_for.

@@ -17,7 +17,9 @@ pub struct MemoryLockProvider {
 #[derive(Default)]
 struct State {
     held: HashMap<String, (OwnerToken, Instant)>,
-    fences: HashMap<String, i64>,
+    /// One counter for every key, so tokens of different keys compare like the Redis
+    /// provider's clock-floored ones do.
+    fence: i64,
 }
 
 impl State {
@@ -54,14 +56,13 @@ impl LockProvider for MemoryLockProvider {
         }
         let expires_at = now + ttl.as_duration();
         st.held.insert(key.to_string(), (token.clone(), expires_at));
-        let fence = st.fences.entry(key.to_string()).or_insert(0);
-        *fence += 1;
+        st.fence += 1;
         Ok(LockHandle {
             acquired: true,
             lock_key: key.to_string(),
             owner_token: token,
             expires_at,
-            fencing_token: Some(FencingToken::new(*fence)),
+            fencing_token: Some(FencingToken::new(st.fence)),
             holder_ttl: None,
         })
     }

@@ -125,7 +125,7 @@ impl LockProvider for RedisLockProvider {
     async fn acquire(&self, key: &str, ttl: Ttl) -> Result<LockHandle, LockError> {
         let token = OwnerToken::generate();
         let started = Instant::now();
-        let (ok, value): (i64, i64) = self
+        let reply: Result<(i64, i64), LockError> = self
             .run(|mut c| {
                 let mut inv = self.acquire.prepare_invoke();
                 inv.key(key)
@@ -135,7 +135,27 @@ impl LockProvider for RedisLockProvider {
                     .arg(FENCE_RETENTION.as_millis() as u64);
                 async move { inv.invoke_async(&mut c).await }
             })
-            .await?;
+            .await;
+        let (ok, value) = match reply {
+            Ok(r) => r,
+            Err(e) => {
+                // The SET may have landed after we stopped waiting: give the key back in the
+                // background, by owner token, so it does not block others for a whole TTL.
+                let (this, key, token) = (self.clone(), key.to_string(), token.clone());
+                tokio::spawn(async move {
+                    let ghost = LockHandle {
+                        acquired: true,
+                        lock_key: key,
+                        owner_token: token,
+                        expires_at: Instant::now(),
+                        fencing_token: None,
+                        holder_ttl: None,
+                    };
+                    let _ = this.release(&ghost).await;
+                });
+                return Err(e);
+            }
+        };
         let acquired = ok == 1;
         Ok(LockHandle {
             acquired,

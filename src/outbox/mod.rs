@@ -94,11 +94,15 @@ impl Dispatcher {
     }
 
     /// One round: project what is unprojected, then publish what is due, in order.
-    /// Returns how many rows were attempted.
+    /// Returns how many rows were delivered or tried.
     pub async fn dispatch_batch(&self, only_document: Option<Uuid>) -> Result<usize, StoreError> {
         let (projected, proj_failed) = self.project_pass(only_document).await?;
-        let (published, pub_failed) = self.publish_pass(only_document).await?;
-        if proj_failed + pub_failed > 0 {
+        let (published, pub_failed) = if proj_failed {
+            (0, false)
+        } else {
+            self.publish_pass(only_document).await?
+        };
+        if proj_failed || pub_failed {
             let pause = Duration::from_millis(self.settings.backoff_base_ms * 4);
             *self.inline_paused_until.lock().expect("poisoned") = Some(Instant::now() + pause);
             if only_document.is_some() {
@@ -109,15 +113,22 @@ impl Dispatcher {
         Ok(projected + published)
     }
 
+    /// How long a claimed row stays ours: beyond the longest delivery attempt.
+    fn claim_for(&self) -> Duration {
+        Duration::from_secs(30)
+    }
+
     /// Projects the current state of every document that has unprojected rows. Needs no
     /// ordering: the projection is the document's latest version, under a version guard.
-    async fn project_pass(
-        &self,
-        only_document: Option<Uuid>,
-    ) -> Result<(usize, usize), StoreError> {
-        let mut tx = self.pool.begin().await?;
-        let rows =
-            repo::claim_unprojected(&mut tx, only_document, self.settings.batch_size).await?;
+    /// Stops at the first MongoDB failure (the rest are given back for later).
+    async fn project_pass(&self, only_document: Option<Uuid>) -> Result<(usize, bool), StoreError> {
+        let rows = repo::claim_unprojected(
+            &self.pool,
+            only_document,
+            self.settings.batch_size,
+            self.claim_for(),
+        )
+        .await?;
         let mut by_doc: Vec<(Uuid, Vec<&OutboxRow>)> = Vec::new();
         for row in &rows {
             match by_doc.iter_mut().find(|(d, _)| *d == row.document_id) {
@@ -125,60 +136,58 @@ impl Dispatcher {
                 None => by_doc.push((row.document_id, vec![row])),
             }
         }
-        let mut failed = 0;
-        for (document_id, rows) in &by_doc {
-            let doc = repo::current_document(&mut tx, *document_id).await?;
+        let mut done = 0;
+        for (i, (document_id, doc_rows)) in by_doc.iter().enumerate() {
+            let doc = repo::current_document(&self.pool, *document_id).await?;
             match self.mongo.project(&doc).await {
                 Ok(outcome) => {
                     self.stats.projected.fetch_add(1, Ordering::Relaxed);
                     tracing::debug!(%document_id, ?outcome, version = doc.version, "projected to mongodb");
-                    let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
-                    repo::mark_projected(&mut tx, &ids).await?;
+                    let ids: Vec<i64> = doc_rows.iter().map(|r| r.id).collect();
+                    repo::mark_projected(&self.pool, &ids).await?;
+                    done += ids.len();
                 }
                 Err(e) => {
                     self.stats
                         .projection_failures
                         .fetch_add(1, Ordering::Relaxed);
-                    failed += 1;
-                    for row in rows {
-                        self.fail(&mut tx, row, false, &format!("projection: {e:#}"))
-                            .await?;
+                    for row in doc_rows {
+                        self.fail(row, &format!("projection: {e:#}")).await?;
                     }
+                    let rest: Vec<i64> = by_doc[i + 1..]
+                        .iter()
+                        .flat_map(|(_, rs)| rs.iter().map(|r| r.id))
+                        .collect();
+                    repo::unclaim(&self.pool, &rest).await?;
+                    return Ok((done, true));
                 }
             }
         }
-        tx.commit().await?;
-        Ok((rows.len(), failed))
+        Ok((done, false))
     }
 
-    /// Publishes the oldest projected, undone row of each document, then marks it done.
-    async fn publish_pass(
-        &self,
-        only_document: Option<Uuid>,
-    ) -> Result<(usize, usize), StoreError> {
-        let mut tx = self.pool.begin().await?;
+    /// Publishes the oldest projected, undone row of each document, marking each done as
+    /// soon as the broker confirms it. Stops at the first RabbitMQ failure.
+    async fn publish_pass(&self, only_document: Option<Uuid>) -> Result<(usize, bool), StoreError> {
         let limit = if only_document.is_some() {
             1
         } else {
             self.settings.batch_size
         };
-        let rows = repo::claim(&mut tx, only_document, limit).await?;
-        let mut failed = 0;
-        for row in &rows {
-            if let RowOutcome::Failed = self.deliver(&mut tx, row).await? {
-                failed += 1;
+        let rows =
+            repo::claim_publishable(&self.pool, only_document, limit, self.claim_for()).await?;
+        for (i, row) in rows.iter().enumerate() {
+            if let RowOutcome::Failed = self.deliver(row).await? {
+                let rest: Vec<i64> = rows[i + 1..].iter().map(|r| r.id).collect();
+                repo::unclaim(&self.pool, &rest).await?;
+                return Ok((i + 1, true));
             }
         }
-        tx.commit().await?;
-        Ok((rows.len(), failed))
+        Ok((rows.len(), false))
     }
 
     #[tracing::instrument(skip_all, fields(document_id = %row.document_id, event_id = %row.event_id, event_type = %row.event_type))]
-    async fn deliver(
-        &self,
-        tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-        row: &OutboxRow,
-    ) -> Result<RowOutcome, StoreError> {
+    async fn deliver(&self, row: &OutboxRow) -> Result<RowOutcome, StoreError> {
         if let Some(rk) = &row.routing_key {
             let body = serde_json::to_vec(&row.payload).map_err(anyhow::Error::from)?;
             if let Err(e) = self
@@ -187,22 +196,16 @@ impl Dispatcher {
                 .await
             {
                 self.stats.publish_failures.fetch_add(1, Ordering::Relaxed);
-                return self.fail(tx, row, true, &format!("publish: {e:#}")).await;
+                return self.fail(row, &format!("publish: {e:#}")).await;
             }
             self.stats.published.fetch_add(1, Ordering::Relaxed);
             tracing::info!(version = row.document_version, "event published");
         }
-        repo::mark_done(tx, row.id, row.routing_key.is_some()).await?;
+        repo::mark_done(&self.pool, row.id, row.routing_key.is_some()).await?;
         Ok(RowOutcome::Done)
     }
 
-    async fn fail(
-        &self,
-        tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-        row: &OutboxRow,
-        projected: bool,
-        error: &str,
-    ) -> Result<RowOutcome, StoreError> {
+    async fn fail(&self, row: &OutboxRow, error: &str) -> Result<RowOutcome, StoreError> {
         let retry_in = self.backoff(row.attempts);
         tracing::warn!(
             attempts = row.attempts + 1,
@@ -210,7 +213,7 @@ impl Dispatcher {
             error,
             "outbox delivery failed"
         );
-        repo::mark_failed(tx, row.id, projected, retry_in, error).await?;
+        repo::mark_failed(&self.pool, row.id, retry_in, error).await?;
         Ok(RowOutcome::Failed)
     }
 

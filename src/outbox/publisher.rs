@@ -10,7 +10,10 @@ use lapin::options::{
     QueueDeclareOptions,
 };
 use lapin::publisher_confirm::Confirmation;
-use lapin::types::FieldTable;
+use lapin::types::{AMQPValue, FieldTable};
+
+/// Most messages the archive queue keeps (the oldest are dropped first).
+const ARCHIVE_MAX_LENGTH: i64 = 100_000;
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
 use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::Mutex;
@@ -83,13 +86,20 @@ impl AmqpPublisher {
         .await
         .context("amqp exchange declare")?;
         if let Some(q) = &self.bind_queue {
+            // A bounded archive: it keeps every routing key routable (an unroutable event
+            // blocks its document's later events) without growing without bound.
+            let mut args = FieldTable::default();
+            args.insert(
+                "x-max-length".into(),
+                AMQPValue::LongLongInt(ARCHIVE_MAX_LENGTH),
+            );
             ch.queue_declare(
                 q,
                 QueueDeclareOptions {
                     durable: true,
                     ..Default::default()
                 },
-                FieldTable::default(),
+                args,
             )
             .await
             .context("amqp queue declare")?;
@@ -153,8 +163,15 @@ impl AmqpPublisher {
         .map_err(|_| anyhow!("rabbitmq did not confirm within {:?}", self.timeout))
         .and_then(|r| r);
         if result.is_err() {
-            // Start from a fresh connection next time.
-            *self.live.lock().await = None;
+            // Start from a fresh connection next time, unless this one is still healthy (an
+            // unroutable or refused message says nothing about the connection).
+            let mut live = self.live.lock().await;
+            let healthy = live
+                .as_ref()
+                .is_some_and(|(c, ch)| c.status().connected() && ch.status().connected());
+            if !healthy {
+                *live = None;
+            }
         }
         result
     }

@@ -4,14 +4,15 @@
 use std::time::Duration;
 
 use sqlx::PgPool;
+use uuid::Uuid;
 
 use super::StoreError;
 
 /// What to do with a request that carries an idempotency key.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Begin {
-    /// This request owns the key now: run it, then `finish` or `abandon`.
-    Proceed,
+    /// This request owns the key now (with this claim): run it, then `finish` or `abandon`.
+    Proceed(Uuid),
     /// The key already ran with this request: replay its response.
     Replay {
         status: u16,
@@ -46,10 +47,11 @@ pub async fn begin(
     .bind(key)
     .execute(pool)
     .await?;
+    let claim = Uuid::new_v4();
     for _ in 0..3 {
         let inserted: Option<i32> = sqlx::query_scalar(
-            "INSERT INTO idempotency_keys (owner_id, key, fingerprint, state, locked_until, expires_at) \
-             VALUES ($1, $2, $3, 'IN_FLIGHT', now() + make_interval(secs => $4), now() + make_interval(secs => $5)) \
+            "INSERT INTO idempotency_keys (owner_id, key, fingerprint, state, locked_until, expires_at, claim) \
+             VALUES ($1, $2, $3, 'IN_FLIGHT', now() + make_interval(secs => $4), now() + make_interval(secs => $5), $6) \
              ON CONFLICT (owner_id, key) DO NOTHING RETURNING 1",
         )
         .bind(owner)
@@ -57,10 +59,11 @@ pub async fn begin(
         .bind(fingerprint)
         .bind(secs(in_flight_for))
         .bind(secs(ttl))
+        .bind(claim)
         .fetch_optional(pool)
         .await?;
         if inserted.is_some() {
-            return Ok(Begin::Proceed);
+            return Ok(Begin::Proceed(claim));
         }
         let existing: Option<Existing> = sqlx::query_as(
             "SELECT fingerprint, state, response_status, response_body, locked_until < now() \
@@ -87,17 +90,18 @@ pub async fn begin(
         }
         // The first request never finished (its instance died): take the key over.
         let taken: Option<i32> = sqlx::query_scalar(
-            "UPDATE idempotency_keys SET locked_until = now() + make_interval(secs => $3) \
+            "UPDATE idempotency_keys SET locked_until = now() + make_interval(secs => $3), claim = $4 \
              WHERE owner_id = $1 AND key = $2 AND state = 'IN_FLIGHT' AND locked_until < now() \
              RETURNING 1",
         )
         .bind(owner)
         .bind(key)
         .bind(secs(in_flight_for))
+        .bind(claim)
         .fetch_optional(pool)
         .await?;
         return Ok(if taken.is_some() {
-            Begin::Proceed
+            Begin::Proceed(claim)
         } else {
             Begin::InFlight
         });
@@ -105,34 +109,38 @@ pub async fn begin(
     Ok(Begin::InFlight)
 }
 
-/// Stores the response to replay.
+/// Stores the response to replay, if the key is still this request's.
 pub async fn finish(
     pool: &PgPool,
     owner: &str,
     key: &str,
+    claim: Uuid,
     status: u16,
     body: &serde_json::Value,
 ) -> Result<(), StoreError> {
     sqlx::query(
         "UPDATE idempotency_keys SET state = 'DONE', response_status = $3, response_body = $4, \
-         locked_until = now() WHERE owner_id = $1 AND key = $2",
+         locked_until = now() WHERE owner_id = $1 AND key = $2 AND claim = $5",
     )
     .bind(owner)
     .bind(key)
     .bind(status as i16)
     .bind(body)
+    .bind(claim)
     .execute(pool)
     .await?;
     Ok(())
 }
 
 /// Forgets a key whose request ended in a retryable failure, so a retry runs again.
-pub async fn abandon(pool: &PgPool, owner: &str, key: &str) -> Result<(), StoreError> {
+pub async fn abandon(pool: &PgPool, owner: &str, key: &str, claim: Uuid) -> Result<(), StoreError> {
     sqlx::query(
-        "DELETE FROM idempotency_keys WHERE owner_id = $1 AND key = $2 AND state = 'IN_FLIGHT'",
+        "DELETE FROM idempotency_keys \
+         WHERE owner_id = $1 AND key = $2 AND state = 'IN_FLIGHT' AND claim = $3",
     )
     .bind(owner)
     .bind(key)
+    .bind(claim)
     .execute(pool)
     .await?;
     Ok(())

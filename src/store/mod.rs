@@ -79,14 +79,17 @@ impl From<sqlx::Error> for StoreError {
             | sqlx::Error::PoolClosed
             | sqlx::Error::Io(_)
             | sqlx::Error::Tls(_)
+            | sqlx::Error::Protocol(_)
             | sqlx::Error::WorkerCrashed => StoreError::Unavailable(e),
             sqlx::Error::Database(db) => match db.code().as_deref() {
                 // lock_not_available (lock_timeout), deadlock, serialization failure
                 Some("55P03") | Some("40P01") | Some("40001") => StoreError::RowLocked,
-                // cannot_connect_now, admin_shutdown, crash_shutdown, too_many_connections
-                Some("57P03") | Some("57P01") | Some("57P02") | Some("53300") => {
+                // cannot_connect_now, admin_shutdown, crash_shutdown, too_many_connections,
+                // query_canceled (statement_timeout), and every connection_exception (08xxx)
+                Some("57P03") | Some("57P01") | Some("57P02") | Some("53300") | Some("57014") => {
                     StoreError::Unavailable(e)
                 }
+                Some(code) if code.starts_with("08") => StoreError::Unavailable(e),
                 _ if db.constraint() == Some("reviews_one_pending_per_document") => {
                     StoreError::ReviewDecided("pending for this document".into())
                 }

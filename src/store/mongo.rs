@@ -81,7 +81,7 @@ impl MongoProjection {
             "current_review_id": doc.current_review_id.map(|r| r.to_string()),
             "updated_at": doc.updated_at.to_rfc3339(),
         };
-        let work = async {
+        let guarded_update = || async {
             let r = self
                 .coll
                 .update_one(
@@ -90,14 +90,23 @@ impl MongoProjection {
                 )
                 .await
                 .context("mongo update")?;
-            if r.matched_count == 1 {
+            anyhow::Ok(r.matched_count == 1)
+        };
+        let work = async {
+            if guarded_update().await? {
                 return Ok(Projected::Updated);
             }
-            let mut full = fields;
+            let mut full = fields.clone();
             full.insert("_id", &id);
             match self.coll.insert_one(full).await {
                 Ok(_) => Ok(Projected::Inserted),
-                Err(e) if is_duplicate_key(&e) => Ok(Projected::Stale),
+                // Someone inserted first: with an older version (then the guarded update now
+                // matches) or with this one or a newer one (then this write is stale).
+                Err(e) if is_duplicate_key(&e) => Ok(if guarded_update().await? {
+                    Projected::Updated
+                } else {
+                    Projected::Stale
+                }),
                 Err(e) => Err(anyhow::Error::new(e).context("mongo insert")),
             }
         };

@@ -1,9 +1,11 @@
-//! SQL of the transactional outbox: claim undone rows in per-document commit order with
-//! `FOR UPDATE SKIP LOCKED`, and record what happened to each.
+//! SQL of the transactional outbox. Rows are claimed in short transactions (a
+//! `claimed_until` lease, taken with `FOR UPDATE SKIP LOCKED`), delivered with no transaction
+//! open, then marked in another short statement: a slow or hung MongoDB or RabbitMQ never
+//! holds a PostgreSQL connection or row lock.
 
 use std::time::Duration;
 
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::{DocumentRow, StoreError};
@@ -18,116 +20,124 @@ pub struct OutboxRow {
     pub routing_key: Option<String>,
     pub payload: serde_json::Value,
     pub attempts: i32,
-    pub projected: bool,
 }
+
+const RETURNING: &str = "RETURNING id, event_id, document_id, document_version, event_type, \
+                         routing_key, payload, attempts";
 
 /// Claims up to `limit` due rows whose projection has not run, in any order: a projection
 /// writes the document's current state under a version guard, so it needs no ordering.
 pub async fn claim_unprojected(
-    tx: &mut Transaction<'_, Postgres>,
+    pool: &PgPool,
     only_document: Option<Uuid>,
     limit: i64,
+    claim_for: Duration,
 ) -> Result<Vec<OutboxRow>, StoreError> {
-    Ok(sqlx::query_as(
-        "SELECT o.id, o.event_id, o.document_id, o.document_version, o.event_type, \
-                o.routing_key, o.payload, o.attempts, false AS projected \
-         FROM outbox o \
-         WHERE o.done_at IS NULL AND o.projected_at IS NULL AND o.next_attempt_at <= now() \
-           AND ($1::uuid IS NULL OR o.document_id = $1) \
-         ORDER BY o.id LIMIT $2 \
-         FOR UPDATE OF o SKIP LOCKED",
-    )
+    Ok(sqlx::query_as(&format!(
+        "UPDATE outbox SET claimed_until = now() + make_interval(secs => $3) WHERE id IN ( \
+           SELECT o.id FROM outbox o \
+           WHERE o.done_at IS NULL AND o.projected_at IS NULL AND o.next_attempt_at <= now() \
+             AND (o.claimed_until IS NULL OR o.claimed_until < now()) \
+             AND ($1::uuid IS NULL OR o.document_id = $1) \
+           ORDER BY o.id LIMIT $2 FOR UPDATE SKIP LOCKED) {RETURNING}"
+    ))
     .bind(only_document)
     .bind(limit)
-    .fetch_all(&mut **tx)
+    .bind(claim_for.as_secs_f64())
+    .fetch_all(pool)
     .await?)
-}
-
-pub async fn mark_projected(
-    tx: &mut Transaction<'_, Postgres>,
-    ids: &[i64],
-) -> Result<(), StoreError> {
-    sqlx::query("UPDATE outbox SET projected_at = now(), last_error = NULL WHERE id = ANY($1)")
-        .bind(ids)
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
 }
 
 /// Claims up to `limit` projected, due rows, at most one per document: the oldest undone
-/// row of each document, and only when no older row of that document is undone (held by
+/// row of each document, and only when no older row of that document is undone (claimed by
 /// another dispatcher, or waiting for its retry). That is what keeps per-document order.
-pub async fn claim(
-    tx: &mut Transaction<'_, Postgres>,
+pub async fn claim_publishable(
+    pool: &PgPool,
     only_document: Option<Uuid>,
     limit: i64,
+    claim_for: Duration,
 ) -> Result<Vec<OutboxRow>, StoreError> {
-    Ok(sqlx::query_as(
-        "SELECT o.id, o.event_id, o.document_id, o.document_version, o.event_type, \
-                o.routing_key, o.payload, o.attempts, (o.projected_at IS NOT NULL) AS projected \
-         FROM outbox o \
-         WHERE o.done_at IS NULL AND o.projected_at IS NOT NULL AND o.next_attempt_at <= now() \
-           AND ($1::uuid IS NULL OR o.document_id = $1) \
-           AND NOT EXISTS (SELECT 1 FROM outbox p \
-                           WHERE p.document_id = o.document_id AND p.done_at IS NULL AND p.id < o.id) \
-         ORDER BY o.id LIMIT $2 \
-         FOR UPDATE OF o SKIP LOCKED",
-    )
+    let mut rows: Vec<OutboxRow> = sqlx::query_as(&format!(
+        "UPDATE outbox SET claimed_until = now() + make_interval(secs => $3) WHERE id IN ( \
+           SELECT o.id FROM outbox o \
+           WHERE o.done_at IS NULL AND o.projected_at IS NOT NULL AND o.next_attempt_at <= now() \
+             AND (o.claimed_until IS NULL OR o.claimed_until < now()) \
+             AND ($1::uuid IS NULL OR o.document_id = $1) \
+             AND NOT EXISTS (SELECT 1 FROM outbox p \
+                             WHERE p.document_id = o.document_id AND p.done_at IS NULL AND p.id < o.id) \
+           ORDER BY o.id LIMIT $2 FOR UPDATE SKIP LOCKED) {RETURNING}"
+    ))
     .bind(only_document)
     .bind(limit)
-    .fetch_all(&mut **tx)
-    .await?)
+    .bind(claim_for.as_secs_f64())
+    .fetch_all(pool)
+    .await?;
+    rows.sort_by_key(|r| r.id);
+    Ok(rows)
 }
 
-pub async fn current_document(
-    tx: &mut Transaction<'_, Postgres>,
-    id: Uuid,
-) -> Result<DocumentRow, StoreError> {
+pub async fn current_document(pool: &PgPool, id: Uuid) -> Result<DocumentRow, StoreError> {
     Ok(sqlx::query_as(
         "SELECT id, title, body, status, version, author_id, current_review_id, fence_token, \
                 created_at, updated_at FROM documents WHERE id = $1",
     )
     .bind(id)
-    .fetch_one(&mut **tx)
+    .fetch_one(pool)
     .await?)
 }
 
-pub async fn mark_done(
-    tx: &mut Transaction<'_, Postgres>,
-    id: i64,
-    published: bool,
-) -> Result<(), StoreError> {
+pub async fn mark_projected(pool: &PgPool, ids: &[i64]) -> Result<(), StoreError> {
     sqlx::query(
-        "UPDATE outbox SET done_at = now(), projected_at = COALESCE(projected_at, now()), \
+        "UPDATE outbox SET projected_at = now(), claimed_until = NULL, last_error = NULL \
+         WHERE id = ANY($1)",
+    )
+    .bind(ids)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+pub async fn mark_done(pool: &PgPool, id: i64, published: bool) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE outbox SET done_at = now(), claimed_until = NULL, \
          published_at = CASE WHEN $2 THEN now() ELSE published_at END, last_error = NULL \
          WHERE id = $1",
     )
     .bind(id)
     .bind(published)
-    .execute(&mut **tx)
+    .execute(pool)
     .await?;
     Ok(())
 }
 
 pub async fn mark_failed(
-    tx: &mut Transaction<'_, Postgres>,
+    pool: &PgPool,
     id: i64,
-    projected: bool,
     retry_in: Duration,
     error: &str,
 ) -> Result<(), StoreError> {
     sqlx::query(
-        "UPDATE outbox SET attempts = attempts + 1, \
-         projected_at = CASE WHEN $2 THEN COALESCE(projected_at, now()) ELSE projected_at END, \
-         next_attempt_at = now() + make_interval(secs => $3), last_error = left($4, 500) \
+        "UPDATE outbox SET attempts = attempts + 1, claimed_until = NULL, \
+         next_attempt_at = now() + make_interval(secs => $2), last_error = left($3, 500) \
          WHERE id = $1",
     )
     .bind(id)
-    .bind(projected)
     .bind(retry_in.as_secs_f64())
     .bind(error)
-    .execute(&mut **tx)
+    .execute(pool)
     .await?;
+    Ok(())
+}
+
+/// Gives claimed rows back untouched (the pass stopped before reaching them).
+pub async fn unclaim(pool: &PgPool, ids: &[i64]) -> Result<(), StoreError> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query("UPDATE outbox SET claimed_until = NULL WHERE id = ANY($1)")
+        .bind(ids)
+        .execute(pool)
+        .await?;
     Ok(())
 }
 
@@ -140,4 +150,15 @@ pub async fn backlog(pool: &PgPool) -> Result<(i64, f64), StoreError> {
     .fetch_one(pool)
     .await?;
     Ok((n, age.unwrap_or(0.0)))
+}
+
+/// Deletes delivered rows older than `keep`; returns how many.
+pub async fn purge_delivered(pool: &PgPool, keep: Duration) -> Result<u64, StoreError> {
+    Ok(sqlx::query(
+        "DELETE FROM outbox WHERE done_at IS NOT NULL AND done_at < now() - make_interval(secs => $1)",
+    )
+    .bind(keep.as_secs_f64())
+    .execute(pool)
+    .await?
+    .rows_affected())
 }

@@ -134,7 +134,7 @@ impl PgStore {
         status.apply(Action::Edit)?;
         let updated: DocumentRow = sqlx::query_as(&format!(
             "UPDATE documents SET title = COALESCE($2, title), body = COALESCE($3, body), \
-             version = version + 1, updated_at = now() WHERE id = $1 RETURNING {DOC_COLS}"
+             version = version + 1, updated_at = clock_timestamp() WHERE id = $1 RETURNING {DOC_COLS}"
         ))
         .bind(id)
         .bind(title.map(|t| t.as_str()))
@@ -240,7 +240,7 @@ impl PgStore {
             return Err(StoreError::ReviewDecided("not the current review".into()));
         }
         let review: ReviewRow = sqlx::query_as(&format!(
-            "UPDATE reviews SET status = $2, decided_by = $3, decided_at = now(), comment = $4, \
+            "UPDATE reviews SET status = $2, decided_by = $3, decided_at = clock_timestamp(), comment = $4, \
              reason = $5, fence_token = $6 WHERE id = $1 RETURNING {REVIEW_COLS}"
         ))
         .bind(review_id)
@@ -414,7 +414,7 @@ async fn set_document_status(
 ) -> Result<DocumentRow, StoreError> {
     Ok(sqlx::query_as(&format!(
         "UPDATE documents SET status = $2, version = version + 1, current_review_id = $3, \
-         fence_token = GREATEST(fence_token, $4), updated_at = now() \
+         fence_token = GREATEST(fence_token, $4), updated_at = clock_timestamp() \
          WHERE id = $1 RETURNING {DOC_COLS}"
     ))
     .bind(doc.id)

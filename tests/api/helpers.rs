@@ -123,6 +123,8 @@ pub struct AppOptions {
     pub redis_timeout_ms: u64,
     pub breaker_open_ms: u64,
     pub run_dispatcher: bool,
+    pub db_pool: u32,
+    pub amqp_timeout_ms: u64,
     /// Reuse the stores of another app (several instances of one deployment).
     pub share_with: Option<Shared>,
 }
@@ -138,6 +140,8 @@ impl Default for AppOptions {
             redis_timeout_ms: 300,
             breaker_open_ms: 2000,
             run_dispatcher: true,
+            db_pool: 30,
+            amqp_timeout_ms: 1500,
             share_with: None,
         }
     }
@@ -198,7 +202,7 @@ pub async fn spawn_app_with(opts: AppOptions) -> TestApp {
             .clone()
             .unwrap_or_else(|| with_db(&pg_url(), &shared.db_name)),
     );
-    settings.database.max_connections = 30;
+    settings.database.max_connections = opts.db_pool;
     settings.database.migrate_on_start = opts.database_url.is_none();
     settings.redis.url = SecretString::from(opts.redis_url.clone().unwrap_or_else(redis_url));
     settings.redis.key_prefix = shared.prefix.clone();
@@ -211,7 +215,7 @@ pub async fn spawn_app_with(opts: AppOptions) -> TestApp {
     settings.amqp.url = SecretString::from(opts.amqp_url.clone().unwrap_or_else(amqp_url));
     settings.amqp.exchange = shared.exchange.clone();
     settings.amqp.bind_queue = String::new();
-    settings.amqp.timeout_ms = 1500;
+    settings.amqp.timeout_ms = opts.amqp_timeout_ms;
     settings.outbox.poll_interval_ms = 100;
     settings.outbox.backoff_base_ms = 100;
     settings.outbox.backoff_max_ms = 1000;
@@ -389,6 +393,40 @@ impl TestApp {
         );
         let v: Value = r.json().await.unwrap();
         (id, v["review"]["id"].as_str().unwrap().to_string())
+    }
+
+    /// `n` pending reviews written straight into PostgreSQL (no outbox rows, no events).
+    pub async fn pending_reviews_in_db(&self, n: usize) -> Vec<String> {
+        let docs: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
+        let reviews: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
+        for (d, r) in docs.iter().zip(&reviews) {
+            sqlx::query(
+                "INSERT INTO documents (id, title, body, status, version, author_id) \
+                 VALUES ($1, 'Direct', 'Body', 'PENDING_REVIEW', 2, $2)",
+            )
+            .bind(d)
+            .bind(AUTHOR)
+            .execute(&self.pg)
+            .await
+            .unwrap();
+            sqlx::query(
+                "INSERT INTO reviews (id, document_id, status, document_version, submitted_by) \
+                 VALUES ($1, $2, 'PENDING', 2, $3)",
+            )
+            .bind(r)
+            .bind(d)
+            .bind(AUTHOR)
+            .execute(&self.pg)
+            .await
+            .unwrap();
+            sqlx::query("UPDATE documents SET current_review_id = $1 WHERE id = $2")
+                .bind(r)
+                .bind(d)
+                .execute(&self.pg)
+                .await
+                .unwrap();
+        }
+        reviews.iter().map(|r| r.to_string()).collect()
     }
 
     pub async fn approve(&self, review_id: &str, token: &str) -> Response {

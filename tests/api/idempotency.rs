@@ -144,8 +144,8 @@ async fn a_key_whose_request_never_finished_is_taken_over_and_expired_keys_are_f
     let path = format!("/api/v1/documents/{id}/submit");
     // A record left IN_FLIGHT by an instance that died, its in-flight time long past.
     sqlx::query(
-        "INSERT INTO idempotency_keys (owner_id, key, fingerprint, state, locked_until, expires_at) \
-         VALUES ($1, 'orphan', 'whatever', 'IN_FLIGHT', now() - interval '1 minute', now() + interval '1 day')",
+        "INSERT INTO idempotency_keys (owner_id, key, fingerprint, state, locked_until, expires_at, claim) \
+         VALUES ($1, 'orphan', 'whatever', 'IN_FLIGHT', now() - interval '1 minute', now() + interval '1 day', gen_random_uuid())",
     )
     .bind(AUTHOR)
     .execute(&app.pg)

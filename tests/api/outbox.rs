@@ -165,3 +165,30 @@ async fn a_stale_projection_never_overwrites_a_newer_one() {
     let _ = json!({});
     app.finish().await;
 }
+
+/// RabbitMQ that accepts connections and never answers, for longer than a request waits for
+/// a database connection: the outbox does its I/O with no transaction open, so a small
+/// pool still serves every request.
+#[tokio::test]
+async fn a_hung_rabbitmq_never_starves_the_database_pool() {
+    let (port, _stop) = crate::proxy::blackhole().await;
+    let url = format!("amqp://guest:guest@127.0.0.1:{port}/%2f");
+    let app = spawn_app_with(AppOptions {
+        amqp_url: Some(url),
+        db_pool: 3,
+        amqp_timeout_ms: 4000, // the pool's acquire timeout is 3000 ms
+        ..Default::default()
+    })
+    .await;
+    let reviews = app.pending_reviews_in_db(8).await;
+    let token = app.reviewer();
+    let calls = reviews.iter().map(|r| app.approve(r, &token));
+    for r in futures_util::future::join_all(calls).await {
+        assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+    }
+    let waiting = app
+        .count("SELECT count(*) FROM outbox WHERE routing_key IS NOT NULL AND done_at IS NULL")
+        .await;
+    assert_eq!(waiting, 8, "every event waits in the outbox");
+    app.stop().await;
+}
