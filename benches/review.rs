@@ -21,7 +21,7 @@ use kh_review::lock::{LockProvider, Ttl};
 use serde_json::json;
 use uuid::Uuid;
 
-const ROUNDS: usize = 3;
+pub(crate) const ROUNDS: usize = 3;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 4)]
 async fn main() -> anyhow::Result<()> {
@@ -332,7 +332,7 @@ async fn contention(env: &BenchEnv, svc: &Service, clients: usize) -> anyhow::Re
 
 /// Commits `n` approvals while RabbitMQ is unreachable, brings it back, and times delivery.
 async fn outbox_drain(env: &BenchEnv, n: usize) -> anyhow::Result<(usize, f64)> {
-    let proxy = Proxy::start(env.amqp_host_port()).await?;
+    let proxy = Proxy::start(env.amqp_host_port()).await;
     proxy.cut();
     let svc = env
         .spawn_service("drain", &[("APP__AMQP__URL", env.amqp_url_via(proxy.port))])

@@ -1,11 +1,16 @@
-//! The benchmark's environment: its own database, queue and service processes; figures and
-//! the report.
+//! The benchmark's environment: its own database, queue and service processes.
+
+#[allow(dead_code)] // the tests' helpers beside the proxy
+#[path = "../../tests/api/proxy.rs"]
+mod proxy;
+mod report;
+
+pub use proxy::Proxy;
+pub use report::{Figures, Report};
 
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
 use kh_review::auth::{sign, Role};
 use lapin::options::{
     BasicPublishOptions, ConfirmSelectOptions, ExchangeDeclareOptions, QueueBindOptions,
@@ -15,11 +20,8 @@ use lapin::publisher_confirm::Confirmation;
 use lapin::types::FieldTable;
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
 use secrecy::SecretString;
-use serde::Serialize;
 use serde_json::json;
 use sqlx::{Connection as _, PgConnection, PgPool};
-use tokio::net::{TcpListener, TcpStream};
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 const DB: &str = "kh_bench";
@@ -472,193 +474,5 @@ impl Drop for Service {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// A TCP proxy that can be cut and restored (RabbitMQ "down" for the service only).
-pub struct Proxy {
-    pub port: u16,
-    state: Arc<Mutex<(bool, CancellationToken)>>,
-    stop: CancellationToken,
-}
-
-impl Proxy {
-    pub async fn start(target: String) -> anyhow::Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let port = listener.local_addr()?.port();
-        let state = Arc::new(Mutex::new((true, CancellationToken::new())));
-        let stop = CancellationToken::new();
-        let (st, stop2) = (state.clone(), stop.clone());
-        tokio::spawn(async move {
-            loop {
-                let accepted = tokio::select! {
-                    _ = stop2.cancelled() => return,
-                    a = listener.accept() => a,
-                };
-                let Ok((mut inbound, _)) = accepted else {
-                    continue;
-                };
-                let (enabled, cut) = st.lock().unwrap().clone();
-                if !enabled {
-                    continue;
-                }
-                let target = target.clone();
-                tokio::spawn(async move {
-                    let Ok(mut outbound) = TcpStream::connect(&target).await else {
-                        return;
-                    };
-                    tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
-                        _ = cut.cancelled() => {}
-                    }
-                });
-            }
-        });
-        Ok(Self { port, state, stop })
-    }
-
-    pub fn cut(&self) {
-        let mut st = self.state.lock().unwrap();
-        st.0 = false;
-        st.1.cancel();
-        st.1 = CancellationToken::new();
-    }
-
-    pub fn restore(&self) {
-        self.state.lock().unwrap().0 = true;
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.cut();
-        self.stop.cancel();
-    }
-}
-
-/// The figures of one measurement.
-#[derive(Debug, Clone, Serialize)]
-pub struct Figures {
-    pub ops: usize,
-    pub ops_per_sec: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    pub errors: usize,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub note: String,
-}
-
-impl Figures {
-    pub fn from_hist(h: &Histogram<u64>, ops: usize, errors: usize, elapsed: Duration) -> Self {
-        Self {
-            ops,
-            ops_per_sec: ops as f64 / elapsed.as_secs_f64(),
-            p50_ms: h.value_at_quantile(0.50) as f64 / 1000.0,
-            p99_ms: h.value_at_quantile(0.99) as f64 / 1000.0,
-            errors,
-            note: String::new(),
-        }
-    }
-
-    /// Field-wise median of rounds.
-    pub fn median(all: &[Figures]) -> Self {
-        fn med(mut v: Vec<f64>) -> f64 {
-            v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-            v[v.len() / 2]
-        }
-        Self {
-            ops: all[0].ops,
-            ops_per_sec: med(all.iter().map(|f| f.ops_per_sec).collect()),
-            p50_ms: med(all.iter().map(|f| f.p50_ms).collect()),
-            p99_ms: med(all.iter().map(|f| f.p99_ms).collect()),
-            errors: all.iter().map(|f| f.errors).sum(),
-            note: all[0].note.clone(),
-        }
-    }
-}
-
-#[derive(Default, Serialize)]
-pub struct Report {
-    rows: Vec<Row>,
-    ratios: Vec<(String, f64)>,
-    notes: Vec<String>,
-}
-
-#[derive(Serialize)]
-struct Row {
-    measure: String,
-    concurrency: usize,
-    figures: Figures,
-    ratio: Option<(String, f64)>,
-}
-
-impl Report {
-    pub fn row(
-        &mut self,
-        measure: &str,
-        concurrency: usize,
-        f: &Figures,
-        ratio: Option<(&str, f64)>,
-    ) {
-        eprintln!(
-            "  {measure} @ {concurrency}: {:.0} ops/s, p50 {:.3} ms, p99 {:.3} ms, errors {}",
-            f.ops_per_sec, f.p50_ms, f.p99_ms, f.errors
-        );
-        self.rows.push(Row {
-            measure: measure.into(),
-            concurrency,
-            figures: f.clone(),
-            ratio: ratio.map(|(k, v)| (k.to_string(), v)),
-        });
-    }
-
-    pub fn ratio(&mut self, what: &str, v: f64) {
-        self.ratios.push((what.into(), v));
-    }
-
-    pub fn note(&mut self, s: String) {
-        self.notes.push(s);
-    }
-
-    pub fn write(&self, peak_rss_mib: f64) -> anyhow::Result<()> {
-        let mut md = String::from(
-            "| measure | conc | ops/s | p50 ms | p99 ms | errors | ratio |\n|---|---:|---:|---:|---:|---:|---|\n",
-        );
-        for r in &self.rows {
-            let f = &r.figures;
-            let ratio = r
-                .ratio
-                .as_ref()
-                .map(|(k, v)| format!("{v:.2}x {k}"))
-                .unwrap_or_default();
-            md.push_str(&format!(
-                "| {} | {} | {:.0} | {:.3} | {:.3} | {} | {} |\n",
-                r.measure, r.concurrency, f.ops_per_sec, f.p50_ms, f.p99_ms, f.errors, ratio
-            ));
-        }
-        md.push('\n');
-        for (k, v) in &self.ratios {
-            md.push_str(&format!("- {k}: {v:.2}x\n"));
-        }
-        for n in &self.notes {
-            md.push_str(&format!("- {n}\n"));
-        }
-        md.push_str(&format!(
-            "\nMedians of {} rounds after one warm-up round; latencies in milliseconds.\n",
-            super::ROUNDS
-        ));
-        println!("{md}");
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("target")
-            .join("bench");
-        std::fs::create_dir_all(&dir)?;
-        std::fs::write(dir.join("report.md"), &md)?;
-        let json = json!({ "report": self, "peak_rss_mib": peak_rss_mib });
-        std::fs::write(
-            dir.join("report.json"),
-            serde_json::to_string_pretty(&json)?,
-        )?;
-        eprintln!("written to {}", dir.display());
-        Ok(())
     }
 }

@@ -8,6 +8,7 @@ mod degraded;
 mod documents;
 mod helpers;
 mod idempotency;
+mod inspect;
 mod instances;
 mod leases;
 mod lock_provider;

@@ -1,0 +1,134 @@
+//! Figures of one measurement and the report (Markdown and JSON under target/bench/).
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use serde_json::json;
+
+/// The figures of one measurement.
+#[derive(Debug, Clone, Serialize)]
+pub struct Figures {
+    pub ops: usize,
+    pub ops_per_sec: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub errors: usize,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub note: String,
+}
+
+impl Figures {
+    pub fn from_hist(h: &Histogram<u64>, ops: usize, errors: usize, elapsed: Duration) -> Self {
+        Self {
+            ops,
+            ops_per_sec: ops as f64 / elapsed.as_secs_f64(),
+            p50_ms: h.value_at_quantile(0.50) as f64 / 1000.0,
+            p99_ms: h.value_at_quantile(0.99) as f64 / 1000.0,
+            errors,
+            note: String::new(),
+        }
+    }
+
+    /// Field-wise median of rounds.
+    pub fn median(all: &[Figures]) -> Self {
+        fn med(mut v: Vec<f64>) -> f64 {
+            v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            v[v.len() / 2]
+        }
+        Self {
+            ops: all[0].ops,
+            ops_per_sec: med(all.iter().map(|f| f.ops_per_sec).collect()),
+            p50_ms: med(all.iter().map(|f| f.p50_ms).collect()),
+            p99_ms: med(all.iter().map(|f| f.p99_ms).collect()),
+            errors: all.iter().map(|f| f.errors).sum(),
+            note: all[0].note.clone(),
+        }
+    }
+}
+
+#[derive(Default, Serialize)]
+pub struct Report {
+    rows: Vec<Row>,
+    ratios: Vec<(String, f64)>,
+    notes: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Row {
+    measure: String,
+    concurrency: usize,
+    figures: Figures,
+    ratio: Option<(String, f64)>,
+}
+
+impl Report {
+    pub fn row(
+        &mut self,
+        measure: &str,
+        concurrency: usize,
+        f: &Figures,
+        ratio: Option<(&str, f64)>,
+    ) {
+        eprintln!(
+            "  {measure} @ {concurrency}: {:.0} ops/s, p50 {:.3} ms, p99 {:.3} ms, errors {}",
+            f.ops_per_sec, f.p50_ms, f.p99_ms, f.errors
+        );
+        self.rows.push(Row {
+            measure: measure.into(),
+            concurrency,
+            figures: f.clone(),
+            ratio: ratio.map(|(k, v)| (k.to_string(), v)),
+        });
+    }
+
+    pub fn ratio(&mut self, what: &str, v: f64) {
+        self.ratios.push((what.into(), v));
+    }
+
+    pub fn note(&mut self, s: String) {
+        self.notes.push(s);
+    }
+
+    pub fn write(&self, peak_rss_mib: f64) -> anyhow::Result<()> {
+        let mut md = String::from(
+            "| measure | conc | ops/s | p50 ms | p99 ms | errors | ratio |\n|---|---:|---:|---:|---:|---:|---|\n",
+        );
+        for r in &self.rows {
+            let f = &r.figures;
+            let ratio = r
+                .ratio
+                .as_ref()
+                .map(|(k, v)| format!("{v:.2}x {k}"))
+                .unwrap_or_default();
+            md.push_str(&format!(
+                "| {} | {} | {:.0} | {:.3} | {:.3} | {} | {} |\n",
+                r.measure, r.concurrency, f.ops_per_sec, f.p50_ms, f.p99_ms, f.errors, ratio
+            ));
+        }
+        md.push('\n');
+        for (k, v) in &self.ratios {
+            md.push_str(&format!("- {k}: {v:.2}x\n"));
+        }
+        for n in &self.notes {
+            md.push_str(&format!("- {n}\n"));
+        }
+        md.push_str(&format!(
+            "\nMedians of {} rounds after one warm-up round; latencies in milliseconds.\n",
+            crate::ROUNDS
+        ));
+        println!("{md}");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target")
+            .join("bench");
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("report.md"), &md)?;
+        let json = json!({ "report": self, "peak_rss_mib": peak_rss_mib });
+        std::fs::write(
+            dir.join("report.json"),
+            serde_json::to_string_pretty(&json)?,
+        )?;
+        eprintln!("written to {}", dir.display());
+        Ok(())
+    }
+}

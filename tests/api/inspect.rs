@@ -1,0 +1,165 @@
+//! What a test reads back from the real stores: rows, lock keys, events, projections; and
+//! waiting on a condition with a deadline (never a bare sleep).
+
+use std::time::{Duration, Instant};
+
+use lapin::options::BasicGetOptions;
+use reqwest::{Response, StatusCode};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::helpers::{TestApp, AUTHOR};
+
+/// Waits for `check` to return Some, polling, until `deadline`; panics with `what`.
+pub async fn wait_for<T, F, Fut>(what: &str, deadline: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let end = Instant::now() + deadline;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            Instant::now() < end,
+            "timed out after {deadline:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Reads an error body and checks its envelope.
+pub async fn expect_error(r: Response, status: StatusCode, code: &str) -> Value {
+    assert_eq!(r.status(), status, "unexpected status");
+    let rid = r
+        .headers()
+        .get("x-request-id")
+        .map(|v| v.to_str().unwrap().to_string());
+    let v: Value = r.json().await.expect("error body is JSON");
+    assert_eq!(v["code"], code, "body: {v}");
+    assert!(
+        v["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "body: {v}"
+    );
+    assert_eq!(
+        v["request_id"].as_str().map(str::to_string),
+        rid,
+        "body: {v}"
+    );
+    v
+}
+
+impl TestApp {
+    pub fn lock_key_review(&self, review_id: &str) -> String {
+        format!("{}lock:doc:review:{review_id}", self.shared.prefix)
+    }
+
+    pub async fn redis_conn(&self) -> redis::aio::MultiplexedConnection {
+        self.redis.get_multiplexed_async_connection().await.unwrap()
+    }
+
+    /// Lock keys (not fence counters) left under this test's prefix.
+    pub async fn lock_keys_left(&self) -> Vec<String> {
+        let mut c = self.redis_conn().await;
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{}lock:*", self.shared.prefix))
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        keys.into_iter()
+            .filter(|k| !k.ends_with(":fence"))
+            .collect()
+    }
+
+    pub async fn count(&self, sql: &str) -> i64 {
+        sqlx::query_scalar(sql).fetch_one(&self.pg).await.unwrap()
+    }
+
+    /// Waits until the outbox is fully delivered.
+    pub async fn outbox_drained(&self, deadline: Duration) {
+        wait_for("the outbox to drain", deadline, || async {
+            (self
+                .count("SELECT count(*) FROM outbox WHERE done_at IS NULL")
+                .await
+                == 0)
+                .then_some(())
+        })
+        .await
+    }
+
+    /// Takes every event now on this test's queue (in order).
+    pub async fn take_events(&self) -> Vec<(Value, lapin::BasicProperties)> {
+        let mut out = Vec::new();
+        while let Some(m) = self
+            .amqp
+            .basic_get(&self.shared.queue, BasicGetOptions { no_ack: true })
+            .await
+            .unwrap()
+        {
+            out.push((
+                serde_json::from_slice(&m.delivery.data).unwrap(),
+                m.delivery.properties.clone(),
+            ));
+        }
+        out
+    }
+
+    /// Waits until `n` events have arrived in total and returns them.
+    pub async fn wait_events(&self, n: usize, deadline: Duration) -> Vec<Value> {
+        let mut got = Vec::new();
+        let end = Instant::now() + deadline;
+        while got.len() < n {
+            got.extend(self.take_events().await.into_iter().map(|(v, _)| v));
+            assert!(
+                Instant::now() < end,
+                "timed out waiting for {n} events, got {}: {got:?}",
+                got.len()
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        got
+    }
+
+    pub async fn mongo_doc(&self, id: &str) -> Option<mongodb::bson::Document> {
+        self.mongo
+            .collection::<mongodb::bson::Document>("documents")
+            .find_one(mongodb::bson::doc! {"_id": id})
+            .await
+            .unwrap()
+    }
+
+    /// `n` pending reviews written straight into PostgreSQL (no outbox rows, no events).
+    pub async fn pending_reviews_in_db(&self, n: usize) -> Vec<String> {
+        let docs: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
+        let reviews: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
+        for (d, r) in docs.iter().zip(&reviews) {
+            sqlx::query(
+                "INSERT INTO documents (id, title, body, status, version, author_id) \
+                 VALUES ($1, 'Direct', 'Body', 'PENDING_REVIEW', 2, $2)",
+            )
+            .bind(d)
+            .bind(AUTHOR)
+            .execute(&self.pg)
+            .await
+            .unwrap();
+            sqlx::query(
+                "INSERT INTO reviews (id, document_id, status, document_version, submitted_by) \
+                 VALUES ($1, $2, 'PENDING', 2, $3)",
+            )
+            .bind(r)
+            .bind(d)
+            .bind(AUTHOR)
+            .execute(&self.pg)
+            .await
+            .unwrap();
+            sqlx::query("UPDATE documents SET current_review_id = $1 WHERE id = $2")
+                .bind(r)
+                .bind(d)
+                .execute(&self.pg)
+                .await
+                .unwrap();
+        }
+        reviews.iter().map(|r| r.to_string()).collect()
+    }
+}
