@@ -2,6 +2,7 @@
 //! admin UI and downstream chunkers. Re-derivable from PostgreSQL at any time.
 //!
 //! Writes only ever move `version` forward: a stale writer can never overwrite a newer one.
+//! Every query and write is by `_id` (the only filter FerretDB answers from its index).
 
 use std::time::Duration;
 
@@ -81,34 +82,33 @@ impl MongoProjection {
             "current_review_id": doc.current_review_id.map(|r| r.to_string()),
             "updated_at": doc.updated_at.to_rfc3339(),
         };
-        let guarded_update = || async {
-            let r = self
-                .coll
-                .update_one(
-                    doc! { "_id": &id, "version": { "$lt": doc.version } },
-                    doc! { "$set": fields.clone() },
-                )
-                .await
-                .context("mongo update")?;
-            anyhow::Ok(r.matched_count == 1)
-        };
+        // Insert, or read then write by `_id` alone. Only one dispatcher projects a document
+        // at a time (see store::outbox::claim_unprojected), so nothing writes between the read
+        // and the write. (On FerretDB a write filtered on anything but `_id`, and a read of a
+        // missing `_id`, scan the whole collection: hence insert first, filter by `_id` only.)
         let work = async {
-            if guarded_update().await? {
-                return Ok(Projected::Updated);
-            }
             let mut full = fields.clone();
             full.insert("_id", &id);
             match self.coll.insert_one(full).await {
-                Ok(_) => Ok(Projected::Inserted),
-                // Someone inserted first: with an older version (then the guarded update now
-                // matches) or with this one or a newer one (then this write is stale).
-                Err(e) if is_duplicate_key(&e) => Ok(if guarded_update().await? {
-                    Projected::Updated
-                } else {
-                    Projected::Stale
-                }),
-                Err(e) => Err(anyhow::Error::new(e).context("mongo insert")),
+                Ok(_) => return Ok(Projected::Inserted),
+                Err(e) if is_duplicate_key(&e) => {}
+                Err(e) => return Err(anyhow::Error::new(e).context("mongo insert")),
             }
+            let stored = self
+                .coll
+                .find_one(doc! { "_id": &id })
+                .projection(doc! { "version": 1 })
+                .await
+                .context("mongo read")?;
+            let stored_version = stored.and_then(|d| d.get_i64("version").ok()).unwrap_or(0);
+            if stored_version >= doc.version {
+                return Ok(Projected::Stale);
+            }
+            self.coll
+                .update_one(doc! { "_id": &id }, doc! { "$set": fields.clone() })
+                .await
+                .context("mongo update")?;
+            Ok(Projected::Updated)
         };
         tokio::time::timeout(self.bound(), work)
             .await

@@ -25,8 +25,11 @@ pub struct OutboxRow {
 const RETURNING: &str = "RETURNING id, event_id, document_id, document_version, event_type, \
                          routing_key, payload, attempts";
 
-/// Claims up to `limit` due rows whose projection has not run, in any order: a projection
-/// writes the document's current state under a version guard, so it needs no ordering.
+/// Claims up to `limit` due rows whose projection has not run. A projection writes the
+/// document's current state, so it needs no ordering; but only one dispatcher projects a
+/// given document at a time (a per-document advisory lock while claiming, and no other
+/// live claim on the document's unprojected rows), so the read-then-write of the MongoDB
+/// projection has no concurrent writer.
 pub async fn claim_unprojected(
     pool: &PgPool,
     only_document: Option<Uuid>,
@@ -39,6 +42,10 @@ pub async fn claim_unprojected(
            WHERE o.done_at IS NULL AND o.projected_at IS NULL AND o.next_attempt_at <= now() \
              AND (o.claimed_until IS NULL OR o.claimed_until < now()) \
              AND ($1::uuid IS NULL OR o.document_id = $1) \
+             AND NOT EXISTS (SELECT 1 FROM outbox p \
+                             WHERE p.document_id = o.document_id AND p.done_at IS NULL \
+                               AND p.projected_at IS NULL AND p.claimed_until >= now()) \
+             AND pg_try_advisory_xact_lock(hashtextextended(o.document_id::text, 7001)) \
            ORDER BY o.id LIMIT $2 FOR UPDATE SKIP LOCKED) {RETURNING}"
     ))
     .bind(only_document)
