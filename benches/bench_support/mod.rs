@@ -404,13 +404,15 @@ impl Direct {
         .fetch_one(&mut *tx)
         .await?;
         tx.commit().await?;
-        self.mongo
-            .update_one(
-                mongodb::bson::doc! {"_id": doc.to_string()},
-                mongodb::bson::doc! {"$set": {"status": "APPROVED", "version": version + 1, "body": "Body of a benchmark document."}},
-            )
-            .upsert(true)
-            .await?;
+        // The same MongoDB write the service makes: insert, or update by `_id` when present.
+        let fields = mongodb::bson::doc! {"status": "APPROVED", "version": version + 1, "body": "Body of a benchmark document."};
+        let mut full = fields.clone();
+        full.insert("_id", doc.to_string());
+        if self.mongo.insert_one(full).await.is_err() {
+            self.mongo
+                .update_one(mongodb::bson::doc! {"_id": doc.to_string()}, mongodb::bson::doc! {"$set": fields})
+                .await?;
+        }
         let confirm = self
             .ch
             .basic_publish(
