@@ -410,7 +410,10 @@ impl Direct {
         full.insert("_id", doc.to_string());
         if self.mongo.insert_one(full).await.is_err() {
             self.mongo
-                .update_one(mongodb::bson::doc! {"_id": doc.to_string()}, mongodb::bson::doc! {"$set": fields})
+                .update_one(
+                    mongodb::bson::doc! {"_id": doc.to_string()},
+                    mongodb::bson::doc! {"$set": fields},
+                )
                 .await?;
         }
         let confirm = self
