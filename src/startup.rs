@@ -131,18 +131,21 @@ impl Core {
             }
         }
         let provider: Arc<dyn LockProvider> = Arc::new(redis.clone());
-        let gate = Arc::new(LockGate::new(
-            provider,
-            CircuitBreaker::new(
-                settings.lock.breaker_failure_threshold,
-                Duration::from_millis(settings.lock.breaker_open_ms),
-            ),
-            settings.lock_ttl(),
-            settings.renew_every(),
-            Duration::from_millis(settings.lock.max_hold_ms),
-            Duration::from_secs(settings.lock.retry_after_secs),
-            shutdown.clone(),
-        ));
+        let gate = Arc::new(
+            LockGate::new(
+                provider,
+                CircuitBreaker::new(
+                    settings.lock.breaker_failure_threshold,
+                    Duration::from_millis(settings.lock.breaker_open_ms),
+                ),
+                settings.lock_ttl(),
+                settings.renew_every(),
+                Duration::from_millis(settings.lock.max_hold_ms),
+                Duration::from_secs(settings.lock.retry_after_secs),
+                shutdown.clone(),
+            )
+            .with_probe_key(format!("{}lock:probe", settings.redis.key_prefix)),
+        );
         spawn_purger(
             pool.clone(),
             Duration::from_secs(settings.outbox.retention_hours * 3600),
@@ -182,6 +185,10 @@ impl Core {
             LockKeys::new(settings.redis.key_prefix.clone()),
             dispatcher.clone(),
             Duration::from_millis(settings.database.lock_timeout_ms),
+            // Row-lock wait plus the slowest statement, plus slack for the pause test hook.
+            Duration::from_millis(
+                settings.database.lock_timeout_ms + settings.database.statement_timeout_ms + 5000,
+            ),
             metrics.clone(),
         ));
         let state = web::Data::new(AppState {

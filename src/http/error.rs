@@ -220,6 +220,9 @@ impl From<StoreError> for ApiError {
             StoreError::Unavailable(db) => {
                 ApiError::unavailable(anyhow::Error::new(db).context("postgresql unavailable"))
             }
+            StoreError::TimedOut(d) => ApiError::unavailable(anyhow::anyhow!(
+                "postgresql did not answer within {d:?}"
+            )),
             StoreError::Unexpected(cause) => ApiError::internal(cause),
         }
     }

@@ -60,6 +60,7 @@ pub struct LockGate {
     retry_after: Duration,
     stats: Arc<LockStats>,
     shutdown: CancellationToken,
+    probe_key: String,
 }
 
 impl LockGate {
@@ -81,7 +82,14 @@ impl LockGate {
             retry_after,
             stats: Arc::new(LockStats::default()),
             shutdown,
+            probe_key: "lock:probe".to_string(),
         }
+    }
+
+    /// The key the breaker's prober locks (and releases) to test Redis.
+    pub fn with_probe_key(mut self, key: String) -> Self {
+        self.probe_key = key;
+        self
     }
 
     pub fn stats(&self) -> &LockStats {
@@ -109,7 +117,13 @@ impl LockGate {
                 if gate.breaker.state() == BreakerState::Closed {
                     continue;
                 }
-                if gate.provider.locked("probe").await.is_ok() {
+                // A write, not a read: a read-only replica left after a failover answers
+                // reads but would refuse every lock.
+                let ttl = Ttl::new(Duration::from_secs(1)).expect("non-zero");
+                if let Ok(handle) = gate.provider.acquire(&gate.probe_key, ttl).await {
+                    if handle.acquired {
+                        let _ = gate.provider.release(&handle).await;
+                    }
                     gate.breaker.on_success();
                     tracing::info!("redis is back: circuit breaker closed");
                 }

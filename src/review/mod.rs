@@ -48,6 +48,7 @@ pub struct ReviewService {
     keys: LockKeys,
     dispatcher: Arc<Dispatcher>,
     lock_timeout: Duration,
+    tx_timeout: Duration,
     metrics: Arc<Metrics>,
 }
 
@@ -58,6 +59,7 @@ impl ReviewService {
         keys: LockKeys,
         dispatcher: Arc<Dispatcher>,
         lock_timeout: Duration,
+        tx_timeout: Duration,
         metrics: Arc<Metrics>,
     ) -> Self {
         Self {
@@ -66,6 +68,7 @@ impl ReviewService {
             keys,
             dispatcher,
             lock_timeout,
+            tx_timeout,
             metrics,
         }
     }
@@ -159,7 +162,12 @@ impl ReviewService {
             lock_timeout: self.lock_timeout,
             pause_before_commit: hooks.pause_before_commit,
         };
-        let result = tx(&self.store, ctx).await;
+        // Bounded on the client side too: a partitioned database never answers, and the
+        // server-side timeouts cannot fire then. Dropping the transaction rolls it back.
+        let result = match tokio::time::timeout(self.tx_timeout, tx(&self.store, ctx)).await {
+            Ok(r) => r,
+            Err(_) => Err(StoreError::TimedOut(self.tx_timeout)),
+        };
         passage.release().await;
         let done = result?;
         self.metrics.transition(kind);

@@ -67,6 +67,10 @@ pub enum StoreError {
     RowLocked,
     #[error("database unavailable")]
     Unavailable(#[source] sqlx::Error),
+    /// The database stopped answering mid-transaction (for example a network partition:
+    /// the server-side statement_timeout cannot fire then). The transaction is rolled back.
+    #[error("database did not answer within {0:?}")]
+    TimedOut(std::time::Duration),
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }

@@ -181,3 +181,75 @@ async fn postgres_down_gives_503_and_readyz_not_ready() {
     assert_eq!(v["checks"]["postgresql"]["status"], "down");
     app.stop().await;
 }
+
+/// The database stops answering in the middle of a transition (a partition: connections
+/// stay open, nothing comes back). The request ends with 503, not a hang, and nothing was
+/// committed.
+#[tokio::test]
+async fn a_partitioned_database_mid_transaction_gives_503_not_a_hang() {
+    let owner = spawn_app().await; // the stores, reached directly
+    let target = pg_url()
+        .split('@')
+        .nth(1)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let proxy = crate::proxy::Proxy::start(target).await;
+    let via_proxy = pg_url().replacen(
+        pg_url()
+            .split('@')
+            .nth(1)
+            .unwrap()
+            .split('/')
+            .next()
+            .unwrap(),
+        &format!("127.0.0.1:{}", proxy.port),
+        1,
+    );
+    let db_url = format!(
+        "{}/{}",
+        via_proxy.rsplit_once('/').unwrap().0,
+        owner.shared.db_name
+    );
+    let app = spawn_app_with(AppOptions {
+        database_url: Some(db_url),
+        share_with: Some(owner.shared.clone()),
+        ..Default::default()
+    })
+    .await;
+    let review = owner.pending_reviews_in_db(1).await.remove(0);
+    let started = std::time::Instant::now();
+    let req = app
+        .client
+        .post(app.url(&format!("/api/v1/reviews/{review}/approve")))
+        .bearer_auth(app.reviewer())
+        .header(kh_review::startup::PAUSE_HEADER, "300")
+        .json(&json!({}))
+        .send();
+    let partition = async {
+        tokio::time::sleep(Duration::from_millis(100)).await; // inside the transaction
+        proxy.freeze();
+    };
+    let (r, ()) = tokio::join!(req, partition);
+    expect_error(
+        r.unwrap(),
+        StatusCode::SERVICE_UNAVAILABLE,
+        "DEPENDENCY_UNAVAILABLE",
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "bounded by the transaction timeout"
+    );
+    proxy.cut(); // the server sees the connections close and rolls back
+    let status: String = sqlx::query_scalar("SELECT status FROM reviews WHERE id = $1::uuid")
+        .bind(&review)
+        .fetch_one(&owner.pg)
+        .await
+        .unwrap();
+    assert_eq!(status, "PENDING", "nothing committed");
+    app.stop().await;
+    owner.finish().await;
+}

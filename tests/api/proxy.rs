@@ -10,6 +10,8 @@ pub struct Proxy {
     pub port: u16,
     state: Arc<Mutex<(bool, CancellationToken)>>,
     stop: CancellationToken,
+    /// Cancelled to stop forwarding while keeping every connection open (a partition).
+    freeze: Arc<Mutex<CancellationToken>>,
 }
 
 impl Proxy {
@@ -18,7 +20,8 @@ impl Proxy {
         let port = listener.local_addr().unwrap().port();
         let state = Arc::new(Mutex::new((true, CancellationToken::new())));
         let stop = CancellationToken::new();
-        let (st, stop2) = (state.clone(), stop.clone());
+        let freeze = Arc::new(Mutex::new(CancellationToken::new()));
+        let (st, stop2, fr) = (state.clone(), stop.clone(), freeze.clone());
         tokio::spawn(async move {
             loop {
                 let accepted = tokio::select! {
@@ -34,6 +37,7 @@ impl Proxy {
                     continue;
                 }
                 let target = target.clone();
+                let frozen = fr.lock().unwrap().clone();
                 tokio::spawn(async move {
                     let Ok(mut outbound) = TcpStream::connect(&target).await else {
                         return;
@@ -41,11 +45,24 @@ impl Proxy {
                     tokio::select! {
                         _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
                         _ = cut.cancelled() => {}
+                        // Hold both ends open, silent, until cut.
+                        _ = frozen.cancelled() => cut.cancelled().await,
                     }
                 });
             }
         });
-        Self { port, state, stop }
+        Self {
+            port,
+            state,
+            stop,
+            freeze,
+        }
+    }
+
+    /// Stops forwarding on every open connection but keeps them open, like a network
+    /// partition; `cut` ends them.
+    pub fn freeze(&self) {
+        self.freeze.lock().unwrap().cancel();
     }
 
     /// Drops every open connection and refuses new ones.
