@@ -38,6 +38,8 @@ pub const PAUSE_AFTER_LOCK_HEADER: &str = "x-test-pause-after-lock-ms";
 pub const SUSPEND_RENEWAL_HEADER: &str = "x-test-suspend-renewal";
 /// Skip the delivery attempt after COMMIT, as if the instance died right after it.
 pub const SKIP_DISPATCH_HEADER: &str = "x-test-skip-dispatch";
+/// Answer 503 after a successful COMMIT, as if the reply had been lost.
+pub const FAIL_AFTER_COMMIT_HEADER: &str = "x-test-fail-after-commit";
 
 /// Everything a handler can reach.
 pub struct AppState {
@@ -80,6 +82,7 @@ impl AppState {
             pause_after_lock: ms(PAUSE_AFTER_LOCK_HEADER),
             suspend_renewal: header(SUSPEND_RENEWAL_HEADER) == Some("true"),
             skip_dispatch: header(SKIP_DISPATCH_HEADER) == Some("true"),
+            fail_after_commit: header(FAIL_AFTER_COMMIT_HEADER) == Some("true"),
         }
     }
 }

@@ -7,13 +7,16 @@ use uuid::Uuid;
 
 use super::body::{parse_json, read_body};
 use super::error::{ApiError, ErrorEnvelope};
-use super::idempotency::{execute, Reply};
+use super::idempotency::execute;
 use super::views::{DocumentView, ReviewHistory, TransitionView};
 use super::BodyLimit;
 use crate::auth::{Caller, Role};
 use crate::domain::{DocumentBody, DocumentTitle};
+use crate::review::Recording;
 use crate::startup::AppState;
-use crate::store::pg::TxContext;
+use crate::store::pg::{RenderDocument, Transitioned, TxContext};
+use crate::store::DocumentRow;
+use serde_json::Value;
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -63,28 +66,50 @@ pub async fn create(
     let bytes = read_body(&req, payload, limit.0).await?;
     let (st, author) = (state.clone(), caller.id.clone());
     let body = bytes.clone();
-    execute(&req, &state, &caller, &bytes, async move {
+    let hooks = state.hooks(&req);
+    execute(&req, &state, &caller, &bytes, move |receipt| async move {
         let input: CreateDocument = parse_json(&body, false)?;
         let title = input_ok(DocumentTitle::parse(&input.title))?;
         let text = input_ok(DocumentBody::parse(&input.body))?;
         let id = Uuid::now_v7();
         let doc = st
             .store
-            .create_document(id, &title, &text, &author, &super::request_id::current())
+            .create_document(
+                id,
+                &title,
+                &text,
+                &author,
+                &super::request_id::current(),
+                receipt
+                    .as_ref()
+                    .map(|r| (r, render_created as RenderDocument)),
+            )
             .await?;
         tracing::info!(document_id = %doc.id, "document created");
+        if hooks.fail_after_commit {
+            return Err(crate::store::StoreError::TimedOut(std::time::Duration::ZERO).into());
+        }
         st.reviews.deliver_now(doc.id).await;
-        let mut view = DocumentView::from(&doc);
-        view.preview = Some(crate::domain::preview_of(&doc.body));
-        view.body = Some(doc.body);
-        json_reply(StatusCode::CREATED, &view)
+        Ok((StatusCode::CREATED, render_created(&doc)))
     })
     .await
 }
 
-fn json_reply<T: serde::Serialize>(status: StatusCode, v: &T) -> Reply {
-    let body = serde_json::to_value(v).map_err(|e| ApiError::internal(e.into()))?;
-    Ok((status, body))
+/// The body of a 201 to create (also what an idempotent retry replays).
+fn render_created(doc: &DocumentRow) -> Value {
+    let mut view = DocumentView::from(doc);
+    view.preview = Some(crate::domain::preview_of(&doc.body));
+    view.body = Some(doc.body.clone());
+    serde_json::to_value(view).expect("a document serializes")
+}
+
+/// The body of a transition's reply (also what an idempotent retry replays).
+pub(crate) fn render_transition(t: &Transitioned) -> Value {
+    serde_json::to_value(TransitionView {
+        document: DocumentView::from(&t.document),
+        review: t.review.clone(),
+    })
+    .expect("a transition serializes")
 }
 
 #[utoipa::path(
@@ -171,6 +196,7 @@ pub async fn update(
         lease: None,
         lock_timeout: state.lock_timeout,
         pause_before_commit: None,
+        receipt: None,
     };
     let doc = state
         .store
@@ -213,18 +239,23 @@ pub async fn submit(
     let bytes = read_body(&req, payload, limit.0).await?;
     let hooks = state.hooks(&req);
     let (st, actor, document_id) = (state.clone(), caller.id.clone(), *path);
-    execute(&req, &state, &caller, &bytes, async move {
+    execute(&req, &state, &caller, &bytes, move |receipt| async move {
+        let recording = receipt.map(|receipt| Recording {
+            receipt,
+            status: 201,
+            render: render_transition,
+        });
         let done = st
             .reviews
-            .submit(actor, document_id, super::request_id::current(), hooks)
+            .submit(
+                actor,
+                document_id,
+                super::request_id::current(),
+                hooks,
+                recording,
+            )
             .await?;
-        json_reply(
-            StatusCode::CREATED,
-            &TransitionView {
-                document: DocumentView::from(&done.document),
-                review: done.review,
-            },
-        )
+        Ok((StatusCode::CREATED, render_transition(&done)))
     })
     .await
 }

@@ -20,7 +20,7 @@ use super::error::{ApiError, ErrorCode};
 use super::request_id;
 use crate::auth::Caller;
 use crate::startup::AppState;
-use crate::store::idempotency::{self as repo, Begin};
+use crate::store::idempotency::{self as repo, Begin, Receipt};
 
 pub const HEADER: &str = "idempotency-key";
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
@@ -64,14 +64,18 @@ fn respond(reply: Reply) -> Result<HttpResponse, ApiError> {
 }
 
 /// Runs `work` in its own task, under the request's idempotency key if it has one.
-pub async fn execute<Fut>(
+///
+/// `work` gets the key's [`Receipt`] (None without a key): passing it to the store makes the
+/// response part of the same COMMIT as the change, so a retry after a lost reply replays it.
+pub async fn execute<W, Fut>(
     req: &HttpRequest,
     state: &actix_web::web::Data<AppState>,
     caller: &Caller,
     body: &[u8],
-    work: Fut,
+    work: W,
 ) -> Result<HttpResponse, ApiError>
 where
+    W: FnOnce(Option<Receipt>) -> Fut + Send + 'static,
     Fut: Future<Output = Reply> + Send + 'static,
 {
     let key = key_of(req)?;
@@ -79,7 +83,7 @@ where
     let span = tracing::Span::current();
     let Some(key) = key else {
         let task = tokio::spawn(tracing::Instrument::instrument(
-            request_id::scope(rid, work),
+            request_id::scope(rid, work(None)),
             span,
         ));
         return respond(
@@ -120,7 +124,12 @@ where
                     Err(e)
                 }
                 Begin::Proceed(claim) => {
-                    let reply = work.await;
+                    let receipt = Receipt {
+                        owner: owner.clone(),
+                        key: key.clone(),
+                        claim,
+                    };
+                    let reply = work(Some(receipt)).await;
                     let stored = match &reply {
                         Ok((status, body)) => Some((status.as_u16(), body.clone())),
                         Err(e) if !e.is_retryable() => Some((e.status.as_u16(), e.body_json())),

@@ -7,13 +7,14 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::body::{parse_json, read_body};
+use super::documents::render_transition;
 use super::error::{ApiError, ErrorEnvelope};
 use super::idempotency::execute;
-use super::views::{DocumentView, ReviewPage, TransitionView};
+use super::views::{ReviewPage, TransitionView};
 use super::BodyLimit;
 use crate::auth::{Caller, Role};
 use crate::domain::{Comment, RejectReason, ReviewStatus};
-use crate::review::{Decision, TransitionError};
+use crate::review::{Decision, Recording, TransitionError};
 use crate::startup::AppState;
 
 #[derive(Deserialize, Default, utoipa::ToSchema)]
@@ -139,8 +140,13 @@ async fn decide(
     let hooks = state.hooks(req);
     let (st, actor) = (state.clone(), caller.id.clone());
     let body = bytes.clone();
-    execute(req, state, &caller, &bytes, async move {
+    execute(req, state, &caller, &bytes, move |receipt| async move {
         let decision = parse(&body)?;
+        let recording = receipt.map(|receipt| Recording {
+            receipt,
+            status: 200,
+            render: render_transition,
+        });
         let done = st
             .reviews
             .decide(
@@ -149,14 +155,10 @@ async fn decide(
                 decision,
                 super::request_id::current(),
                 hooks,
+                recording,
             )
             .await?;
-        let view = TransitionView {
-            document: DocumentView::from(&done.document),
-            review: done.review,
-        };
-        let body = serde_json::to_value(&view).map_err(|e| ApiError::internal(e.into()))?;
-        Ok((StatusCode::OK, body))
+        Ok((StatusCode::OK, render_transition(&done)))
     })
     .await
 }

@@ -15,7 +15,8 @@ use crate::lock::gate::{Contended, LockGate};
 use crate::lock::LockKeys;
 use crate::metrics::Metrics;
 use crate::outbox::Dispatcher;
-use crate::store::pg::{PgStore, Transitioned, TxContext};
+use crate::store::idempotency::Receipt;
+use crate::store::pg::{PgStore, ReceiptWriter, Transitioned, TxContext};
 use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +34,13 @@ pub enum Decision {
     Reject(RejectReason),
 }
 
+/// How a transition records its response under the request's idempotency key.
+pub struct Recording {
+    pub receipt: Receipt,
+    pub status: u16,
+    pub render: fn(&Transitioned) -> serde_json::Value,
+}
+
 /// Per-request fault injection that only tests may set (see `server.test_hooks`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Hooks {
@@ -40,6 +48,8 @@ pub struct Hooks {
     pub pause_after_lock: Option<Duration>,
     pub suspend_renewal: bool,
     pub skip_dispatch: bool,
+    /// Report a (retryable) failure after a successful COMMIT, as a lost reply would.
+    pub fail_after_commit: bool,
 }
 
 pub struct ReviewService {
@@ -83,11 +93,18 @@ impl ReviewService {
         document_id: Uuid,
         request_id: String,
         hooks: Hooks,
+        recording: Option<Recording>,
     ) -> Result<Transitioned, TransitionError> {
         let key = self.keys.submit(document_id);
-        self.guarded("submit", &key, &actor, &request_id, hooks, |store, ctx| {
-            Box::pin(async move { store.submit(document_id, &ctx).await })
-        })
+        self.guarded(
+            "submit",
+            &key,
+            &actor,
+            &request_id,
+            hooks,
+            recording,
+            |store, ctx| Box::pin(async move { store.submit(document_id, &ctx).await }),
+        )
         .await
     }
 
@@ -98,32 +115,42 @@ impl ReviewService {
         decision: Decision,
         request_id: String,
         hooks: Hooks,
+        recording: Option<Recording>,
     ) -> Result<Transitioned, TransitionError> {
         let key = self.keys.review(review_id);
         let kind = match decision {
             Decision::Approve(_) => "approve",
             Decision::Reject(_) => "reject",
         };
-        self.guarded(kind, &key, &actor, &request_id, hooks, |store, ctx| {
-            Box::pin(async move {
-                match &decision {
-                    Decision::Approve(c) => {
-                        store
-                            .decide(review_id, Action::Approve, c.as_ref(), None, &ctx)
-                            .await
+        self.guarded(
+            kind,
+            &key,
+            &actor,
+            &request_id,
+            hooks,
+            recording,
+            |store, ctx| {
+                Box::pin(async move {
+                    match &decision {
+                        Decision::Approve(c) => {
+                            store
+                                .decide(review_id, Action::Approve, c.as_ref(), None, &ctx)
+                                .await
+                        }
+                        Decision::Reject(r) => {
+                            store
+                                .decide(review_id, Action::Reject, None, Some(r), &ctx)
+                                .await
+                        }
                     }
-                    Decision::Reject(r) => {
-                        store
-                            .decide(review_id, Action::Reject, None, Some(r), &ctx)
-                            .await
-                    }
-                }
-            })
-        })
+                })
+            },
+        )
         .await
     }
 
     /// Lock, run `tx` under it, release, deliver.
+    #[allow(clippy::too_many_arguments)]
     async fn guarded<F>(
         &self,
         kind: &'static str,
@@ -131,6 +158,7 @@ impl ReviewService {
         actor: &UserId,
         request_id: &str,
         hooks: Hooks,
+        recording: Option<Recording>,
         tx: F,
     ) -> Result<Transitioned, TransitionError>
     where
@@ -161,6 +189,11 @@ impl ReviewService {
             lease: passage.lease(),
             lock_timeout: self.lock_timeout,
             pause_before_commit: hooks.pause_before_commit,
+            receipt: recording.as_ref().map(|r| ReceiptWriter {
+                receipt: &r.receipt,
+                status: r.status,
+                render: r.render,
+            }),
         };
         // Bounded on the client side too: a partitioned database never answers, and the
         // server-side timeouts cannot fire then. Dropping the transaction rolls it back.
@@ -171,6 +204,9 @@ impl ReviewService {
         passage.release().await;
         let done = result?;
         self.metrics.transition(kind);
+        if hooks.fail_after_commit {
+            return Err(StoreError::TimedOut(Duration::ZERO).into());
+        }
         tracing::info!(
             document_id = %done.document.id,
             review_id = %done.review.id,

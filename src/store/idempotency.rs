@@ -8,6 +8,36 @@ use uuid::Uuid;
 
 use super::StoreError;
 
+/// The key a running request owns; lets a transition record its response in its own
+/// transaction, so a COMMIT and its idempotency record stand or fall together.
+#[derive(Debug, Clone)]
+pub struct Receipt {
+    pub owner: String,
+    pub key: String,
+    pub claim: Uuid,
+}
+
+/// Marks the key DONE with `status` and `body`, inside the caller's transaction.
+pub async fn record_in_tx(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    receipt: &Receipt,
+    status: u16,
+    body: &serde_json::Value,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE idempotency_keys SET state = 'DONE', response_status = $3, response_body = $4, \
+         locked_until = now() WHERE owner_id = $1 AND key = $2 AND claim = $5",
+    )
+    .bind(&receipt.owner)
+    .bind(&receipt.key)
+    .bind(status as i16)
+    .bind(body)
+    .bind(receipt.claim)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
 /// What to do with a request that carries an idempotency key.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Begin {

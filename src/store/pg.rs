@@ -16,6 +16,7 @@ use crate::domain::{
     UserId,
 };
 use crate::lock::lease::Lease;
+use crate::store::idempotency::{record_in_tx, Receipt};
 
 const DOC_COLS: &str = "id, title, body, status, version, author_id, current_review_id, \
                         fence_token, created_at, updated_at";
@@ -32,6 +33,19 @@ pub struct TxContext<'a> {
     /// Test hook: sleep after the row locks are taken and before the lease check and COMMIT,
     /// to simulate a holder that pauses past its TTL.
     pub pause_before_commit: Option<Duration>,
+    /// The request's idempotency key, if any: its response is recorded in this transaction.
+    pub receipt: Option<ReceiptWriter<'a>>,
+}
+
+/// Renders the response body of a create, to record it with its idempotency key.
+pub type RenderDocument = fn(&DocumentRow) -> serde_json::Value;
+
+/// How a transition records the response of an idempotent request.
+#[derive(Clone, Copy)]
+pub struct ReceiptWriter<'a> {
+    pub receipt: &'a Receipt,
+    pub status: u16,
+    pub render: fn(&Transitioned) -> serde_json::Value,
 }
 
 impl TxContext<'_> {
@@ -78,6 +92,7 @@ impl PgStore {
         body: &DocumentBody,
         author: &UserId,
         request_id: &str,
+        receipt: Option<(&Receipt, RenderDocument)>,
     ) -> Result<DocumentRow, StoreError> {
         let mut tx = self.pool.begin().await?;
         let doc: DocumentRow = sqlx::query_as(&format!(
@@ -104,6 +119,9 @@ impl PgStore {
             json!({}),
         )
         .await?;
+        if let Some((receipt, render)) = receipt {
+            record_in_tx(&mut tx, receipt, 201, &render(&doc)).await?;
+        }
         tx.commit().await?;
         Ok(doc)
     }
@@ -303,6 +321,13 @@ impl PgStore {
         if let Some(pause) = ctx.pause_before_commit {
             tokio::time::sleep(pause).await;
         }
+        let done = Transitioned {
+            document: doc.clone(),
+            review: review.clone(),
+        };
+        if let Some(w) = ctx.receipt {
+            record_in_tx(&mut tx, w.receipt, w.status, &(w.render)(&done)).await?;
+        }
         if let Some(lease) = ctx.lease {
             if lease.check().is_err() {
                 tx.rollback().await?;
@@ -310,10 +335,7 @@ impl PgStore {
             }
         }
         tx.commit().await?;
-        Ok(Transitioned {
-            document: doc.clone(),
-            review: review.clone(),
-        })
+        Ok(done)
     }
 
     async fn begin(&self, ctx: &TxContext<'_>) -> Result<Transaction<'_, Postgres>, StoreError> {

@@ -253,3 +253,73 @@ async fn a_client_that_disconnects_still_gets_its_decision_on_retry() {
     );
     app.finish().await;
 }
+
+/// The COMMIT succeeded but the client never heard (the reply was lost): the retry with the
+/// same key replays the committed response, because the response was recorded in the same
+/// transaction as the change. Without a key, the same retry would find the review decided.
+#[tokio::test]
+async fn a_lost_reply_after_commit_is_replayed_not_run_again() {
+    let app = spawn_app().await;
+    let (_, review_id) = app.pending_review().await;
+    let path = format!("/api/v1/reviews/{review_id}/approve");
+    let lost = keyed(&app, &path, &app.reviewer(), "lost-reply", json!({}))
+        .header(kh_review::startup::FAIL_AFTER_COMMIT_HEADER, "true")
+        .send()
+        .await
+        .unwrap();
+    expect_error(
+        lost,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "DEPENDENCY_UNAVAILABLE",
+    )
+    .await;
+    let retry = keyed(&app, &path, &app.reviewer(), "lost-reply", json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(retry.status(), StatusCode::OK);
+    assert_eq!(retry.headers().get("idempotent-replayed").unwrap(), "true");
+    let v: Value = retry.json().await.unwrap();
+    assert_eq!(v["document"]["status"], "APPROVED");
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit_log WHERE action = 'approve'")
+            .await,
+        1
+    );
+    // The same for a create: one document, whatever the client saw.
+    let lost = keyed(
+        &app,
+        "/api/v1/documents",
+        &app.author(),
+        "lost-create",
+        json!({"title": "t", "body": "b"}),
+    )
+    .header(kh_review::startup::FAIL_AFTER_COMMIT_HEADER, "true")
+    .send()
+    .await
+    .unwrap();
+    expect_error(
+        lost,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "DEPENDENCY_UNAVAILABLE",
+    )
+    .await;
+    let before = app.count("SELECT count(*) FROM documents").await;
+    let retry = keyed(
+        &app,
+        "/api/v1/documents",
+        &app.author(),
+        "lost-create",
+        json!({"title": "t", "body": "b"}),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(retry.status(), StatusCode::CREATED);
+    assert_eq!(
+        app.count("SELECT count(*) FROM documents").await,
+        before,
+        "no second document"
+    );
+    app.finish().await;
+}
