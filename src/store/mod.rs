@@ -5,6 +5,7 @@ pub mod idempotency;
 pub mod mongo;
 pub mod outbox;
 pub mod pg;
+mod steps;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
