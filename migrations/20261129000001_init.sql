@@ -77,6 +77,7 @@ CREATE TABLE outbox (
     -- A dispatcher working on the row (its I/O runs outside any transaction) until then;
     -- if that dispatcher dies, another takes the row after this time.
     claimed_until    timestamptz,
+    claim_token      uuid,
     last_error       text
 );
 CREATE INDEX outbox_undone_by_document ON outbox (document_id, id) WHERE done_at IS NULL;

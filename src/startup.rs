@@ -50,6 +50,8 @@ pub struct AppState {
     pub redis: Option<RedisLockProvider>,
     pub metrics: Arc<Metrics>,
     pub lock_timeout: Duration,
+    /// Client-side bound on one write transaction (a partitioned database never answers).
+    pub tx_timeout: Duration,
     pub idempotency: IdempotencyPolicy,
     pub test_hooks: bool,
 }
@@ -94,7 +96,16 @@ pub async fn connect_pg(settings: &Settings) -> anyhow::Result<PgPool> {
         .expose_secret()
         .parse()
         .context("database.url is not a valid PostgreSQL URL")?;
-    let opts = opts.options([("statement_timeout", format!("{}", db.statement_timeout_ms))]);
+    // A session left idle inside a transaction (its client stalled or vanished mid-way) is
+    // ended by the server, so its row locks do not outlive the client's own timeout.
+    let idle_in_tx = db.lock_timeout_ms + db.statement_timeout_ms + 5000;
+    let opts = opts.options([
+        ("statement_timeout", db.statement_timeout_ms.to_string()),
+        (
+            "idle_in_transaction_session_timeout",
+            idle_in_tx.to_string(),
+        ),
+    ]);
     Ok(PgPoolOptions::new()
         .max_connections(db.max_connections)
         .acquire_timeout(Duration::from_millis(db.acquire_timeout_ms))
@@ -107,6 +118,14 @@ pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
         .run(pool)
         .await
         .context("could not apply database migrations")
+}
+
+/// Client-side bound on a write transaction: row-lock wait plus the slowest statement, plus
+/// slack (the pause test hook sleeps inside transactions).
+fn tx_timeout(settings: &Settings) -> Duration {
+    Duration::from_millis(
+        settings.database.lock_timeout_ms + settings.database.statement_timeout_ms + 5000,
+    )
 }
 
 /// The parts shared by `serve` and `dispatch`.
@@ -188,10 +207,7 @@ impl Core {
             LockKeys::new(settings.redis.key_prefix.clone()),
             dispatcher.clone(),
             Duration::from_millis(settings.database.lock_timeout_ms),
-            // Row-lock wait plus the slowest statement, plus slack for the pause test hook.
-            Duration::from_millis(
-                settings.database.lock_timeout_ms + settings.database.statement_timeout_ms + 5000,
-            ),
+            tx_timeout(settings),
             metrics.clone(),
         ));
         let state = web::Data::new(AppState {
@@ -202,6 +218,7 @@ impl Core {
             redis: Some(redis),
             metrics,
             lock_timeout: Duration::from_millis(settings.database.lock_timeout_ms),
+            tx_timeout: tx_timeout(settings),
             idempotency: IdempotencyPolicy {
                 ttl: Duration::from_secs(settings.idempotency.ttl_secs),
                 in_flight_for: Duration::from_millis(settings.idempotency.in_flight_timeout_ms),

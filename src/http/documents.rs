@@ -15,7 +15,7 @@ use crate::domain::{DocumentBody, DocumentTitle};
 use crate::review::Recording;
 use crate::startup::AppState;
 use crate::store::pg::{RenderDocument, Transitioned, TxContext};
-use crate::store::DocumentRow;
+use crate::store::{DocumentRow, StoreError};
 use serde_json::Value;
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -72,22 +72,23 @@ pub async fn create(
         let title = input_ok(DocumentTitle::parse(&input.title))?;
         let text = input_ok(DocumentBody::parse(&input.body))?;
         let id = Uuid::now_v7();
-        let doc = st
-            .store
-            .create_document(
-                id,
-                &title,
-                &text,
-                &author,
-                &super::request_id::current(),
-                receipt
-                    .as_ref()
-                    .map(|r| (r, render_created as RenderDocument)),
-            )
-            .await?;
+        let request_id = super::request_id::current();
+        let create = st.store.create_document(
+            id,
+            &title,
+            &text,
+            &author,
+            &request_id,
+            receipt
+                .as_ref()
+                .map(|r| (r, render_created as RenderDocument)),
+        );
+        let doc = tokio::time::timeout(st.tx_timeout, create)
+            .await
+            .map_err(|_| StoreError::TimedOut(st.tx_timeout))??;
         tracing::info!(document_id = %doc.id, "document created");
         if hooks.fail_after_commit {
-            return Err(crate::store::StoreError::TimedOut(std::time::Duration::ZERO).into());
+            return Err(StoreError::TimedOut(std::time::Duration::ZERO).into());
         }
         st.reviews.deliver_now(doc.id).await;
         Ok((StatusCode::CREATED, render_created(&doc)))
@@ -198,10 +199,12 @@ pub async fn update(
         pause_before_commit: None,
         receipt: None,
     };
-    let doc = state
+    let update = state
         .store
-        .update_document(*path, title.as_ref(), text.as_ref(), &ctx)
-        .await?;
+        .update_document(*path, title.as_ref(), text.as_ref(), &ctx);
+    let doc = tokio::time::timeout(state.tx_timeout, update)
+        .await
+        .map_err(|_| StoreError::TimedOut(state.tx_timeout))??;
     state.reviews.deliver_now(doc.id).await;
     let mut view = DocumentView::from(&doc);
     view.preview = Some(crate::domain::preview_of(&doc.body));

@@ -220,6 +220,15 @@ impl From<StoreError> for ApiError {
             StoreError::Unavailable(db) => {
                 ApiError::unavailable(anyhow::Error::new(db).context("postgresql unavailable"))
             }
+            StoreError::KeyTakenOver => {
+                let mut e = ApiError::new(
+                    StatusCode::CONFLICT,
+                    ErrorCode::IdempotencyInFlight,
+                    "a retry with this Idempotency-Key took over; retry to get its result",
+                );
+                e.retry_after_secs = Some(1);
+                e
+            }
             StoreError::TimedOut(d) => ApiError::unavailable(anyhow::anyhow!(
                 "postgresql did not answer within {d:?}"
             )),

@@ -137,14 +137,18 @@ impl Dispatcher {
             }
         }
         let mut done = 0;
+        let token = rows.first().map(|r| r.claim_token).unwrap_or_default();
         for (i, (document_id, doc_rows)) in by_doc.iter().enumerate() {
+            let ids: Vec<i64> = doc_rows.iter().map(|r| r.id).collect();
+            if !repo::renew(&self.pool, &ids, token, self.claim_for()).await? {
+                continue; // the claim ran out while earlier documents were projected
+            }
             let doc = repo::current_document(&self.pool, *document_id).await?;
             match self.mongo.project(&doc).await {
                 Ok(outcome) => {
                     self.stats.projected.fetch_add(1, Ordering::Relaxed);
                     tracing::debug!(%document_id, ?outcome, version = doc.version, "projected to mongodb");
-                    let ids: Vec<i64> = doc_rows.iter().map(|r| r.id).collect();
-                    repo::mark_projected(&self.pool, &ids).await?;
+                    repo::mark_projected(&self.pool, &ids, token).await?;
                     done += ids.len();
                 }
                 Err(e) => {
@@ -158,7 +162,7 @@ impl Dispatcher {
                         .iter()
                         .flat_map(|(_, rs)| rs.iter().map(|r| r.id))
                         .collect();
-                    repo::unclaim(&self.pool, &rest).await?;
+                    repo::unclaim(&self.pool, &rest, token).await?;
                     return Ok((done, true));
                 }
             }
@@ -177,9 +181,12 @@ impl Dispatcher {
         let rows =
             repo::claim_publishable(&self.pool, only_document, limit, self.claim_for()).await?;
         for (i, row) in rows.iter().enumerate() {
+            if !repo::renew(&self.pool, &[row.id], row.claim_token, self.claim_for()).await? {
+                continue; // the claim ran out while earlier rows were published
+            }
             if let RowOutcome::Failed = self.deliver(row).await? {
                 let rest: Vec<i64> = rows[i + 1..].iter().map(|r| r.id).collect();
-                repo::unclaim(&self.pool, &rest).await?;
+                repo::unclaim(&self.pool, &rest, row.claim_token).await?;
                 return Ok((i + 1, true));
             }
         }
@@ -213,7 +220,7 @@ impl Dispatcher {
             error,
             "outbox delivery failed"
         );
-        repo::mark_failed(&self.pool, row.id, retry_in, error).await?;
+        repo::mark_failed(&self.pool, row.id, row.claim_token, retry_in, error).await?;
         Ok(RowOutcome::Failed)
     }
 

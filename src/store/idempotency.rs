@@ -24,7 +24,7 @@ pub async fn record_in_tx(
     status: u16,
     body: &serde_json::Value,
 ) -> Result<(), StoreError> {
-    sqlx::query(
+    let n = sqlx::query(
         "UPDATE idempotency_keys SET state = 'DONE', response_status = $3, response_body = $4, \
          locked_until = now() WHERE owner_id = $1 AND key = $2 AND claim = $5",
     )
@@ -34,7 +34,13 @@ pub async fn record_in_tx(
     .bind(body)
     .bind(receipt.claim)
     .execute(&mut **tx)
-    .await?;
+    .await?
+    .rows_affected();
+    if n != 1 {
+        // The key was taken over (this request ran past in_flight_timeout_ms): roll back,
+        // so the change happens once, under whoever owns the key now.
+        return Err(StoreError::KeyTakenOver);
+    }
     Ok(())
 }
 

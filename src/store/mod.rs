@@ -64,6 +64,8 @@ pub enum StoreError {
     ReviewDecided(String),
     #[error("the outer lock was lost before commit")]
     LockLost,
+    #[error("the idempotency key was taken over by a retry")]
+    KeyTakenOver,
     #[error("the row is locked by another transaction")]
     RowLocked,
     #[error("database unavailable")]

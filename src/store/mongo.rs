@@ -2,7 +2,6 @@
 //! admin UI and downstream chunkers. Re-derivable from PostgreSQL at any time.
 //!
 //! Writes only ever move `version` forward: a stale writer can never overwrite a newer one.
-//! Every query and write is by `_id` (the only filter FerretDB answers from its index).
 
 use std::time::Duration;
 
@@ -82,33 +81,44 @@ impl MongoProjection {
             "current_review_id": doc.current_review_id.map(|r| r.to_string()),
             "updated_at": doc.updated_at.to_rfc3339(),
         };
-        // Insert, or read then write by `_id` alone. Only one dispatcher projects a document
-        // at a time (see store::outbox::claim_unprojected), so nothing writes between the read
-        // and the write. (On FerretDB a write filtered on anything but `_id`, and a read of a
-        // missing `_id`, scan the whole collection: hence insert first, filter by `_id` only.)
+        // Insert when absent; otherwise update only if the stored version is older, in one
+        // atomic write (`{_id, version: {$lt: v}}`). That filter is an `_id` index lookup on
+        // MongoDB; FerretDB scans the collection for it, which is why the insert comes first
+        // (a first projection, the common case under load, never pays the scan).
         let work = async {
-            let mut full = fields.clone();
-            full.insert("_id", &id);
-            match self.coll.insert_one(full).await {
-                Ok(_) => return Ok(Projected::Inserted),
-                Err(e) if is_duplicate_key(&e) => {}
-                Err(e) => return Err(anyhow::Error::new(e).context("mongo insert")),
+            for _ in 0..3 {
+                let mut full = fields.clone();
+                full.insert("_id", &id);
+                match self.coll.insert_one(full).await {
+                    Ok(_) => return Ok(Projected::Inserted),
+                    Err(e) if is_duplicate_key(&e) => {}
+                    Err(e) => return Err(anyhow::Error::new(e).context("mongo insert")),
+                }
+                let r = self
+                    .coll
+                    .update_one(
+                        doc! { "_id": &id, "version": { "$lt": doc.version } },
+                        doc! { "$set": fields.clone() },
+                    )
+                    .await
+                    .context("mongo update")?;
+                if r.matched_count == 1 {
+                    return Ok(Projected::Updated);
+                }
+                // Not older: stale, unless the document vanished in between (then insert).
+                let present = self
+                    .coll
+                    .find_one(doc! { "_id": &id })
+                    .projection(doc! { "version": 1 })
+                    .await
+                    .context("mongo read")?;
+                if present.is_some() {
+                    return Ok(Projected::Stale);
+                }
             }
-            let stored = self
-                .coll
-                .find_one(doc! { "_id": &id })
-                .projection(doc! { "version": 1 })
-                .await
-                .context("mongo read")?;
-            let stored_version = stored.and_then(|d| d.get_i64("version").ok()).unwrap_or(0);
-            if stored_version >= doc.version {
-                return Ok(Projected::Stale);
-            }
-            self.coll
-                .update_one(doc! { "_id": &id }, doc! { "$set": fields.clone() })
-                .await
-                .context("mongo update")?;
-            Ok(Projected::Updated)
+            Err(anyhow::anyhow!(
+                "mongo projection kept racing with another writer"
+            ))
         };
         tokio::time::timeout(self.bound(), work)
             .await

@@ -20,16 +20,18 @@ pub struct OutboxRow {
     pub routing_key: Option<String>,
     pub payload: serde_json::Value,
     pub attempts: i32,
+    /// Identifies this claim: marks and renewals only touch rows still claimed with it.
+    pub claim_token: Uuid,
 }
 
 const RETURNING: &str = "RETURNING id, event_id, document_id, document_version, event_type, \
-                         routing_key, payload, attempts";
+                         routing_key, payload, attempts, claim_token";
 
 /// Claims up to `limit` due rows whose projection has not run. A projection writes the
-/// document's current state, so it needs no ordering; but only one dispatcher projects a
-/// given document at a time (a per-document advisory lock while claiming, and no other
-/// live claim on the document's unprojected rows), so the read-then-write of the MongoDB
-/// projection has no concurrent writer.
+/// document's current state under a version guard, so it needs no ordering; dispatchers
+/// mostly avoid projecting one document at the same time (a per-document advisory lock
+/// while claiming, and no other live claim on its unprojected rows), which saves work but
+/// is not what keeps the projection correct.
 pub async fn claim_unprojected(
     pool: &PgPool,
     only_document: Option<Uuid>,
@@ -37,7 +39,8 @@ pub async fn claim_unprojected(
     claim_for: Duration,
 ) -> Result<Vec<OutboxRow>, StoreError> {
     Ok(sqlx::query_as(&format!(
-        "UPDATE outbox SET claimed_until = now() + make_interval(secs => $3) WHERE id IN ( \
+        "UPDATE outbox SET claimed_until = now() + make_interval(secs => $3), claim_token = $4 \
+         WHERE id IN ( \
            SELECT o.id FROM outbox o \
            WHERE o.done_at IS NULL AND o.projected_at IS NULL AND o.next_attempt_at <= now() \
              AND (o.claimed_until IS NULL OR o.claimed_until < now()) \
@@ -51,6 +54,7 @@ pub async fn claim_unprojected(
     .bind(only_document)
     .bind(limit)
     .bind(claim_for.as_secs_f64())
+    .bind(Uuid::new_v4())
     .fetch_all(pool)
     .await?)
 }
@@ -65,7 +69,8 @@ pub async fn claim_publishable(
     claim_for: Duration,
 ) -> Result<Vec<OutboxRow>, StoreError> {
     let mut rows: Vec<OutboxRow> = sqlx::query_as(&format!(
-        "UPDATE outbox SET claimed_until = now() + make_interval(secs => $3) WHERE id IN ( \
+        "UPDATE outbox SET claimed_until = now() + make_interval(secs => $3), claim_token = $4 \
+         WHERE id IN ( \
            SELECT o.id FROM outbox o \
            WHERE o.done_at IS NULL AND o.projected_at IS NOT NULL AND o.next_attempt_at <= now() \
              AND (o.claimed_until IS NULL OR o.claimed_until < now()) \
@@ -77,6 +82,7 @@ pub async fn claim_publishable(
     .bind(only_document)
     .bind(limit)
     .bind(claim_for.as_secs_f64())
+    .bind(Uuid::new_v4())
     .fetch_all(pool)
     .await?;
     rows.sort_by_key(|r| r.id);
@@ -93,17 +99,20 @@ pub async fn current_document(pool: &PgPool, id: Uuid) -> Result<DocumentRow, St
     .await?)
 }
 
-pub async fn mark_projected(pool: &PgPool, ids: &[i64]) -> Result<(), StoreError> {
+pub async fn mark_projected(pool: &PgPool, ids: &[i64], token: Uuid) -> Result<(), StoreError> {
     sqlx::query(
         "UPDATE outbox SET projected_at = now(), claimed_until = NULL, last_error = NULL \
-         WHERE id = ANY($1)",
+         WHERE id = ANY($1) AND claim_token = $2",
     )
     .bind(ids)
+    .bind(token)
     .execute(pool)
     .await?;
     Ok(())
 }
 
+/// Marks a delivered row done. Not filtered by claim: a confirmed publish is done, whoever
+/// claims the row now.
 pub async fn mark_done(pool: &PgPool, id: i64, published: bool) -> Result<(), StoreError> {
     sqlx::query(
         "UPDATE outbox SET done_at = now(), claimed_until = NULL, \
@@ -120,32 +129,56 @@ pub async fn mark_done(pool: &PgPool, id: i64, published: bool) -> Result<(), St
 pub async fn mark_failed(
     pool: &PgPool,
     id: i64,
+    token: Uuid,
     retry_in: Duration,
     error: &str,
 ) -> Result<(), StoreError> {
     sqlx::query(
         "UPDATE outbox SET attempts = attempts + 1, claimed_until = NULL, \
          next_attempt_at = now() + make_interval(secs => $2), last_error = left($3, 500) \
-         WHERE id = $1",
+         WHERE id = $1 AND claim_token = $4",
     )
     .bind(id)
     .bind(retry_in.as_secs_f64())
     .bind(error)
+    .bind(token)
     .execute(pool)
     .await?;
     Ok(())
 }
 
 /// Gives claimed rows back untouched (the pass stopped before reaching them).
-pub async fn unclaim(pool: &PgPool, ids: &[i64]) -> Result<(), StoreError> {
+pub async fn unclaim(pool: &PgPool, ids: &[i64], token: Uuid) -> Result<(), StoreError> {
     if ids.is_empty() {
         return Ok(());
     }
-    sqlx::query("UPDATE outbox SET claimed_until = NULL WHERE id = ANY($1)")
+    sqlx::query("UPDATE outbox SET claimed_until = NULL WHERE id = ANY($1) AND claim_token = $2")
         .bind(ids)
+        .bind(token)
         .execute(pool)
         .await?;
     Ok(())
+}
+
+/// Extends a claim right before its row's I/O; false when the claim expired and moved on
+/// (then the row is someone else's and must be left alone).
+pub async fn renew(
+    pool: &PgPool,
+    ids: &[i64],
+    token: Uuid,
+    claim_for: Duration,
+) -> Result<bool, StoreError> {
+    let n = sqlx::query(
+        "UPDATE outbox SET claimed_until = now() + make_interval(secs => $3) \
+         WHERE id = ANY($1) AND claim_token = $2 AND done_at IS NULL",
+    )
+    .bind(ids)
+    .bind(token)
+    .bind(claim_for.as_secs_f64())
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(n as usize == ids.len())
 }
 
 /// Undone rows and the age of the oldest, in seconds.

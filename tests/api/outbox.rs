@@ -192,3 +192,78 @@ async fn a_hung_rabbitmq_never_starves_the_database_pool() {
     assert_eq!(waiting, 8, "every event waits in the outbox");
     app.stop().await;
 }
+
+/// A dispatcher whose claim expired cannot touch the row any more: its marks and renewals
+/// are refused once another dispatcher holds the row.
+#[tokio::test]
+async fn an_expired_claim_cannot_mark_or_renew_the_new_claimants_row() {
+    use kh_review::store::outbox as repo;
+    let app = spawn_app_with(AppOptions {
+        run_dispatcher: false,
+        ..Default::default()
+    })
+    .await;
+    let review = app.pending_reviews_in_db(1).await.remove(0);
+    let r = app
+        .client
+        .post(app.url(&format!("/api/v1/reviews/{review}/approve")))
+        .bearer_auth(app.reviewer())
+        .header(kh_review::startup::SKIP_DISPATCH_HEADER, "true")
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    // Dispatcher A claims with a claim that is already over; B claims the row after it.
+    let a = repo::claim_unprojected(&app.pg, None, 10, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(a.len(), 1);
+    let b = repo::claim_unprojected(&app.pg, None, 10, Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(b.len(), 1, "an expired claim frees the row");
+    assert_ne!(a[0].claim_token, b[0].claim_token);
+    let ids = [a[0].id];
+    assert!(
+        !repo::renew(&app.pg, &ids, a[0].claim_token, Duration::from_secs(30))
+            .await
+            .unwrap()
+    );
+    repo::mark_failed(
+        &app.pg,
+        a[0].id,
+        a[0].claim_token,
+        Duration::from_secs(60),
+        "late",
+    )
+    .await
+    .unwrap();
+    repo::unclaim(&app.pg, &ids, a[0].claim_token)
+        .await
+        .unwrap();
+    repo::mark_projected(&app.pg, &ids, a[0].claim_token)
+        .await
+        .unwrap();
+    let (attempts, claimed, projected): (i32, bool, bool) = sqlx::query_as(
+        "SELECT attempts, claimed_until > now(), projected_at IS NOT NULL FROM outbox WHERE id = $1",
+    )
+    .bind(a[0].id)
+    .fetch_one(&app.pg)
+    .await
+    .unwrap();
+    assert_eq!(
+        (attempts, claimed, projected),
+        (0, true, false),
+        "B's claim is untouched"
+    );
+    assert!(
+        repo::renew(&app.pg, &ids, b[0].claim_token, Duration::from_secs(30))
+            .await
+            .unwrap()
+    );
+    repo::unclaim(&app.pg, &ids, b[0].claim_token)
+        .await
+        .unwrap();
+    app.stop().await;
+}
