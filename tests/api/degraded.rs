@@ -90,11 +90,11 @@ pub struct OwnRedis {
 }
 
 impl OwnRedis {
-    pub fn start() -> Self {
-        Self::start_on(dead_port())
+    pub async fn start() -> Self {
+        Self::start_on(dead_port()).await
     }
 
-    pub fn start_on(port: u16) -> Self {
+    pub async fn start_on(port: u16) -> Self {
         let child = Command::new("redis-server")
             .args([
                 "--port",
@@ -109,12 +109,19 @@ impl OwnRedis {
             .stdout(Stdio::null())
             .spawn()
             .expect("redis-server on PATH (install with `make services`)");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "own redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Self { child, port }
+        let own = Self { child, port };
+        wait_for(
+            "own redis-server to listen",
+            Duration::from_secs(10),
+            || async {
+                tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .ok()
+                    .map(|_| ())
+            },
+        )
+        .await;
+        own
     }
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
@@ -134,7 +141,7 @@ impl Drop for OwnRedis {
 
 #[tokio::test]
 async fn redis_stopped_mid_test() {
-    let mut redis = OwnRedis::start();
+    let mut redis = OwnRedis::start().await;
     let app = spawn_app_with(AppOptions {
         redis_url: Some(format!("redis://127.0.0.1:{}", redis.port)),
         ..Default::default()

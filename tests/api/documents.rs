@@ -225,11 +225,22 @@ async fn a_partitioned_database_mid_transaction_gives_503_not_a_hang() {
         .client
         .post(app.url(&format!("/api/v1/reviews/{review}/approve")))
         .bearer_auth(app.reviewer())
-        .header(kh_review::startup::PAUSE_HEADER, "300")
+        .header(kh_review::startup::PAUSE_HEADER, "1000")
         .json(&json!({}))
         .send();
     let partition = async {
-        tokio::time::sleep(Duration::from_millis(100)).await; // inside the transaction
+        // The request holds its transaction open (paused before COMMIT): partition now.
+        wait_for("the request to be inside its transaction", Duration::from_secs(10), || async {
+            let n: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND state = 'idle in transaction'",
+            )
+            .bind(&owner.shared.db_name)
+            .fetch_one(&owner.pg)
+            .await
+            .unwrap();
+            (n > 0).then_some(())
+        })
+        .await;
         proxy.freeze();
     };
     let (r, ()) = tokio::join!(req, partition);

@@ -5,7 +5,7 @@
 //! prefix, MongoDB database and AMQP exchange + queue, so tests run in parallel. The
 //! services must be running (`make services`); a missing one fails the test loudly.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kh_review::auth::{sign, Role};
 use kh_review::config::Settings;
@@ -94,23 +94,20 @@ async fn template() -> &'static str {
         .await
 }
 
+/// PostgreSQL refuses to copy a template that another CREATE DATABASE is copying at the
+/// same moment, so the copies of this process take turns.
+static TEMPLATE_COPY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn create_test_database() -> String {
     let tpl = template().await;
     let name = format!("kh_t_{}", Uuid::new_v4().simple());
     let mut admin = PgConnection::connect(&pg_url()).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match sqlx::query(&format!("CREATE DATABASE {name} TEMPLATE {tpl}"))
+    {
+        let _turn = TEMPLATE_COPY.lock().await;
+        sqlx::query(&format!("CREATE DATABASE {name} TEMPLATE {tpl}"))
             .execute(&mut admin)
             .await
-        {
-            Ok(_) => break,
-            // Another test copying the template at the same moment.
-            Err(e) if Instant::now() < deadline && e.to_string().contains("being accessed") => {
-                tokio::time::sleep(Duration::from_millis(50)).await
-            }
-            Err(e) => panic!("could not create test database: {e}"),
-        }
+            .unwrap_or_else(|e| panic!("could not create test database: {e}"));
     }
     admin.close().await.unwrap();
     name

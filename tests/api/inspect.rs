@@ -16,8 +16,11 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
 {
+    // The one place tests poll: every 25 ms until the condition holds or the deadline passes.
     let end = Instant::now() + deadline;
+    let mut every = tokio::time::interval(Duration::from_millis(25));
     loop {
+        every.tick().await;
         if let Some(v) = check().await {
             return v;
         }
@@ -25,7 +28,6 @@ where
             Instant::now() < end,
             "timed out after {deadline:?} waiting for {what}"
         );
-        tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
 
@@ -107,18 +109,15 @@ impl TestApp {
 
     /// Waits until `n` events have arrived in total and returns them.
     pub async fn wait_events(&self, n: usize, deadline: Duration) -> Vec<Value> {
-        let mut got = Vec::new();
-        let end = Instant::now() + deadline;
-        while got.len() < n {
-            got.extend(self.take_events().await.into_iter().map(|(v, _)| v));
-            assert!(
-                Instant::now() < end,
-                "timed out waiting for {n} events, got {}: {got:?}",
-                got.len()
-            );
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        got
+        let got = std::cell::RefCell::new(Vec::new());
+        wait_for(&format!("{n} events"), deadline, || async {
+            let more = self.take_events().await;
+            let mut got = got.borrow_mut();
+            got.extend(more.into_iter().map(|(v, _)| v));
+            (got.len() >= n).then_some(())
+        })
+        .await;
+        got.into_inner()
     }
 
     pub async fn mongo_doc(&self, id: &str) -> Option<mongodb::bson::Document> {

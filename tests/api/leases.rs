@@ -58,7 +58,7 @@ async fn state_of(app: &TestApp, doc_id: &str) -> (String, i64, Option<i64>) {
 
 #[tokio::test]
 async fn a_failed_renewal_loses_the_lease_and_commits_nothing() {
-    let mut own = OwnRedis::start();
+    let mut own = OwnRedis::start().await;
     let app = spawn_app_with(AppOptions {
         redis_url: Some(own.url()),
         lock_ttl_ms: 600,
@@ -185,7 +185,7 @@ async fn a_holder_paused_inside_its_transaction_rolls_back() {
 
 #[tokio::test]
 async fn redis_flushed_between_transitions_then_a_stale_holder_is_still_refused() {
-    let own = OwnRedis::start();
+    let own = OwnRedis::start().await;
     let app = spawn_app_with(AppOptions {
         redis_url: Some(own.url()),
         lock_ttl_ms: 500,
@@ -237,7 +237,7 @@ async fn redis_flushed_between_transitions_then_a_stale_holder_is_still_refused(
 
 #[tokio::test]
 async fn redis_restarted_between_transitions() {
-    let mut own = OwnRedis::start();
+    let mut own = OwnRedis::start().await;
     let port = own.port;
     let app = spawn_app_with(AppOptions {
         redis_url: Some(own.url()),
@@ -246,7 +246,7 @@ async fn redis_restarted_between_transitions() {
     .await;
     let (doc_id, review_id) = app.pending_review().await;
     own.kill();
-    let _restarted = OwnRedis::start_on(port);
+    let _restarted = OwnRedis::start_on(port).await;
     let r = app.approve(&review_id, &app.reviewer()).await;
     assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
     let (status, version, _) = state_of(&app, &doc_id).await;
