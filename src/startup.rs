@@ -47,11 +47,8 @@ pub struct AppState {
     pub mongo: MongoProjection,
     pub reviews: Arc<ReviewService>,
     pub dispatcher: Arc<Dispatcher>,
-    pub redis: Option<RedisLockProvider>,
+    pub redis: RedisLockProvider,
     pub metrics: Arc<Metrics>,
-    pub lock_timeout: Duration,
-    /// Client-side bound on one write transaction (a partitioned database never answers).
-    pub tx_timeout: Duration,
     pub idempotency: IdempotencyPolicy,
     pub test_hooks: bool,
 }
@@ -64,10 +61,6 @@ pub struct IdempotencyPolicy {
 }
 
 impl AppState {
-    pub fn reviews_dispatcher(&self) -> &Arc<Dispatcher> {
-        &self.dispatcher
-    }
-
     /// Test hooks of this request; always empty unless `server.test_hooks` is on.
     pub fn hooks(&self, req: &HttpRequest) -> Hooks {
         if !self.test_hooks {
@@ -98,7 +91,7 @@ pub async fn connect_pg(settings: &Settings) -> anyhow::Result<PgPool> {
         .context("database.url is not a valid PostgreSQL URL")?;
     // A session left idle inside a transaction (its client stalled or vanished mid-way) is
     // ended by the server, so its row locks do not outlive the client's own timeout.
-    let idle_in_tx = db.lock_timeout_ms + db.statement_timeout_ms + 5000;
+    let idle_in_tx = tx_timeout(settings).as_millis();
     let opts = opts.options([
         ("statement_timeout", db.statement_timeout_ms.to_string()),
         (
@@ -193,7 +186,11 @@ impl Core {
         if let Err(e) = publisher.ping().await {
             tracing::warn!(error = %e, "rabbitmq unreachable at start-up: events wait in the outbox");
         }
-        let store = PgStore::new(pool.clone());
+        let store = PgStore::new(
+            pool.clone(),
+            Duration::from_millis(settings.database.lock_timeout_ms),
+            tx_timeout(settings),
+        );
         let dispatcher = Arc::new(Dispatcher::new(
             pool,
             mongo.clone(),
@@ -206,8 +203,6 @@ impl Core {
             gate,
             LockKeys::new(settings.redis.key_prefix.clone()),
             dispatcher.clone(),
-            Duration::from_millis(settings.database.lock_timeout_ms),
-            tx_timeout(settings),
             metrics.clone(),
         ));
         let state = web::Data::new(AppState {
@@ -215,10 +210,8 @@ impl Core {
             mongo,
             reviews,
             dispatcher,
-            redis: Some(redis),
+            redis,
             metrics,
-            lock_timeout: Duration::from_millis(settings.database.lock_timeout_ms),
-            tx_timeout: tx_timeout(settings),
             idempotency: IdempotencyPolicy {
                 ttl: Duration::from_secs(settings.idempotency.ttl_secs),
                 in_flight_for: Duration::from_millis(settings.idempotency.in_flight_timeout_ms),

@@ -73,19 +73,19 @@ pub async fn create(
         let text = input_ok(DocumentBody::parse(&input.body))?;
         let id = Uuid::now_v7();
         let request_id = super::request_id::current();
-        let create = st.store.create_document(
-            id,
-            &title,
-            &text,
-            &author,
-            &request_id,
-            receipt
-                .as_ref()
-                .map(|r| (r, render_created as RenderDocument)),
-        );
-        let doc = tokio::time::timeout(st.tx_timeout, create)
-            .await
-            .map_err(|_| StoreError::TimedOut(st.tx_timeout))??;
+        let doc = st
+            .store
+            .create_document(
+                id,
+                &title,
+                &text,
+                &author,
+                &request_id,
+                receipt
+                    .as_ref()
+                    .map(|r| (r, render_created as RenderDocument)),
+            )
+            .await?;
         tracing::info!(document_id = %doc.id, "document created");
         if hooks.fail_after_commit {
             return Err(StoreError::TimedOut(std::time::Duration::ZERO).into());
@@ -195,16 +195,13 @@ pub async fn update(
         actor: &caller.id,
         request_id: &request_id,
         lease: None,
-        lock_timeout: state.lock_timeout,
         pause_before_commit: None,
         receipt: None,
     };
-    let update = state
+    let doc = state
         .store
-        .update_document(*path, title.as_ref(), text.as_ref(), &ctx);
-    let doc = tokio::time::timeout(state.tx_timeout, update)
-        .await
-        .map_err(|_| StoreError::TimedOut(state.tx_timeout))??;
+        .update_document(*path, title.as_ref(), text.as_ref(), &ctx)
+        .await?;
     state.reviews.deliver_now(doc.id).await;
     let mut view = DocumentView::from(&doc);
     view.preview = Some(crate::domain::preview_of(&doc.body));

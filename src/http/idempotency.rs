@@ -65,8 +65,9 @@ fn respond(reply: Reply) -> Result<HttpResponse, ApiError> {
 
 /// Runs `work` in its own task, under the request's idempotency key if it has one.
 ///
-/// `work` gets the key's [`Receipt`] (None without a key): passing it to the store makes the
-/// response part of the same COMMIT as the change, so a retry after a lost reply replays it.
+/// `work` gets the key's [`Receipt`] (None without a key) and must pass it to the store:
+/// that writes a success response in the same COMMIT as the change (so a retry after a lost
+/// reply replays it), and is the only place a success is recorded.
 pub async fn execute<W, Fut>(
     req: &HttpRequest,
     state: &actix_web::web::Data<AppState>,
@@ -130,16 +131,14 @@ where
                         claim,
                     };
                     let reply = work(Some(receipt)).await;
-                    let stored = match &reply {
-                        Ok((status, body)) => Some((status.as_u16(), body.clone())),
-                        Err(e) if !e.is_retryable() => Some((e.status.as_u16(), e.body_json())),
-                        Err(_) => None,
-                    };
-                    let saved = match stored {
-                        Some((status, body)) => {
-                            repo::finish(pool, &owner, &key, claim, status, &body).await
+                    let saved = match &reply {
+                        // A success is recorded by the work itself, in its change's transaction.
+                        Ok(_) => Ok(()),
+                        Err(e) if !e.is_retryable() => {
+                            let body = e.body_json();
+                            repo::finish(pool, &owner, &key, claim, e.status.as_u16(), &body).await
                         }
-                        None => repo::abandon(pool, &owner, &key, claim).await,
+                        Err(_) => repo::abandon(pool, &owner, &key, claim).await,
                     };
                     if let Err(e) = saved {
                         // The work is done; the key will be taken over after in_flight_for.

@@ -7,7 +7,6 @@ use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::Next;
-use actix_web::HttpMessage;
 use tracing::Instrument;
 
 pub const HEADER: &str = "x-request-id";
@@ -22,9 +21,6 @@ pub fn current() -> String {
         .try_with(|id| id.clone())
         .unwrap_or_else(|_| "unknown".to_string())
 }
-
-#[derive(Debug, Clone)]
-pub struct RequestId(pub String);
 
 fn sane(v: &HeaderValue) -> Option<String> {
     let s = v.to_str().ok()?;
@@ -44,7 +40,6 @@ pub async fn middleware(
         .get(HEADER)
         .and_then(sane)
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    req.extensions_mut().insert(RequestId(id.clone()));
     let span = tracing::info_span!(
         "http",
         request_id = %id,

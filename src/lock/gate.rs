@@ -100,10 +100,6 @@ impl LockGate {
         self.breaker.state()
     }
 
-    pub fn provider(&self) -> &Arc<dyn LockProvider> {
-        &self.provider
-    }
-
     /// While the breaker is not closed, checks Redis every `every` and closes the breaker
     /// as soon as it answers, so recovery does not wait for the next request.
     pub fn spawn_prober(self: &Arc<Self>, every: Duration) {

@@ -57,8 +57,6 @@ pub struct ReviewService {
     gate: Arc<LockGate>,
     keys: LockKeys,
     dispatcher: Arc<Dispatcher>,
-    lock_timeout: Duration,
-    tx_timeout: Duration,
     metrics: Arc<Metrics>,
 }
 
@@ -68,8 +66,6 @@ impl ReviewService {
         gate: Arc<LockGate>,
         keys: LockKeys,
         dispatcher: Arc<Dispatcher>,
-        lock_timeout: Duration,
-        tx_timeout: Duration,
         metrics: Arc<Metrics>,
     ) -> Self {
         Self {
@@ -77,8 +73,6 @@ impl ReviewService {
             gate,
             keys,
             dispatcher,
-            lock_timeout,
-            tx_timeout,
             metrics,
         }
     }
@@ -187,7 +181,6 @@ impl ReviewService {
             actor,
             request_id,
             lease: passage.lease(),
-            lock_timeout: self.lock_timeout,
             pause_before_commit: hooks.pause_before_commit,
             receipt: recording.as_ref().map(|r| ReceiptWriter {
                 receipt: &r.receipt,
@@ -195,12 +188,7 @@ impl ReviewService {
                 render: r.render,
             }),
         };
-        // Bounded on the client side too: a partitioned database never answers, and the
-        // server-side timeouts cannot fire then. Dropping the transaction rolls it back.
-        let result = match tokio::time::timeout(self.tx_timeout, tx(&self.store, ctx)).await {
-            Ok(r) => r,
-            Err(_) => Err(StoreError::TimedOut(self.tx_timeout)),
-        };
+        let result = tx(&self.store, ctx).await;
         passage.release().await;
         let done = result?;
         self.metrics.transition(kind);

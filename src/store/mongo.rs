@@ -148,10 +148,6 @@ impl MongoProjection {
             .context("mongo ping")?;
         Ok(())
     }
-
-    pub fn collection(&self) -> &Collection<Document> {
-        &self.coll
-    }
 }
 
 fn is_duplicate_key(e: &mongodb::error::Error) -> bool {

@@ -32,7 +32,6 @@ pub struct TxContext<'a> {
     pub request_id: &'a str,
     /// The outer lock, when held (None: degraded to the row lock alone).
     pub lease: Option<&'a Lease>,
-    pub lock_timeout: Duration,
     /// Test hook: sleep after the row locks are taken and before the lease check and COMMIT,
     /// to simulate a holder that pauses past its TTL.
     pub pause_before_commit: Option<Duration>,
@@ -76,19 +75,52 @@ pub struct Transitioned {
 #[derive(Clone)]
 pub struct PgStore {
     pool: PgPool,
+    /// `SET LOCAL lock_timeout` of every write transaction.
+    lock_timeout: Duration,
+    /// Client-side bound on a whole write transaction: a partitioned database never
+    /// answers, and the server-side timeouts cannot fire then.
+    tx_timeout: Duration,
 }
 
 impl PgStore {
-    pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+    pub fn new(pool: PgPool, lock_timeout: Duration, tx_timeout: Duration) -> Self {
+        Self {
+            pool,
+            lock_timeout,
+            tx_timeout,
+        }
+    }
+
+    /// Runs a write transaction under `tx_timeout`; dropping it on timeout rolls it back.
+    async fn bounded<T>(
+        &self,
+        tx: impl std::future::Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        tokio::time::timeout(self.tx_timeout, tx)
+            .await
+            .map_err(|_| StoreError::TimedOut(self.tx_timeout))?
     }
 
     pub fn pool(&self) -> &PgPool {
         &self.pool
     }
 
-    #[tracing::instrument(skip_all, fields(document_id = %id))]
+    /// Creates a DRAFT document (version 1) and its projection row.
     pub async fn create_document(
+        &self,
+        id: Uuid,
+        title: &DocumentTitle,
+        body: &DocumentBody,
+        author: &UserId,
+        request_id: &str,
+        receipt: Option<(&Receipt, RenderDocument)>,
+    ) -> Result<DocumentRow, StoreError> {
+        self.bounded(self.create_document_unbounded(id, title, body, author, request_id, receipt))
+            .await
+    }
+
+    #[tracing::instrument(skip_all, fields(document_id = %id))]
+    async fn create_document_unbounded(
         &self,
         id: Uuid,
         title: &DocumentTitle,
@@ -138,7 +170,6 @@ impl PgStore {
     }
 
     /// Edits title and/or body; allowed in DRAFT and REJECTED, by the author only.
-    #[tracing::instrument(skip_all, fields(document_id = %id))]
     pub async fn update_document(
         &self,
         id: Uuid,
@@ -146,7 +177,19 @@ impl PgStore {
         body: Option<&DocumentBody>,
         ctx: &TxContext<'_>,
     ) -> Result<DocumentRow, StoreError> {
-        let mut tx = self.begin(ctx).await?;
+        self.bounded(self.update_document_unbounded(id, title, body, ctx))
+            .await
+    }
+
+    #[tracing::instrument(skip_all, fields(document_id = %id))]
+    async fn update_document_unbounded(
+        &self,
+        id: Uuid,
+        title: Option<&DocumentTitle>,
+        body: Option<&DocumentBody>,
+        ctx: &TxContext<'_>,
+    ) -> Result<DocumentRow, StoreError> {
+        let mut tx = self.begin().await?;
         let doc = lock_document(&mut tx, id).await?;
         if doc.author_id != ctx.actor.as_str() {
             return Err(StoreError::Forbidden("only the author may edit a document"));
@@ -189,13 +232,21 @@ impl PgStore {
     }
 
     /// DRAFT|REJECTED -> PENDING_REVIEW with a new pending review.
-    #[tracing::instrument(skip_all, fields(document_id = %document_id))]
     pub async fn submit(
         &self,
         document_id: Uuid,
         ctx: &TxContext<'_>,
     ) -> Result<Transitioned, StoreError> {
-        let mut tx = self.begin(ctx).await?;
+        self.bounded(self.submit_unbounded(document_id, ctx)).await
+    }
+
+    #[tracing::instrument(skip_all, fields(document_id = %document_id))]
+    async fn submit_unbounded(
+        &self,
+        document_id: Uuid,
+        ctx: &TxContext<'_>,
+    ) -> Result<Transitioned, StoreError> {
+        let mut tx = self.begin().await?;
         let doc = lock_document(&mut tx, document_id).await?;
         if doc.author_id != ctx.actor.as_str() {
             return Err(StoreError::Forbidden(
@@ -223,7 +274,6 @@ impl PgStore {
     }
 
     /// PENDING -> APPROVED | REJECTED for the review, and the document with it.
-    #[tracing::instrument(skip_all, fields(review_id = %review_id, action = action.as_str()))]
     pub async fn decide(
         &self,
         review_id: Uuid,
@@ -232,7 +282,20 @@ impl PgStore {
         reason: Option<&RejectReason>,
         ctx: &TxContext<'_>,
     ) -> Result<Transitioned, StoreError> {
-        let mut tx = self.begin(ctx).await?;
+        self.bounded(self.decide_unbounded(review_id, action, comment, reason, ctx))
+            .await
+    }
+
+    #[tracing::instrument(skip_all, fields(review_id = %review_id, action = action.as_str()))]
+    async fn decide_unbounded(
+        &self,
+        review_id: Uuid,
+        action: Action,
+        comment: Option<&Comment>,
+        reason: Option<&RejectReason>,
+        ctx: &TxContext<'_>,
+    ) -> Result<Transitioned, StoreError> {
+        let mut tx = self.begin().await?;
         // Find the document without locking, then lock document then review (global order).
         let document_id: Uuid = sqlx::query_scalar("SELECT document_id FROM reviews WHERE id = $1")
             .bind(review_id)
@@ -341,21 +404,13 @@ impl PgStore {
         Ok(done)
     }
 
-    async fn begin(&self, ctx: &TxContext<'_>) -> Result<Transaction<'_, Postgres>, StoreError> {
+    async fn begin(&self) -> Result<Transaction<'_, Postgres>, StoreError> {
         let mut tx = self.pool.begin().await?;
         sqlx::query("SELECT set_config('lock_timeout', $1, true)")
-            .bind(format!("{}ms", ctx.lock_timeout.as_millis().max(1)))
+            .bind(format!("{}ms", self.lock_timeout.as_millis().max(1)))
             .execute(&mut *tx)
             .await?;
         Ok(tx)
-    }
-
-    pub async fn get_review(&self, id: Uuid) -> Result<ReviewRow, StoreError> {
-        sqlx::query_as(&format!("SELECT {REVIEW_COLS} FROM reviews WHERE id = $1"))
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?
-            .ok_or(StoreError::NotFound)
     }
 
     /// Reviews in `status`, oldest submission first, after the keyset `after`.
