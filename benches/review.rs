@@ -230,20 +230,21 @@ async fn lock_provider(p: &RedisLockProvider, conc: usize, ops: usize) -> anyhow
     .await
 }
 
-async fn approve_load(
+/// Approves every review over HTTP, `conc` at a time; a non-200 counts as an error.
+async fn approve_each(
     env: &BenchEnv,
     svc: &Service,
     conc: usize,
-    n: usize,
+    reviews: Vec<Uuid>,
 ) -> anyhow::Result<Figures> {
-    let reviews = Arc::new(env.make_pending(n).await?);
-    env.purge_queue().await?;
+    let n = reviews.len();
+    let reviews = Arc::new(reviews);
     let (client, base, token) = (
         env.http.clone(),
         svc.base.clone(),
         env.reviewer_token.clone(),
     );
-    let figures = drive(conc, n, move |i| {
+    drive(conc, n, move |i| {
         let (client, base, token, reviews) =
             (client.clone(), base.clone(), token.clone(), reviews.clone());
         async move {
@@ -256,7 +257,18 @@ async fn approve_load(
             anyhow::Ok(r.status() == reqwest::StatusCode::OK)
         }
     })
-    .await?;
+    .await
+}
+
+async fn approve_load(
+    env: &BenchEnv,
+    svc: &Service,
+    conc: usize,
+    n: usize,
+) -> anyhow::Result<Figures> {
+    let reviews = env.make_pending(n).await?;
+    env.purge_queue().await?;
+    let figures = approve_each(env, svc, conc, reviews).await?;
     anyhow::ensure!(
         figures.errors == 0,
         "{} approvals failed at concurrency {conc} ({})",
@@ -339,26 +351,7 @@ async fn outbox_drain(env: &BenchEnv, n: usize) -> anyhow::Result<(usize, f64)> 
         .await?;
     let reviews = env.make_pending(n).await?;
     env.purge_queue().await?;
-    let (client, base, token) = (
-        env.http.clone(),
-        svc.base.clone(),
-        env.reviewer_token.clone(),
-    );
-    let reviews = Arc::new(reviews);
-    let f = drive(16, n, move |i| {
-        let (client, base, token, reviews) =
-            (client.clone(), base.clone(), token.clone(), reviews.clone());
-        async move {
-            let r = client
-                .post(format!("{base}/api/v1/reviews/{}/approve", reviews[i]))
-                .bearer_auth(&token)
-                .json(&json!({}))
-                .send()
-                .await?;
-            anyhow::Ok(r.status() == reqwest::StatusCode::OK)
-        }
-    })
-    .await?;
+    let f = approve_each(env, &svc, 16, reviews).await?;
     anyhow::ensure!(f.errors == 0, "approvals failed while RabbitMQ was down");
     anyhow::ensure!(
         env.queue_len().await? == 0,

@@ -8,6 +8,9 @@ use reqwest::{Response, StatusCode};
 use serde_json::Value;
 use uuid::Uuid;
 
+use kh_review::startup::SUSPEND_RENEWAL_HEADER;
+use serde_json::json;
+
 use crate::helpers::{TestApp, AUTHOR};
 
 /// Waits for `check` to return Some, polling, until `deadline`; panics with `what`.
@@ -29,6 +32,25 @@ where
             "timed out after {deadline:?} waiting for {what}"
         );
     }
+}
+
+/// GET on `client`'s Redis.
+pub async fn redis_get(client: &redis::Client, key: &str) -> Option<String> {
+    let mut c = client.get_multiplexed_async_connection().await.unwrap();
+    redis::cmd("GET")
+        .arg(key)
+        .query_async(&mut c)
+        .await
+        .unwrap()
+}
+
+pub async fn redis_cmd(client: &redis::Client, args: &[&str]) {
+    let mut c = client.get_multiplexed_async_connection().await.unwrap();
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    let _: redis::Value = cmd.query_async(&mut c).await.unwrap();
 }
 
 /// Reads an error body and checks its envelope.
@@ -53,6 +75,26 @@ pub async fn expect_error(r: Response, status: StatusCode, code: &str) -> Value 
 }
 
 impl TestApp {
+    /// An approve that pauses at `header` for `ms`, optionally with renewal suspended.
+    pub fn approve_paused(
+        &self,
+        review_id: &str,
+        header: &'static str,
+        ms: u64,
+        frozen: bool,
+    ) -> reqwest::RequestBuilder {
+        let mut rb = self
+            .client
+            .post(self.url(&format!("/api/v1/reviews/{review_id}/approve")))
+            .bearer_auth(self.reviewer())
+            .header(header, ms.to_string())
+            .json(&json!({}));
+        if frozen {
+            rb = rb.header(SUSPEND_RENEWAL_HEADER, "true");
+        }
+        rb
+    }
+
     pub fn lock_key_review(&self, review_id: &str) -> String {
         format!("{}lock:doc:review:{review_id}", self.shared.prefix)
     }

@@ -3,49 +3,27 @@
 use std::time::Duration;
 
 use kh_review::auth::Role;
-use kh_review::startup::{PAUSE_AFTER_LOCK_HEADER, PAUSE_HEADER, SUSPEND_RENEWAL_HEADER};
+use kh_review::startup::{PAUSE_AFTER_LOCK_HEADER, PAUSE_HEADER};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::degraded::OwnRedis;
 use crate::helpers::*;
 
-async fn redis_get(client: &redis::Client, key: &str) -> Option<String> {
-    let mut c = client.get_multiplexed_async_connection().await.unwrap();
-    redis::cmd("GET")
-        .arg(key)
-        .query_async(&mut c)
-        .await
-        .unwrap()
-}
-
-async fn redis_cmd(client: &redis::Client, args: &[&str]) {
-    let mut c = client.get_multiplexed_async_connection().await.unwrap();
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    let _: redis::Value = cmd.query_async(&mut c).await.unwrap();
-}
-
-/// An approve that pauses at `header` for `ms`, optionally with renewal suspended.
-fn paused_approve(
-    app: &TestApp,
-    review_id: &str,
-    header: &'static str,
-    ms: u64,
-    frozen: bool,
-) -> reqwest::RequestBuilder {
-    let mut rb = app
-        .client
-        .post(app.url(&format!("/api/v1/reviews/{review_id}/approve")))
-        .bearer_auth(app.reviewer())
-        .header(header, ms.to_string())
-        .json(&json!({}));
-    if frozen {
-        rb = rb.header(SUSPEND_RENEWAL_HEADER, "true");
-    }
-    rb
+/// Waits for a frozen holder to take `key`, then for the key to expire under it.
+async fn taken_then_expired(client: &redis::Client, key: &str) {
+    wait_for(
+        "the first holder to take the lock",
+        Duration::from_secs(5),
+        || async { redis_get(client, key).await.map(|_| ()) },
+    )
+    .await;
+    wait_for(
+        "the frozen holder's lock to expire",
+        Duration::from_secs(5),
+        || async { redis_get(client, key).await.is_none().then_some(()) },
+    )
+    .await;
 }
 
 async fn state_of(app: &TestApp, doc_id: &str) -> (String, i64, Option<i64>) {
@@ -68,7 +46,9 @@ async fn a_failed_renewal_loses_the_lease_and_commits_nothing() {
     let (doc_id, review_id) = app.pending_review().await;
     let client = redis::Client::open(own.url()).unwrap();
     let key = app.lock_key_review(&review_id);
-    let req = paused_approve(&app, &review_id, PAUSE_HEADER, 1500, false).send();
+    let req = app
+        .approve_paused(&review_id, PAUSE_HEADER, 1500, false)
+        .send();
     let kill = async {
         wait_for(
             "the handler to hold the lock",
@@ -105,20 +85,11 @@ async fn a_holder_paused_past_its_ttl_is_fenced_off() {
     .await;
     let (doc_id, review_id) = app.pending_review().await;
     let key = app.lock_key_review(&review_id);
-    let stale = paused_approve(&app, &review_id, PAUSE_AFTER_LOCK_HEADER, 2000, true).send();
+    let stale = app
+        .approve_paused(&review_id, PAUSE_AFTER_LOCK_HEADER, 2000, true)
+        .send();
     let newer = async {
-        wait_for(
-            "the first holder to take the lock",
-            Duration::from_secs(5),
-            || async { redis_get(&app.redis, &key).await.map(|_| ()) },
-        )
-        .await;
-        wait_for(
-            "the frozen holder's lock to expire",
-            Duration::from_secs(5),
-            || async { redis_get(&app.redis, &key).await.is_none().then_some(()) },
-        )
-        .await;
+        taken_then_expired(&app.redis, &key).await;
         let r = app
             .reject(&review_id, &app.token(REVIEWER2, &[Role::Reviewer]))
             .await;
@@ -158,20 +129,11 @@ async fn a_holder_paused_inside_its_transaction_rolls_back() {
     .await;
     let (doc_id, review_id) = app.pending_review().await;
     let key = app.lock_key_review(&review_id);
-    let stale = paused_approve(&app, &review_id, PAUSE_HEADER, 1200, true).send();
+    let stale = app
+        .approve_paused(&review_id, PAUSE_HEADER, 1200, true)
+        .send();
     let newer = async {
-        wait_for(
-            "the first holder to take the lock",
-            Duration::from_secs(5),
-            || async { redis_get(&app.redis, &key).await.map(|_| ()) },
-        )
-        .await;
-        wait_for(
-            "the frozen holder's lock to expire",
-            Duration::from_secs(5),
-            || async { redis_get(&app.redis, &key).await.is_none().then_some(()) },
-        )
-        .await;
+        taken_then_expired(&app.redis, &key).await;
         app.reject(&review_id, &app.token(REVIEWER2, &[Role::Reviewer]))
             .await
     };
@@ -215,7 +177,9 @@ async fn redis_flushed_between_transitions_then_a_stale_holder_is_still_refused(
     let second: Value = r.json().await.unwrap();
     let review2 = second["review"]["id"].as_str().unwrap().to_string();
     let key = app.lock_key_review(&review2);
-    let stale = paused_approve(&app, &review2, PAUSE_AFTER_LOCK_HEADER, 1500, true).send();
+    let stale = app
+        .approve_paused(&review2, PAUSE_AFTER_LOCK_HEADER, 1500, true)
+        .send();
     let newer = async {
         wait_for(
             "the first holder to take the lock",

@@ -7,7 +7,7 @@ use kh_review::lock::redis::RedisLockProvider;
 use kh_review::lock::{LockProvider, Ttl};
 use uuid::Uuid;
 
-use crate::helpers::redis_url;
+use crate::helpers::{redis_cmd, redis_url};
 
 fn provider() -> RedisLockProvider {
     RedisLockProvider::new(&redis_url(), 4, Duration::from_millis(500)).unwrap()
@@ -31,12 +31,8 @@ async fn fencing_tokens_keep_increasing_after_the_counter_is_lost() {
     p.release(&a).await.unwrap();
     // What FLUSHALL or a restart does to this key's counter.
     let client = redis::Client::open(redis_url()).unwrap();
-    let mut c = client.get_multiplexed_async_connection().await.unwrap();
-    let _: () = redis::cmd("DEL")
-        .arg(format!("{key}:fence"))
-        .query_async(&mut c)
-        .await
-        .unwrap();
+    let fence = format!("{key}:fence");
+    redis_cmd(&client, &["DEL", &fence]).await;
     let b = p.require_acquire(&key, ttl).await.unwrap();
     assert!(
         b.fencing_token > a.fencing_token,
@@ -45,16 +41,13 @@ async fn fencing_tokens_keep_increasing_after_the_counter_is_lost() {
         b.fencing_token
     );
     // Fence counters expire: none piles up forever.
+    let mut c = client.get_multiplexed_async_connection().await.unwrap();
     let pttl: i64 = redis::cmd("PTTL")
-        .arg(format!("{key}:fence"))
+        .arg(&fence)
         .query_async(&mut c)
         .await
         .unwrap();
     assert!(pttl > 0, "fence counter must carry a TTL, got {pttl}");
     p.release(&b).await.unwrap();
-    let _: () = redis::cmd("DEL")
-        .arg(format!("{key}:fence"))
-        .query_async(&mut c)
-        .await
-        .unwrap();
+    redis_cmd(&client, &["DEL", &fence]).await;
 }

@@ -115,24 +115,12 @@ async fn metrics_count_requests_locks_transitions_and_the_outbox() {
     let app = spawn_app().await;
     let (_, review_id) = app.pending_review().await;
     let key = app.lock_key_review(&review_id);
-    let mut c = app.redis_conn().await;
-    let _: () = redis::cmd("SET")
-        .arg(&key)
-        .arg("x")
-        .arg("PX")
-        .arg(60_000)
-        .query_async(&mut c)
-        .await
-        .unwrap();
+    redis_cmd(&app.redis, &["SET", &key, "x", "PX", "60000"]).await;
     assert_eq!(
         app.approve(&review_id, &app.reviewer()).await.status(),
         StatusCode::CONFLICT
     );
-    let _: () = redis::cmd("DEL")
-        .arg(&key)
-        .query_async(&mut c)
-        .await
-        .unwrap();
+    redis_cmd(&app.redis, &["DEL", &key]).await;
     assert_eq!(
         app.approve(&review_id, &app.reviewer()).await.status(),
         StatusCode::OK

@@ -188,15 +188,7 @@ async fn a_held_lock_key_gives_409_with_retry_after_then_success() {
     let app = spawn_app().await;
     let (_, review_id) = app.pending_review().await;
     let key = app.lock_key_review(&review_id);
-    let mut c = app.redis_conn().await;
-    let _: () = redis::cmd("SET")
-        .arg(&key)
-        .arg("someone-else")
-        .arg("PX")
-        .arg(60_000)
-        .query_async(&mut c)
-        .await
-        .unwrap();
+    redis_cmd(&app.redis, &["SET", &key, "someone-else", "PX", "60000"]).await;
     let r = app.approve(&review_id, &app.reviewer()).await;
     let retry_after: u64 = r
         .headers()
@@ -208,20 +200,12 @@ async fn a_held_lock_key_gives_409_with_retry_after_then_success() {
         .unwrap();
     assert!(retry_after >= 1);
     expect_error(r, StatusCode::CONFLICT, "LOCK_NOT_ACQUIRED").await;
-    let owner: String = redis::cmd("GET")
-        .arg(&key)
-        .query_async(&mut c)
-        .await
-        .unwrap();
     assert_eq!(
-        owner, "someone-else",
+        redis_get(&app.redis, &key).await.as_deref(),
+        Some("someone-else"),
         "a refused request never touches the holder's key"
     );
-    let _: () = redis::cmd("DEL")
-        .arg(&key)
-        .query_async(&mut c)
-        .await
-        .unwrap();
+    redis_cmd(&app.redis, &["DEL", &key]).await;
     let r = app.approve(&review_id, &app.reviewer()).await;
     assert_eq!(r.status(), StatusCode::OK);
     app.finish().await;
@@ -237,40 +221,17 @@ async fn a_lease_lost_before_commit_commits_nothing() {
     let (doc_id, review_id) = app.pending_review().await;
     let key = app.lock_key_review(&review_id);
     let req = app
-        .client
-        .post(app.url(&format!("/api/v1/reviews/{review_id}/approve")))
-        .bearer_auth(app.reviewer())
-        .header(kh_review::startup::PAUSE_HEADER, "1500")
-        .json(&json!({}))
+        .approve_paused(&review_id, kh_review::startup::PAUSE_HEADER, 1500, false)
         .send();
     let hijack = async {
         // While the handler is paused, the lock moves to another owner.
-        let mut c = app.redis_conn().await;
         wait_for(
             "the handler to take the lock",
             Duration::from_secs(5),
-            || {
-                let mut c = c.clone();
-                let key = key.clone();
-                async move {
-                    let v: Option<String> = redis::cmd("GET")
-                        .arg(&key)
-                        .query_async(&mut c)
-                        .await
-                        .unwrap();
-                    v.map(|_| ())
-                }
-            },
+            || async { redis_get(&app.redis, &key).await.map(|_| ()) },
         )
         .await;
-        let _: () = redis::cmd("SET")
-            .arg(&key)
-            .arg("thief")
-            .arg("PX")
-            .arg(60_000)
-            .query_async(&mut c)
-            .await
-            .unwrap();
+        redis_cmd(&app.redis, &["SET", &key, "thief", "PX", "60000"]).await;
     };
     let (r, ()) = tokio::join!(req, hijack);
     expect_error(r.unwrap(), StatusCode::CONFLICT, "LOCK_LOST").await;
@@ -282,21 +243,12 @@ async fn a_lease_lost_before_commit_commits_nothing() {
         .unwrap();
     assert_eq!(d["status"], "PENDING_REVIEW");
     assert_eq!(d["version"], 2);
-    let mut c = app.redis_conn().await;
-    let owner: String = redis::cmd("GET")
-        .arg(&key)
-        .query_async(&mut c)
-        .await
-        .unwrap();
     assert_eq!(
-        owner, "thief",
+        redis_get(&app.redis, &key).await.as_deref(),
+        Some("thief"),
         "the lost holder must not release the new owner's lock"
     );
-    let _: () = redis::cmd("DEL")
-        .arg(&key)
-        .query_async(&mut c)
-        .await
-        .unwrap();
+    redis_cmd(&app.redis, &["DEL", &key]).await;
     assert_eq!(
         app.count("SELECT count(*) FROM outbox WHERE event_type = 'document.approved'")
             .await,
@@ -314,11 +266,7 @@ async fn a_handler_held_past_its_ttl_keeps_the_lock_by_renewal() {
     .await;
     let (_, review_id) = app.pending_review().await;
     let r = app
-        .client
-        .post(app.url(&format!("/api/v1/reviews/{review_id}/approve")))
-        .bearer_auth(app.reviewer())
-        .header(kh_review::startup::PAUSE_HEADER, "1200")
-        .json(&json!({}))
+        .approve_paused(&review_id, kh_review::startup::PAUSE_HEADER, 1200, false)
         .send()
         .await
         .unwrap();
