@@ -29,54 +29,12 @@ async fn main() -> anyhow::Result<()> {
     let env = BenchEnv::prepare().await?;
     let mut report = Report::default();
 
-    // 1. Lock floor: raw SET NX PX + DEL, then the provider's acquire + release.
-    let provider = RedisLockProvider::new(&env.redis_url, 64, Duration::from_millis(500))?;
-    for conc in [1usize, 32] {
-        let ops = if conc == 1 { 2_000 } else { 8_000 };
-        let raw = rounds(|| lock_raw(&provider, conc, ops)).await?;
-        let prov = rounds(|| lock_provider(&provider, conc, ops)).await?;
-        report.row("lock floor: SET NX PX + DEL", conc, &raw, None);
-        report.row(
-            "lock provider: acquire + release",
-            conc,
-            &prov,
-            Some(("vs floor", prov.p50_ms / raw.p50_ms)),
-        );
-    }
-
-    // 2. Review path over HTTP, Redis up, and Redis down (circuit open).
+    lock_rows(&mut report, &env).await?;
     let up = env.spawn_service("up", &[]).await?;
     let down = env
         .spawn_service("redis-down", &[("APP__REDIS__URL", env.dead_redis_url())])
         .await?;
-    for conc in [1usize, 16, 64] {
-        let n = match conc {
-            1 => 150,
-            16 => 480,
-            _ => 960,
-        };
-        let with_redis = rounds(|| approve_load(&env, &up, conc, n)).await?;
-        let without = rounds(|| approve_load(&env, &down, conc, n)).await?;
-        report.row("approve over HTTP, Redis up", conc, &with_redis, None);
-        report.row(
-            "approve over HTTP, Redis down (circuit open)",
-            conc,
-            &without,
-            Some(("p50 vs Redis up", without.p50_ms / with_redis.p50_ms)),
-        );
-        // 4. The floor: the same statements, MongoDB update and confirmed publish, direct.
-        let floor = rounds(|| review_floor(&env, conc, n)).await?;
-        report.row(
-            "floor: same PG statements + Mongo update + confirmed publish, no service",
-            conc,
-            &floor,
-            Some(("service p50 / floor p50", with_redis.p50_ms / floor.p50_ms)),
-        );
-        report.ratio(
-            &format!("throughput service / floor at {conc}"),
-            with_redis.ops_per_sec / floor.ops_per_sec,
-        );
-    }
+    approve_rows(&mut report, &env, &up, &down).await?;
 
     // 3. Contention: 64 clients on one review.
     let contention = rounds(|| contention(&env, &up, 64)).await?;
@@ -107,6 +65,64 @@ async fn main() -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     ));
     report.write(peak_rss_mib)?;
+    Ok(())
+}
+
+/// 1. Lock floor: raw SET NX PX + DEL, then the provider's acquire + release.
+async fn lock_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result<()> {
+    let provider = RedisLockProvider::new(&env.redis_url, 64, Duration::from_millis(500))?;
+    for conc in [1usize, 32] {
+        let ops = if conc == 1 { 2_000 } else { 8_000 };
+        let raw = rounds(|| lock_raw(&provider, conc, ops)).await?;
+        let prov = rounds(|| lock_provider(&provider, conc, ops)).await?;
+        report.row("lock floor: SET NX PX + DEL", conc, &raw, None);
+        report.row(
+            "lock provider: acquire + release",
+            conc,
+            &prov,
+            Some(("vs floor", prov.p50_ms / raw.p50_ms)),
+        );
+    }
+
+    Ok(())
+}
+
+/// 2. Review path over HTTP, Redis up, and Redis down (circuit open), and 4. the floor.
+async fn approve_rows(
+    report: &mut Report,
+    env: &BenchEnv,
+    up: &Service,
+    down: &Service,
+) -> anyhow::Result<()> {
+    for conc in [1usize, 16, 64] {
+        let n = match conc {
+            1 => 150,
+            16 => 480,
+            _ => 960,
+        };
+        let with_redis = rounds(|| approve_load(env, up, conc, n)).await?;
+        let without = rounds(|| approve_load(env, down, conc, n)).await?;
+        report.row("approve over HTTP, Redis up", conc, &with_redis, None);
+        report.row(
+            "approve over HTTP, Redis down (circuit open)",
+            conc,
+            &without,
+            Some(("p50 vs Redis up", without.p50_ms / with_redis.p50_ms)),
+        );
+        // 4. The floor: the same statements, MongoDB update and confirmed publish, direct.
+        let floor = rounds(|| review_floor(env, conc, n)).await?;
+        report.row(
+            "floor: same PG statements + Mongo update + confirmed publish, no service",
+            conc,
+            &floor,
+            Some(("service p50 / floor p50", with_redis.p50_ms / floor.p50_ms)),
+        );
+        report.ratio(
+            &format!("throughput service / floor at {conc}"),
+            with_redis.ops_per_sec / floor.ops_per_sec,
+        );
+    }
+
     Ok(())
 }
 

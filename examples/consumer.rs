@@ -13,7 +13,7 @@ use lapin::options::{
     QueueBindOptions, QueueDeclareOptions,
 };
 use lapin::types::FieldTable;
-use lapin::{Connection, ConnectionProperties, ExchangeKind};
+use lapin::{Channel, Connection, ConnectionProperties, ExchangeKind};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -29,47 +29,7 @@ async fn main() -> anyhow::Result<()> {
         .transpose()?
         .unwrap_or(usize::MAX);
 
-    let conn = Connection::connect(
-        &url,
-        ConnectionProperties::default()
-            .with_executor(tokio_executor_trait::Tokio::current())
-            .with_reactor(tokio_reactor_trait::Tokio),
-    )
-    .await?;
-    let ch = conn.create_channel().await?;
-    ch.exchange_declare(
-        &exchange,
-        ExchangeKind::Topic,
-        ExchangeDeclareOptions {
-            durable: true,
-            ..Default::default()
-        },
-        FieldTable::default(),
-    )
-    .await?;
-    ch.queue_declare(
-        &queue,
-        QueueDeclareOptions {
-            durable: true,
-            ..Default::default()
-        },
-        FieldTable::default(),
-    )
-    .await?;
-    for key in [
-        "document.submitted",
-        "document.approved",
-        "document.rejected",
-    ] {
-        ch.queue_bind(
-            &queue,
-            &exchange,
-            key,
-            QueueBindOptions::default(),
-            FieldTable::default(),
-        )
-        .await?;
-    }
+    let (conn, ch) = bind_queue(&url, &exchange, &queue).await?;
     ch.basic_qos(16, BasicQosOptions::default()).await?;
     let mut consumer = ch
         .basic_consume(
@@ -100,4 +60,54 @@ async fn main() -> anyhow::Result<()> {
     }
     conn.close(200, "done").await?;
     Ok(())
+}
+
+/// Connects, declares the exchange and a durable queue, and binds it to the event types.
+async fn bind_queue(
+    url: &str,
+    exchange: &str,
+    queue: &str,
+) -> anyhow::Result<(Connection, Channel)> {
+    let conn = Connection::connect(
+        url,
+        ConnectionProperties::default()
+            .with_executor(tokio_executor_trait::Tokio::current())
+            .with_reactor(tokio_reactor_trait::Tokio),
+    )
+    .await?;
+    let ch = conn.create_channel().await?;
+    ch.exchange_declare(
+        exchange,
+        ExchangeKind::Topic,
+        ExchangeDeclareOptions {
+            durable: true,
+            ..Default::default()
+        },
+        FieldTable::default(),
+    )
+    .await?;
+    ch.queue_declare(
+        queue,
+        QueueDeclareOptions {
+            durable: true,
+            ..Default::default()
+        },
+        FieldTable::default(),
+    )
+    .await?;
+    for key in [
+        "document.submitted",
+        "document.approved",
+        "document.rejected",
+    ] {
+        ch.queue_bind(
+            queue,
+            exchange,
+            key,
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await?;
+    }
+    Ok((conn, ch))
 }

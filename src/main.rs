@@ -3,9 +3,10 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use kh_review::auth::{sign, Role};
 use kh_review::config::Settings;
-use kh_review::startup::{self, Application, Core};
+use kh_review::http::auth::{sign, Role};
+use kh_review::startup::{AppStateBuilder, Application};
+use kh_review::store::PgStore;
 use kh_review::telemetry;
 
 #[derive(Parser)]
@@ -114,18 +115,20 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
 }
 
 async fn migrate(settings: &Settings) -> anyhow::Result<()> {
-    let pool = startup::connect_pg(settings).await?;
-    startup::migrate(&pool).await?;
+    PgStore::from_settings(&settings.database)?
+        .migrate()
+        .await?;
     println!("migrations applied");
     Ok(())
 }
 
 async fn dispatch(settings: Settings) -> anyhow::Result<()> {
-    let core = Core::build(&settings).await?;
+    let core = AppStateBuilder::new(&settings).build().await?;
     let task = core.spawn_dispatcher();
     shutdown_signal().await;
     core.shutdown.cancel();
     task.await?;
+    core.close().await;
     Ok(())
 }
 

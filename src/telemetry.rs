@@ -1,8 +1,15 @@
 //! Logging set-up: `tracing` with pretty or JSON output. `RUST_LOG` overrides the level.
 
+use serde::Deserialize;
 use tracing_subscriber::{fmt, EnvFilter};
 
-use crate::config::LogSettings;
+/// `[log]` in `config/default.toml`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct LogSettings {
+    /// "pretty" or "json"
+    pub format: String,
+    pub level: String,
+}
 
 /// Installs the global subscriber once; later calls are no-ops (tests build many apps).
 pub fn init(settings: &LogSettings) {

@@ -1,33 +1,32 @@
 //! The benchmark's environment: its own database, queue and service processes.
 
+mod direct;
 #[allow(dead_code)] // the tests' helpers beside the proxy
-#[path = "../../tests/api/proxy.rs"]
+#[path = "../../tests/api/support/proxy.rs"]
 mod proxy;
 mod report;
+mod service;
 
 pub use proxy::Proxy;
 pub use report::{Figures, Report};
+pub use service::Service;
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kh_review::auth::{sign, Role};
+use kh_review::http::auth::{sign, Role};
 use lapin::options::{
-    BasicPublishOptions, ConfirmSelectOptions, ExchangeDeclareOptions, QueueBindOptions,
-    QueueDeclareOptions, QueuePurgeOptions,
+    ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions, QueuePurgeOptions,
 };
-use lapin::publisher_confirm::Confirmation;
 use lapin::types::FieldTable;
-use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
+use lapin::{Channel, Connection, ConnectionProperties, ExchangeKind};
 use secrecy::SecretString;
-use serde_json::json;
 use sqlx::{Connection as _, PgConnection, PgPool};
 use uuid::Uuid;
 
-const DB: &str = "kh_bench";
-const EXCHANGE: &str = "kh.bench.events";
+pub(crate) const DB: &str = "kh_bench";
+pub(crate) const EXCHANGE: &str = "kh.bench.events";
 const QUEUE: &str = "kh-bench.events";
-const DEV_SECRET: &str = "development-only-secret-change-me";
+pub(crate) const DEV_SECRET: &str = "development-only-secret-change-me";
 
 fn env_or(key: &str, default: &str) -> String {
     std::env::var(key).unwrap_or_else(|_| default.to_string())
@@ -36,6 +35,63 @@ fn env_or(key: &str, default: &str) -> String {
 fn with_db(url: &str, db: &str) -> String {
     let (base, _) = url.rsplit_once('/').expect("database url has a path");
     format!("{base}/{db}")
+}
+
+/// Drops and creates the benchmark's database next to `base`'s; returns its URL.
+async fn fresh_database(base: &str) -> anyhow::Result<String> {
+    let mut admin = PgConnection::connect(base)
+        .await
+        .map_err(|e| anyhow::anyhow!("PostgreSQL unreachable ({e}); run `make services`"))?;
+    sqlx::query(&format!("DROP DATABASE IF EXISTS {DB} WITH (FORCE)"))
+        .execute(&mut admin)
+        .await?;
+    sqlx::query(&format!("CREATE DATABASE {DB}"))
+        .execute(&mut admin)
+        .await?;
+    admin.close().await?;
+    Ok(with_db(base, DB))
+}
+
+/// The benchmark's exchange and a durable queue bound to every routing key.
+async fn declare_queue(amqp_url: &str) -> anyhow::Result<(Connection, Channel)> {
+    let conn = connect_amqp(amqp_url).await?;
+    let amqp = conn.create_channel().await?;
+    let durable_exchange = ExchangeDeclareOptions {
+        durable: true,
+        ..Default::default()
+    };
+    let durable_queue = QueueDeclareOptions {
+        durable: true,
+        ..Default::default()
+    };
+    amqp.exchange_declare(
+        EXCHANGE,
+        ExchangeKind::Topic,
+        durable_exchange,
+        FieldTable::default(),
+    )
+    .await?;
+    amqp.queue_declare(QUEUE, durable_queue, FieldTable::default())
+        .await?;
+    amqp.queue_bind(
+        QUEUE,
+        EXCHANGE,
+        "document.#",
+        QueueBindOptions::default(),
+        FieldTable::default(),
+    )
+    .await?;
+    Ok((conn, amqp))
+}
+
+pub(crate) async fn connect_amqp(url: &str) -> lapin::Result<Connection> {
+    Connection::connect(
+        url,
+        ConnectionProperties::default()
+            .with_executor(tokio_executor_trait::Tokio::current())
+            .with_reactor(tokio_reactor_trait::Tokio),
+    )
+    .await
 }
 
 pub struct BenchEnv {
@@ -51,28 +107,18 @@ pub struct BenchEnv {
 }
 
 impl BenchEnv {
-    /// A fresh database (migrated by the first service), queue and MongoDB database.
+    /// A fresh database (migrated here), queue and MongoDB database.
     pub async fn prepare() -> anyhow::Result<Self> {
         let base = env_or(
             "APP__DATABASE__URL",
             "postgres://kh:kh@127.0.0.1:5432/kh_review",
         );
-        let mut admin = PgConnection::connect(&base)
-            .await
-            .map_err(|e| anyhow::anyhow!("PostgreSQL unreachable ({e}); run `make services`"))?;
-        sqlx::query(&format!("DROP DATABASE IF EXISTS {DB} WITH (FORCE)"))
-            .execute(&mut admin)
-            .await?;
-        sqlx::query(&format!("CREATE DATABASE {DB}"))
-            .execute(&mut admin)
-            .await?;
-        admin.close().await?;
-        let pg_url = with_db(&base, DB);
+        let pg_url = fresh_database(&base).await?;
         let pg = sqlx::postgres::PgPoolOptions::new()
             .max_connections(80)
             .connect(&pg_url)
             .await?;
-        kh_review::startup::migrate(&pg).await?;
+        kh_review::store::migrate(&pg).await?;
         let mongo_url = env_or("APP__MONGO__URL", "mongodb://127.0.0.1:27017");
         mongodb::Client::with_uri_str(&mongo_url)
             .await?
@@ -80,41 +126,7 @@ impl BenchEnv {
             .drop()
             .await?;
         let amqp_url = env_or("APP__AMQP__URL", "amqp://guest:guest@127.0.0.1:5672/%2f");
-        let conn = Connection::connect(
-            &amqp_url,
-            ConnectionProperties::default()
-                .with_executor(tokio_executor_trait::Tokio::current())
-                .with_reactor(tokio_reactor_trait::Tokio),
-        )
-        .await?;
-        let amqp = conn.create_channel().await?;
-        amqp.exchange_declare(
-            EXCHANGE,
-            ExchangeKind::Topic,
-            ExchangeDeclareOptions {
-                durable: true,
-                ..Default::default()
-            },
-            FieldTable::default(),
-        )
-        .await?;
-        amqp.queue_declare(
-            QUEUE,
-            QueueDeclareOptions {
-                durable: true,
-                ..Default::default()
-            },
-            FieldTable::default(),
-        )
-        .await?;
-        amqp.queue_bind(
-            QUEUE,
-            EXCHANGE,
-            "document.#",
-            QueueBindOptions::default(),
-            FieldTable::default(),
-        )
-        .await?;
+        let (conn, amqp) = declare_queue(&amqp_url).await?;
         let redis_url = env_or("APP__REDIS__URL", "redis://127.0.0.1:6379");
         Ok(Self {
             pg_url,
@@ -150,71 +162,6 @@ impl BenchEnv {
     pub fn amqp_url_via(&self, port: u16) -> String {
         self.amqp_url
             .replacen(&self.amqp_host_port(), &format!("127.0.0.1:{port}"), 1)
-    }
-
-    /// Starts the release binary of the service with the benchmark's stores.
-    pub async fn spawn_service(
-        &self,
-        name: &str,
-        extra: &[(&str, String)],
-    ) -> anyhow::Result<Service> {
-        let exe = std::env::current_exe()?;
-        let bin = exe
-            .parent()
-            .and_then(|p| p.parent())
-            .map(|p| p.join("kh-review"));
-        let bin = bin.filter(|b| b.exists()).ok_or_else(|| {
-            anyhow::anyhow!("the release binary is missing: `cargo build --release --bin kh-review` (make bench does)")
-        })?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        let mut cmd = Command::new(bin);
-        cmd.arg("serve")
-            .env(
-                "APP_CONFIG_DIR",
-                concat!(env!("CARGO_MANIFEST_DIR"), "/config"),
-            )
-            .env("APP__SERVER__PORT", port.to_string())
-            .env("APP__DATABASE__URL", &self.pg_url)
-            .env("APP__DATABASE__MAX_CONNECTIONS", "40")
-            .env("APP__DATABASE__MIGRATE_ON_START", "false")
-            .env("APP__REDIS__URL", &self.redis_url)
-            .env("APP__REDIS__KEY_PREFIX", "bench:")
-            .env("APP__MONGO__URL", &self.mongo_url)
-            .env("APP__MONGO__DATABASE", DB)
-            .env("APP__AMQP__URL", &self.amqp_url)
-            .env("APP__AMQP__EXCHANGE", EXCHANGE)
-            .env("APP__AMQP__BIND_QUEUE", "")
-            .env("APP__OUTBOX__BACKOFF_MAX_MS", "1000")
-            .env("APP__OUTBOX__POLL_INTERVAL_MS", "100")
-            .env("APP__LOG__LEVEL", "error")
-            .env("APP__AUTH__JWT_SECRET", DEV_SECRET)
-            .env("APP__ENVIRONMENT", "development")
-            .stdout(Stdio::null());
-        for (k, v) in extra {
-            cmd.env(k, v);
-        }
-        let child = cmd.spawn()?;
-        let svc = Service {
-            name: name.to_string(),
-            base: format!("http://127.0.0.1:{port}"),
-            child,
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Ok(r) = self.http.get(format!("{}/readyz", svc.base)).send().await {
-                if r.status().is_success() {
-                    break;
-                }
-            }
-            anyhow::ensure!(
-                Instant::now() < deadline,
-                "service {name} did not become ready"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        Ok(svc)
     }
 
     /// `n` documents in PENDING_REVIEW with a pending review each, written directly.
@@ -317,167 +264,5 @@ impl BenchEnv {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         self.expect_queue(n).await
-    }
-
-    pub async fn direct(&self) -> anyhow::Result<Direct> {
-        let conn = Connection::connect(
-            &self.amqp_url,
-            ConnectionProperties::default()
-                .with_executor(tokio_executor_trait::Tokio::current())
-                .with_reactor(tokio_reactor_trait::Tokio),
-        )
-        .await?;
-        let ch = conn.create_channel().await?;
-        ch.confirm_select(ConfirmSelectOptions::default()).await?;
-        let mongo = mongodb::Client::with_uri_str(&self.mongo_url).await?;
-        Ok(Direct {
-            pg: self.pg.clone(),
-            mongo: mongo.database(DB).collection("documents"),
-            ch,
-            _conn: conn,
-        })
-    }
-}
-
-/// The review path's statements, MongoDB update and confirmed publish, without the service.
-pub struct Direct {
-    pg: PgPool,
-    mongo: mongodb::Collection<mongodb::bson::Document>,
-    ch: Channel,
-    _conn: Connection,
-}
-
-impl Direct {
-    pub async fn approve(&self, review_id: Uuid) -> anyhow::Result<()> {
-        let mut tx = self.pg.begin().await?;
-        sqlx::query("SELECT set_config('lock_timeout', '2000ms', true)")
-            .execute(&mut *tx)
-            .await?;
-        let doc: Uuid = sqlx::query_scalar("SELECT document_id FROM reviews WHERE id = $1")
-            .bind(review_id)
-            .fetch_one(&mut *tx)
-            .await?;
-        let (version, status): (i64, String) =
-            sqlx::query_as("SELECT version, status FROM documents WHERE id = $1 FOR UPDATE")
-                .bind(doc)
-                .fetch_one(&mut *tx)
-                .await?;
-        let rstatus: String =
-            sqlx::query_scalar("SELECT status FROM reviews WHERE id = $1 FOR UPDATE")
-                .bind(review_id)
-                .fetch_one(&mut *tx)
-                .await?;
-        anyhow::ensure!(
-            status == "PENDING_REVIEW" && rstatus == "PENDING",
-            "not pending"
-        );
-        sqlx::query("UPDATE reviews SET status = 'APPROVED', decided_by = 'floor', decided_at = now() WHERE id = $1")
-            .bind(review_id)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query("UPDATE documents SET status = 'APPROVED', version = version + 1, updated_at = now() WHERE id = $1")
-            .bind(doc)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(
-            "INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status, to_status, document_version, lock_mode) \
-             VALUES ($1, $2, 'approve', 'floor', 'PENDING_REVIEW', 'APPROVED', $3, 'none')",
-        )
-        .bind(doc)
-        .bind(review_id)
-        .bind(version + 1)
-        .execute(&mut *tx)
-        .await?;
-        let event_id = Uuid::now_v7();
-        let payload = json!({"event_id": event_id, "event_type": "document.approved", "document_id": doc,
-                             "review_id": review_id, "document_version": version + 1, "actor_id": "floor", "data": {}});
-        let outbox_id: i64 = sqlx::query_scalar(
-            // Claimed at once, as the service's dispatcher would: the service instances running
-            // on this database must not deliver the floor's rows.
-            "INSERT INTO outbox (event_id, document_id, document_version, event_type, routing_key, payload, claimed_until) \
-             VALUES ($1, $2, $3, 'document.approved', 'document.approved', $4, now() + interval '1 hour') RETURNING id",
-        )
-        .bind(event_id)
-        .bind(doc)
-        .bind(version + 1)
-        .bind(&payload)
-        .fetch_one(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        // The same MongoDB write the service makes: insert, or update by `_id` when present.
-        let fields = mongodb::bson::doc! {"status": "APPROVED", "version": version + 1, "body": "Body of a benchmark document."};
-        let mut full = fields.clone();
-        full.insert("_id", doc.to_string());
-        if self.mongo.insert_one(full).await.is_err() {
-            self.mongo
-                .update_one(
-                    mongodb::bson::doc! {"_id": doc.to_string()},
-                    mongodb::bson::doc! {"$set": fields},
-                )
-                .await?;
-        }
-        let confirm = self
-            .ch
-            .basic_publish(
-                EXCHANGE,
-                "document.approved",
-                BasicPublishOptions {
-                    mandatory: true,
-                    ..Default::default()
-                },
-                &serde_json::to_vec(&payload)?,
-                BasicProperties::default()
-                    .with_delivery_mode(2)
-                    .with_message_id(event_id.to_string().into()),
-            )
-            .await?
-            .await?;
-        anyhow::ensure!(
-            matches!(confirm, Confirmation::Ack(None)),
-            "publish not confirmed"
-        );
-        sqlx::query("UPDATE outbox SET projected_at = now(), published_at = now(), done_at = now() WHERE id = $1")
-            .bind(outbox_id)
-            .execute(&self.pg)
-            .await?;
-        Ok(())
-    }
-}
-
-/// A running service process; killed when dropped.
-pub struct Service {
-    pub name: String,
-    pub base: String,
-    child: Child,
-}
-
-impl Service {
-    /// Peak resident memory of the process so far (VmHWM).
-    pub fn peak_rss_mib(&self) -> anyhow::Result<f64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
-        let kb: f64 = status
-            .lines()
-            .find(|l| l.starts_with("VmHWM:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| anyhow::anyhow!("no VmHWM in /proc status"))?;
-        Ok(kb / 1024.0)
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }

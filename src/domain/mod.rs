@@ -1,9 +1,16 @@
-//! Domain types: validated inputs and the state machine. Nothing here does I/O.
+//! The domain: validated inputs, the entities, the state machine and the rules of every
+//! change. Nothing here does I/O, and nothing here imports another module of the crate.
 
+mod events;
 mod inputs;
+mod model;
+pub mod rules;
 mod state;
 
+pub use events::{EventData, EventType, OutboxEntry};
 pub use inputs::{Comment, DocumentBody, DocumentTitle, InputError, RejectReason, UserId};
+pub use model::{Document, FencingToken, Guard, Review, Transitioned};
+pub use rules::{Command, Decision, Locked, Plan, Refusal};
 pub use state::{Action, DocumentStatus, InvalidTransition, ReviewStatus};
 
 /// How much of the body the preview keeps, in characters.

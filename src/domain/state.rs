@@ -6,6 +6,39 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Stores a status enum as its name in a `text` column (the columns carry CHECK constraints
+/// naming the same values), so SQL checked at compile time reads and binds the enum itself.
+macro_rules! text_column {
+    ($ty:ident, $what:literal) => {
+        impl sqlx::Type<sqlx::Postgres> for $ty {
+            fn type_info() -> sqlx::postgres::PgTypeInfo {
+                <&str as sqlx::Type<sqlx::Postgres>>::type_info()
+            }
+            fn compatible(ty: &sqlx::postgres::PgTypeInfo) -> bool {
+                <&str as sqlx::Type<sqlx::Postgres>>::compatible(ty)
+            }
+        }
+
+        impl sqlx::Encode<'_, sqlx::Postgres> for $ty {
+            fn encode_by_ref(
+                &self,
+                buf: &mut sqlx::postgres::PgArgumentBuffer,
+            ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+                <&str as sqlx::Encode<sqlx::Postgres>>::encode(self.as_str(), buf)
+            }
+        }
+
+        impl sqlx::Decode<'_, sqlx::Postgres> for $ty {
+            fn decode(
+                value: sqlx::postgres::PgValueRef<'_>,
+            ) -> Result<Self, sqlx::error::BoxDynError> {
+                let s = <&str as sqlx::Decode<sqlx::Postgres>>::decode(value)?;
+                Self::parse(s).ok_or_else(|| format!("unknown {} {s:?}", $what).into())
+            }
+        }
+    };
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum DocumentStatus {
@@ -23,6 +56,10 @@ pub enum ReviewStatus {
     Rejected,
 }
 
+text_column!(DocumentStatus, "document status");
+text_column!(ReviewStatus, "review status");
+
+/// What a caller asks of a document; the rules in `rules.rs` say whether it may happen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Action {
     Edit,

@@ -1,22 +1,18 @@
 //! `/api/v1/documents` handlers.
 
-use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use uuid::Uuid;
 
+use super::auth::{Caller, Role};
 use super::body::{parse_json, read_body};
 use super::error::{ApiError, ErrorEnvelope};
-use super::idempotency::execute;
-use super::views::{DocumentView, ReviewHistory, TransitionView};
-use super::BodyLimit;
-use crate::auth::{Caller, Role};
+use super::post;
+use super::request_id;
+use super::state::AppState;
+use super::views::{self, DocumentView, ReviewHistory, ReviewView, TransitionView};
 use crate::domain::{DocumentBody, DocumentTitle};
-use crate::review::Recording;
-use crate::startup::AppState;
-use crate::store::pg::{RenderDocument, Transitioned, TxContext};
-use crate::store::{DocumentRow, StoreError};
-use serde_json::Value;
+use crate::review::Context;
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -60,57 +56,22 @@ pub async fn create(
     payload: web::Payload,
     caller: Caller,
     state: web::Data<AppState>,
-    limit: web::Data<BodyLimit>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Author)?;
-    let bytes = read_body(&req, payload, limit.0).await?;
-    let (st, author) = (state.clone(), caller.id.clone());
-    let body = bytes.clone();
-    let hooks = state.hooks(&req);
-    execute(&req, &state, &caller, &bytes, move |receipt| async move {
+    let bytes = read_body(&req, payload, state.json_limit).await?;
+    let (st, body) = (state.clone(), bytes.clone());
+    let ctx = state.context(&req, &caller.id);
+    post::run(&req, &state, &caller, &bytes, move |claim| async move {
         let input: CreateDocument = parse_json(&body, false)?;
         let title = input_ok(DocumentTitle::parse(&input.title))?;
         let text = input_ok(DocumentBody::parse(&input.body))?;
-        let id = Uuid::now_v7();
-        let request_id = super::request_id::current();
-        let doc = st
-            .store
-            .create_document(
-                id,
-                &title,
-                &text,
-                &author,
-                &request_id,
-                receipt
-                    .as_ref()
-                    .map(|r| (r, render_created as RenderDocument)),
-            )
-            .await?;
-        tracing::info!(document_id = %doc.id, "document created");
-        if hooks.fail_after_commit {
-            return Err(StoreError::TimedOut(std::time::Duration::ZERO).into());
-        }
-        st.reviews.deliver_now(doc.id).await;
-        Ok((StatusCode::CREATED, render_created(&doc)))
+        let ctx = Context { claim, ..ctx };
+        Ok(st
+            .documents
+            .create(ctx, title, text, views::created)
+            .await?)
     })
     .await
-}
-
-/// The body of a 201 to create (also what an idempotent retry replays).
-fn render_created(doc: &DocumentRow) -> Value {
-    let mut view = DocumentView::from(doc);
-    view.preview = Some(crate::domain::preview_of(&doc.body));
-    view.body = Some(doc.body.clone());
-    serde_json::to_value(view).expect("a document serializes")
-}
-
-/// The body of a transition's reply (also what an idempotent retry replays).
-pub(crate) fn render_transition(t: &Transitioned) -> Value {
-    serde_json::to_value(TransitionView {
-        document: DocumentView::from(&t.document),
-        review: t.review.clone(),
-    })
-    .expect("a transition serializes")
 }
 
 #[utoipa::path(
@@ -133,24 +94,13 @@ pub async fn get(
     _caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let doc = state.store.get_document(*path).await?;
-    let mut view = DocumentView::from(&doc);
-    match state.mongo.get(doc.id).await {
-        Ok(Some(p)) if p.version == doc.version => {
-            view.body = Some(p.body);
-            view.preview = Some(p.preview);
-            view.body_source = Some("mongodb");
-        }
-        other => {
-            if let Err(e) = other {
-                tracing::warn!(error = %e, "mongodb unavailable; serving the body from postgresql");
-            }
-            view.preview = Some(crate::domain::preview_of(&doc.body));
-            view.body = Some(doc.body);
-            view.body_source = Some("postgresql");
-        }
-    }
-    Ok(HttpResponse::Ok().json(view))
+    let read = state.documents.get(*path).await?;
+    Ok(HttpResponse::Ok().json(DocumentView {
+        body: Some(read.body),
+        preview: Some(read.preview),
+        body_source: Some(read.source.as_str()),
+        ..DocumentView::from(&read.document)
+    }))
 }
 
 #[utoipa::path(
@@ -180,33 +130,22 @@ pub async fn update(
     payload: web::Payload,
     caller: Caller,
     state: web::Data<AppState>,
-    limit: web::Data<BodyLimit>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Author)?;
-    let body: UpdateDocument = parse_json(&read_body(&req, payload, limit.0).await?, false)?;
+    let body: UpdateDocument =
+        parse_json(&read_body(&req, payload, state.json_limit).await?, false)?;
     if body.title.is_none() && body.body.is_none() {
         return Err(ApiError::validation("give at least one of title or body"));
     }
     let title = body.title.as_deref().map(DocumentTitle::parse).transpose();
     let text = body.body.as_deref().map(DocumentBody::parse).transpose();
     let (title, text) = (input_ok(title)?, input_ok(text)?);
-    let request_id = super::request_id::current();
-    let ctx = TxContext {
-        actor: &caller.id,
-        request_id: &request_id,
-        lease: None,
-        pause_before_commit: None,
-        receipt: None,
-    };
+    let request_id = request_id::current();
     let doc = state
-        .store
-        .update_document(*path, title.as_ref(), text.as_ref(), &ctx)
+        .documents
+        .edit(&caller.id, &request_id, *path, title, text)
         .await?;
-    state.reviews.deliver_now(doc.id).await;
-    let mut view = DocumentView::from(&doc);
-    view.preview = Some(crate::domain::preview_of(&doc.body));
-    view.body = Some(doc.body);
-    Ok(HttpResponse::Ok().json(view))
+    Ok(HttpResponse::Ok().json(DocumentView::with_body(&doc)))
 }
 
 #[utoipa::path(
@@ -233,29 +172,17 @@ pub async fn submit(
     payload: web::Payload,
     caller: Caller,
     state: web::Data<AppState>,
-    limit: web::Data<BodyLimit>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Author)?;
-    let bytes = read_body(&req, payload, limit.0).await?;
-    let hooks = state.hooks(&req);
-    let (st, actor, document_id) = (state.clone(), caller.id.clone(), *path);
-    execute(&req, &state, &caller, &bytes, move |receipt| async move {
-        let recording = receipt.map(|receipt| Recording {
-            receipt,
-            status: 201,
-            render: render_transition,
-        });
-        let done = st
+    let bytes = read_body(&req, payload, state.json_limit).await?;
+    let (st, document_id) = (state.clone(), *path);
+    let ctx = state.context(&req, &caller.id);
+    post::run(&req, &state, &caller, &bytes, move |claim| async move {
+        let ctx = Context { claim, ..ctx };
+        Ok(st
             .reviews
-            .submit(
-                actor,
-                document_id,
-                super::request_id::current(),
-                hooks,
-                recording,
-            )
-            .await?;
-        Ok((StatusCode::CREATED, render_transition(&done)))
+            .submit(ctx, document_id, views::submitted)
+            .await?)
     })
     .await
 }
@@ -280,6 +207,8 @@ pub async fn history(
     _caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let items = state.store.document_reviews(*path).await?;
-    Ok(HttpResponse::Ok().json(ReviewHistory { items }))
+    let items = state.documents.history(*path).await?;
+    Ok(HttpResponse::Ok().json(ReviewHistory {
+        items: items.iter().map(ReviewView::from).collect(),
+    }))
 }

@@ -1,6 +1,9 @@
 //! The one error envelope: `{"code", "message", "request_id"}`. Codes are for programs and
 //! stable; messages are for people. A 500 says little to the client and everything to the
 //! log. Nothing here may carry SQL, a stack trace or a secret to the client.
+//!
+//! This is the one place where errors of the layers below (refusals of the rules, lock
+//! contention, store failures) become HTTP statuses and codes.
 
 use std::fmt;
 
@@ -9,7 +12,9 @@ use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
 use super::request_id;
+use crate::domain::Refusal;
 use crate::lock::gate::Contended;
+use crate::review::{self, Reply};
 use crate::store::StoreError;
 
 /// Stable error codes: programs branch on these, never on messages.
@@ -173,66 +178,109 @@ impl ResponseError for ApiError {
     }
 }
 
-impl From<Contended> for ApiError {
-    fn from(c: Contended) -> Self {
-        let mut e = ApiError::new(
-            StatusCode::CONFLICT,
+impl ApiError {
+    fn conflict(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, code, message)
+    }
+
+    /// 409 `LOCK_NOT_ACQUIRED`: another request holds the item; retry after `secs`.
+    fn busy(secs: u64) -> Self {
+        let mut e = Self::conflict(
             ErrorCode::LockNotAcquired,
             "another request is working on this item; retry shortly",
         );
-        e.retry_after_secs = Some(c.retry_after.as_secs_f64().ceil().max(1.0) as u64);
+        e.retry_after_secs = Some(secs);
         e
+    }
+
+    fn lock_lost() -> Self {
+        Self::conflict(
+            ErrorCode::LockLost,
+            "the lock was lost before the change could be committed; nothing was changed, retry",
+        )
+    }
+
+    /// 409 `IDEMPOTENCY_IN_FLIGHT` with `Retry-After: 1`.
+    pub fn in_flight(message: &str) -> Self {
+        let mut e = Self::conflict(ErrorCode::IdempotencyInFlight, message);
+        e.retry_after_secs = Some(1);
+        e
+    }
+
+    /// 422 `IDEMPOTENCY_KEY_REUSED`.
+    pub fn key_reused() -> Self {
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::IdempotencyKeyReused,
+            "this Idempotency-Key was already used with a different request",
+        )
+    }
+
+    /// The reply an idempotency key replays for this error.
+    pub fn reply(&self) -> Reply {
+        Reply {
+            status: self.status.as_u16(),
+            body: self.body_json(),
+        }
+    }
+}
+
+impl From<Contended> for ApiError {
+    fn from(c: Contended) -> Self {
+        ApiError::busy(c.retry_after.as_secs_f64().ceil().max(1.0) as u64)
+    }
+}
+
+impl From<Refusal> for ApiError {
+    fn from(r: Refusal) -> Self {
+        let undecidable = |what: &str| {
+            ApiError::conflict(
+                ErrorCode::InvalidState,
+                format!("the review can no longer be decided: it is {what}"),
+            )
+        };
+        match r {
+            Refusal::NotFound => ApiError::not_found("no such document or review"),
+            Refusal::Forbidden(msg) => ApiError::forbidden(msg),
+            Refusal::SelfReview => ApiError::new(
+                StatusCode::FORBIDDEN,
+                ErrorCode::SelfReviewForbidden,
+                "the author of a document may not approve or reject it",
+            ),
+            Refusal::InvalidState(t) => ApiError::conflict(ErrorCode::InvalidState, t.to_string()),
+            Refusal::ReviewNotPending(s) => undecidable(s.as_str()),
+            Refusal::NotCurrentReview => undecidable("not the current review"),
+            Refusal::AlreadyPending => undecidable("pending for this document"),
+            Refusal::StaleFence => ApiError::lock_lost(),
+        }
     }
 }
 
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::NotFound => ApiError::not_found("no such document or review"),
-            StoreError::Forbidden(msg) => ApiError::forbidden(msg),
-            StoreError::SelfReview => ApiError::new(
-                StatusCode::FORBIDDEN,
-                ErrorCode::SelfReviewForbidden,
-                "the author of a document may not approve or reject it",
-            ),
-            StoreError::InvalidState(t) => {
-                ApiError::new(StatusCode::CONFLICT, ErrorCode::InvalidState, t.to_string())
-            }
-            StoreError::ReviewDecided(s) => ApiError::new(
-                StatusCode::CONFLICT,
-                ErrorCode::InvalidState,
-                format!("the review can no longer be decided: it is {s}"),
-            ),
-            StoreError::LockLost => ApiError::new(
-                StatusCode::CONFLICT,
-                ErrorCode::LockLost,
-                "the lock was lost before the change could be committed; nothing was changed, retry",
-            ),
-            StoreError::RowLocked => {
-                let mut e = ApiError::new(
-                    StatusCode::CONFLICT,
-                    ErrorCode::LockNotAcquired,
-                    "another request is working on this item; retry shortly",
-                );
-                e.retry_after_secs = Some(1);
-                e
-            }
+            StoreError::RowLocked => ApiError::busy(1),
             StoreError::Unavailable(db) => {
                 ApiError::unavailable(anyhow::Error::new(db).context("postgresql unavailable"))
             }
-            StoreError::KeyTakenOver => {
-                let mut e = ApiError::new(
-                    StatusCode::CONFLICT,
-                    ErrorCode::IdempotencyInFlight,
-                    "a retry with this Idempotency-Key took over; retry to get its result",
-                );
-                e.retry_after_secs = Some(1);
-                e
+            StoreError::TimedOut(d) => {
+                ApiError::unavailable(anyhow::anyhow!("postgresql did not answer within {d:?}"))
             }
-            StoreError::TimedOut(d) => ApiError::unavailable(anyhow::anyhow!(
-                "postgresql did not answer within {d:?}"
-            )),
             StoreError::Unexpected(cause) => ApiError::internal(cause),
+        }
+    }
+}
+
+impl From<review::Error> for ApiError {
+    fn from(e: review::Error) -> Self {
+        match e {
+            review::Error::Refused(r) => r.into(),
+            review::Error::Contended(c) => c.into(),
+            review::Error::LockLost => ApiError::lock_lost(),
+            review::Error::KeyTakenOver => ApiError::in_flight(
+                "a retry with this Idempotency-Key took over; retry to get its result",
+            ),
+            review::Error::Store(s) => s.into(),
         }
     }
 }

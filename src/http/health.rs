@@ -1,13 +1,10 @@
 //! `/healthz` (the process answers) and `/readyz` (PostgreSQL required; Redis, MongoDB and
 //! RabbitMQ reported one by one; an optional one down means degraded, not unready).
 
-use std::time::Duration;
-
 use actix_web::{web, HttpResponse};
 use serde_json::json;
 
-use crate::metrics::Snapshot;
-use crate::startup::AppState;
+use super::state::AppState;
 
 #[utoipa::path(
     get,
@@ -22,18 +19,6 @@ pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({ "status": "ok" }))
 }
 
-async fn probe<F, E>(fut: F) -> (&'static str, Option<String>)
-where
-    F: std::future::Future<Output = Result<(), E>>,
-    E: std::fmt::Display,
-{
-    match tokio::time::timeout(Duration::from_secs(2), fut).await {
-        Ok(Ok(())) => ("up", None),
-        Ok(Err(e)) => ("down", Some(e.to_string())),
-        Err(_) => ("down", Some("timed out".into())),
-    }
-}
-
 #[utoipa::path(
     get,
     path = "/readyz",
@@ -44,14 +29,9 @@ where
     )
 )]
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
-    let (pg, redis, mongo, amqp) = tokio::join!(
-        probe(state.store.ping()),
-        probe(state.redis.ping()),
-        probe(state.mongo.ping()),
-        probe(state.dispatcher.publisher().ping()),
-    );
-    let optional_down = [redis.0, mongo.0, amqp.0].contains(&"down");
-    let status = if pg.0 != "up" {
+    let r = state.probes.readiness().await;
+    let optional_down = !(r.redis.up && r.mongodb.up && r.rabbitmq.up);
+    let status = if !r.postgresql.up {
         "not_ready"
     } else if optional_down {
         "degraded"
@@ -59,27 +39,27 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
         "ready"
     };
     // Failure reasons of dependencies are kept to the log: they can name hosts.
-    for (name, (s, why)) in [
-        ("postgresql", &pg),
-        ("redis", &redis),
-        ("mongodb", &mongo),
-        ("rabbitmq", &amqp),
+    for (name, check) in [
+        ("postgresql", &r.postgresql),
+        ("redis", &r.redis),
+        ("mongodb", &r.mongodb),
+        ("rabbitmq", &r.rabbitmq),
     ] {
-        if let Some(why) = why {
-            tracing::warn!(dependency = name, state = s, reason = %why, "readiness probe");
+        if let Some(why) = &check.reason {
+            tracing::warn!(dependency = name, state = check.status(), reason = %why, "readiness probe");
         }
     }
     let body = json!({
         "status": status,
         "checks": {
-            "postgresql": { "status": pg.0, "required": true },
-            "redis": { "status": redis.0, "required": false,
-                       "circuit_breaker": state.reviews.gate().breaker_state().as_str() },
-            "mongodb": { "status": mongo.0, "required": false },
-            "rabbitmq": { "status": amqp.0, "required": false },
+            "postgresql": { "status": r.postgresql.status(), "required": true },
+            "redis": { "status": r.redis.status(), "required": false,
+                       "circuit_breaker": r.breaker.as_str() },
+            "mongodb": { "status": r.mongodb.status(), "required": false },
+            "rabbitmq": { "status": r.rabbitmq.status(), "required": false },
         }
     });
-    if pg.0 == "up" {
+    if r.postgresql.up {
         HttpResponse::Ok().json(body)
     } else {
         HttpResponse::ServiceUnavailable().json(body)
@@ -97,20 +77,7 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     )
 )]
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
-    let backlog = tokio::time::timeout(
-        Duration::from_secs(1),
-        crate::store::outbox::backlog(state.store.pool()),
-    )
-    .await
-    .ok()
-    .and_then(|r| r.ok());
-    let gate = state.reviews.gate();
-    let text = state.metrics.render(&Snapshot {
-        locks: gate.stats(),
-        breaker: gate.breaker_state(),
-        dispatch: state.dispatcher.stats(),
-        backlog,
-    });
+    let text = state.metrics.scrape(&state.probes).await;
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
         .body(text)

@@ -8,8 +8,7 @@ use utoipa::{Modify, OpenApi};
 use super::documents::{CreateDocument, UpdateDocument};
 use super::error::{ErrorCode, ErrorEnvelope};
 use super::reviews::{ApproveBody, RejectBody};
-use super::views::{DocumentView, ReviewHistory, ReviewPage, TransitionView};
-use crate::store::ReviewRow;
+use super::views::{DocumentView, ReviewHistory, ReviewPage, ReviewView, TransitionView};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -34,7 +33,7 @@ use crate::store::ReviewRow;
         docs,
     ),
     components(schemas(
-        DocumentView, ReviewRow, TransitionView, ReviewPage, ReviewHistory,
+        DocumentView, ReviewView, TransitionView, ReviewPage, ReviewHistory,
         CreateDocument, UpdateDocument, ApproveBody, RejectBody, ErrorEnvelope, ErrorCode
     )),
     modifiers(&BearerAuth),

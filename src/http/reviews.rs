@@ -1,21 +1,18 @@
 //! `/api/v1/reviews` handlers.
 
-use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use uuid::Uuid;
 
+use super::auth::{Caller, Role};
 use super::body::{parse_json, read_body};
-use super::documents::render_transition;
 use super::error::{ApiError, ErrorEnvelope};
-use super::idempotency::execute;
-use super::views::{ReviewPage, TransitionView};
-use super::BodyLimit;
-use crate::auth::{Caller, Role};
-use crate::domain::{Comment, RejectReason, ReviewStatus};
-use crate::review::{Decision, Recording, TransitionError};
-use crate::startup::AppState;
+use super::post;
+use super::state::AppState;
+use super::views::{self, ReviewPage, ReviewView, TransitionView};
+use crate::domain::{Comment, Decision, RejectReason, ReviewStatus};
+use crate::review::Context;
 
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -34,15 +31,6 @@ pub struct ListQuery {
     status: Option<String>,
     limit: Option<i64>,
     cursor: Option<String>,
-}
-
-impl From<TransitionError> for ApiError {
-    fn from(e: TransitionError) -> Self {
-        match e {
-            TransitionError::Contended(c) => c.into(),
-            TransitionError::Store(s) => s.into(),
-        }
-    }
 }
 
 #[utoipa::path(
@@ -71,10 +59,9 @@ pub async fn approve(
     payload: web::Payload,
     caller: Caller,
     state: web::Data<AppState>,
-    limit: web::Data<BodyLimit>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Reviewer)?;
-    let bytes = read_body(&req, payload, limit.0).await?;
+    let bytes = read_body(&req, payload, state.json_limit).await?;
     decide(&req, &state, caller, *path, bytes, |body| {
         let input: ApproveBody = parse_json(body, true)?;
         let comment = input
@@ -114,10 +101,9 @@ pub async fn reject(
     payload: web::Payload,
     caller: Caller,
     state: web::Data<AppState>,
-    limit: web::Data<BodyLimit>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Reviewer)?;
-    let bytes = read_body(&req, payload, limit.0).await?;
+    let bytes = read_body(&req, payload, state.json_limit).await?;
     decide(&req, &state, caller, *path, bytes, |body| {
         let input: RejectBody = parse_json(body, false)?;
         let reason =
@@ -137,28 +123,15 @@ async fn decide(
     bytes: Vec<u8>,
     parse: fn(&[u8]) -> Result<Decision, ApiError>,
 ) -> Result<HttpResponse, ApiError> {
-    let hooks = state.hooks(req);
-    let (st, actor) = (state.clone(), caller.id.clone());
-    let body = bytes.clone();
-    execute(req, state, &caller, &bytes, move |receipt| async move {
+    let (st, body) = (state.clone(), bytes.clone());
+    let ctx = state.context(req, &caller.id);
+    post::run(req, state, &caller, &bytes, move |claim| async move {
         let decision = parse(&body)?;
-        let recording = receipt.map(|receipt| Recording {
-            receipt,
-            status: 200,
-            render: render_transition,
-        });
-        let done = st
+        let ctx = Context { claim, ..ctx };
+        Ok(st
             .reviews
-            .decide(
-                actor,
-                review_id,
-                decision,
-                super::request_id::current(),
-                hooks,
-                recording,
-            )
-            .await?;
-        Ok((StatusCode::OK, render_transition(&done)))
+            .decide(ctx, review_id, decision, views::decided)
+            .await?)
     })
     .await
 }
@@ -195,14 +168,17 @@ pub async fn list(
         return Err(ApiError::validation("limit must be between 1 and 100"));
     }
     let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
-    let mut items = state.store.list_reviews(status, after, limit + 1).await?;
+    let mut items = state.reviews.list(status, after, limit + 1).await?;
     let next_cursor = if items.len() as i64 > limit {
         items.truncate(limit as usize);
         items.last().map(|r| encode_cursor(r.submitted_at, r.id))
     } else {
         None
     };
-    Ok(HttpResponse::Ok().json(ReviewPage { items, next_cursor }))
+    Ok(HttpResponse::Ok().json(ReviewPage {
+        items: items.iter().map(ReviewView::from).collect(),
+        next_cursor,
+    }))
 }
 
 fn encode_cursor(at: DateTime<Utc>, id: Uuid) -> String {

@@ -1,10 +1,13 @@
-//! What the API returns: the JSON shapes of documents and reviews.
+//! What the API returns: the JSON shapes of documents, reviews and transitions, kept apart
+//! from the entities they show, and the renderers every handler (and every idempotent
+//! replay) uses.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::store::{DocumentRow, ReviewRow};
+use crate::domain::{preview_of, Document, Review, Transitioned};
+use crate::review::Reply;
 
 /// A document. `body`, `preview` and `body_source` come with GET, create and edit.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -30,12 +33,12 @@ pub struct DocumentView {
     pub body_source: Option<&'static str>,
 }
 
-impl From<&DocumentRow> for DocumentView {
-    fn from(d: &DocumentRow) -> Self {
+impl From<&Document> for DocumentView {
+    fn from(d: &Document) -> Self {
         Self {
             id: d.id,
             title: d.title.clone(),
-            status: d.status.clone(),
+            status: d.status.as_str().to_string(),
             version: d.version,
             author_id: d.author_id.clone(),
             current_review_id: d.current_review_id,
@@ -48,23 +51,100 @@ impl From<&DocumentRow> for DocumentView {
     }
 }
 
+impl DocumentView {
+    /// The view with body and preview, as create and edit answer (from PostgreSQL).
+    pub fn with_body(d: &Document) -> Self {
+        Self {
+            preview: Some(preview_of(&d.body)),
+            body: Some(d.body.clone()),
+            ..Self::from(d)
+        }
+    }
+}
+
+/// A review of one submitted version of a document.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Review)]
+pub struct ReviewView {
+    pub id: Uuid,
+    pub document_id: Uuid,
+    /// PENDING, APPROVED or REJECTED
+    #[schema(example = "PENDING")]
+    pub status: String,
+    pub document_version: i64,
+    pub submitted_by: String,
+    pub submitted_at: DateTime<Utc>,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<DateTime<Utc>>,
+    pub comment: Option<String>,
+    pub reason: Option<String>,
+}
+
+impl From<&Review> for ReviewView {
+    fn from(r: &Review) -> Self {
+        Self {
+            id: r.id,
+            document_id: r.document_id,
+            status: r.status.as_str().to_string(),
+            document_version: r.document_version,
+            submitted_by: r.submitted_by.clone(),
+            submitted_at: r.submitted_at,
+            decided_by: r.decided_by.clone(),
+            decided_at: r.decided_at,
+            comment: r.comment.clone(),
+            reason: r.reason.clone(),
+        }
+    }
+}
+
 /// The document and review after a transition.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[schema(as = Transition)]
 pub struct TransitionView {
     pub document: DocumentView,
-    pub review: ReviewRow,
+    pub review: ReviewView,
 }
 
 /// A page of reviews; pass `next_cursor` as `cursor` for the next one.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ReviewPage {
-    pub items: Vec<ReviewRow>,
+    pub items: Vec<ReviewView>,
     pub next_cursor: Option<String>,
 }
 
 /// Every review of a document, oldest first.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ReviewHistory {
-    pub items: Vec<ReviewRow>,
+    pub items: Vec<ReviewView>,
+}
+
+fn reply(status: u16, view: impl Serialize) -> Reply {
+    Reply {
+        status,
+        body: serde_json::to_value(view).expect("a view serializes"),
+    }
+}
+
+/// The 201 of a create (also what an idempotent retry replays).
+pub fn created(doc: &Document) -> Reply {
+    reply(201, DocumentView::with_body(doc))
+}
+
+/// The 201 of a submit (also what an idempotent retry replays).
+pub fn submitted(t: &Transitioned) -> Reply {
+    reply(201, TransitionView::from(t))
+}
+
+/// The 200 of a decision (also what an idempotent retry replays).
+pub fn decided(t: &Transitioned) -> Reply {
+    reply(200, TransitionView::from(t))
+}
+
+impl From<&Transitioned> for TransitionView {
+    fn from(t: &Transitioned) -> Self {
+        Self {
+            document: DocumentView::from(&t.document),
+            review: ReviewView::from(&t.review),
+        }
+    }
 }

@@ -15,7 +15,6 @@ pub async fn run_all<P: LockProvider + ?Sized>(p: &P, prefix: &str) {
     wrong_owner_cannot_extend(p, &format!("{prefix}c2")).await;
     fencing_tokens_strictly_increase(p, &format!("{prefix}c3")).await;
     expiry_frees_the_key(p, &format!("{prefix}c4")).await;
-    extend_all_is_all_or_nothing(p, &format!("{prefix}c5")).await;
     assert!(
         Ttl::new(Duration::ZERO).is_none(),
         "a zero TTL must be refused"
@@ -96,25 +95,4 @@ async fn expiry_frees_the_key<P: LockProvider + ?Sized>(p: &P, key: &str) {
         "an expired owner cannot release the new one"
     );
     assert!(p.release(&b).await.unwrap());
-}
-
-async fn extend_all_is_all_or_nothing<P: LockProvider + ?Sized>(p: &P, key: &str) {
-    let k1 = format!("{key}:a");
-    let k2 = format!("{key}:b");
-    let a = p.require_acquire(&k1, ttl(10_000)).await.unwrap();
-    let b = p.require_acquire(&k2, ttl(10_000)).await.unwrap();
-    assert!(p
-        .extend_all(&[a.clone(), b.clone()], ttl(10_000))
-        .await
-        .unwrap());
-    p.release(&b).await.unwrap();
-    let c = p.require_acquire(&k2, ttl(10_000)).await.unwrap();
-    assert!(
-        !p.extend_all(&[a.clone(), b.clone()], ttl(60_000))
-            .await
-            .unwrap(),
-        "one key lost means the whole renewal fails"
-    );
-    p.release(&a).await.unwrap();
-    p.release(&c).await.unwrap();
 }

@@ -2,25 +2,16 @@
 //! `LOCK_NOT_ACQUIRED`, and degrade to "no outer lock" when Redis is down or slow. Degrading
 //! is safe because the PostgreSQL row lock alone keeps state correct.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
 use super::breaker::{BreakerState, CircuitBreaker, Permit};
-use super::lease::Lease;
-use super::{LockError, LockProvider, Ttl};
-
-/// Counters for metrics and tests.
-#[derive(Debug, Default)]
-pub struct LockStats {
-    pub acquired: AtomicU64,
-    pub contended: AtomicU64,
-    pub degraded: AtomicU64,
-    pub renewals: AtomicU64,
-    pub lost: AtomicU64,
-}
+use super::lease::{Lease, Renewal};
+pub use super::stats::LockStats;
+use super::{LockError, LockProvider, LockSettings, Ttl};
 
 /// The outcome of passing the gate.
 pub enum Passage {
@@ -54,9 +45,7 @@ pub struct Contended {
 pub struct LockGate {
     provider: Arc<dyn LockProvider>,
     breaker: CircuitBreaker,
-    ttl: Ttl,
-    renew_every: Duration,
-    max_hold: Duration,
+    renewal: Renewal,
     retry_after: Duration,
     stats: Arc<LockStats>,
     shutdown: CancellationToken,
@@ -64,32 +53,29 @@ pub struct LockGate {
 }
 
 impl LockGate {
-    pub fn new(
+    /// The gate `[lock]` describes, in front of `provider`. The breaker's prober locks
+    /// `probe_key` to test the backend.
+    pub fn from_settings(
         provider: Arc<dyn LockProvider>,
-        breaker: CircuitBreaker,
-        ttl: Ttl,
-        renew_every: Duration,
-        max_hold: Duration,
-        retry_after: Duration,
+        settings: &LockSettings,
+        probe_key: String,
         shutdown: CancellationToken,
-    ) -> Self {
-        Self {
+    ) -> anyhow::Result<Self> {
+        let ttl = Ttl::new(settings.ttl)
+            .ok_or_else(|| anyhow::anyhow!("lock.ttl_ms must be at least 1 ms"))?;
+        Ok(Self {
             provider,
-            breaker,
-            ttl,
-            renew_every,
-            max_hold,
-            retry_after,
+            breaker: CircuitBreaker::new(settings.breaker_failure_threshold, settings.breaker_open),
+            renewal: Renewal {
+                ttl,
+                every: settings.renew_every(),
+                max_hold: settings.max_hold,
+            },
+            retry_after: settings.retry_after,
             stats: Arc::new(LockStats::default()),
             shutdown,
-            probe_key: "lock:probe".to_string(),
-        }
-    }
-
-    /// The key the breaker's prober locks (and releases) to test Redis.
-    pub fn with_probe_key(mut self, key: String) -> Self {
-        self.probe_key = key;
-        self
+            probe_key,
+        })
     }
 
     pub fn stats(&self) -> &LockStats {
@@ -98,6 +84,11 @@ impl LockGate {
 
     pub fn breaker_state(&self) -> BreakerState {
         self.breaker.state()
+    }
+
+    /// Whether the lock backend answers (readiness; does not touch the breaker).
+    pub async fn ping(&self) -> Result<(), LockError> {
+        self.provider.ping().await
     }
 
     /// While the breaker is not closed, checks Redis every `every` and closes the breaker
@@ -135,16 +126,16 @@ impl LockGate {
             tracing::debug!("redis circuit open: row lock only");
             return Ok(Passage::Degraded);
         }
-        match self.provider.acquire(key, self.ttl).await {
+        // `acquire` reports contention as a handle, never as an error: any error means the
+        // backend is unavailable.
+        match self.provider.acquire(key, self.renewal.ttl).await {
             Ok(handle) if handle.acquired => {
                 self.breaker.on_success();
                 self.stats.acquired.fetch_add(1, Ordering::Relaxed);
                 Ok(Passage::Held(Lease::start(
                     self.provider.clone(),
-                    vec![handle],
-                    self.ttl,
-                    self.renew_every,
-                    self.max_hold,
+                    handle,
+                    self.renewal,
                     self.stats.clone(),
                     &self.shutdown,
                 )))
@@ -158,20 +149,10 @@ impl LockGate {
                     retry_after: holder.min(self.retry_after).max(Duration::from_secs(1)),
                 })
             }
-            Err(LockError::Contended { key, holder_ttl }) => {
-                self.breaker.on_success();
-                self.stats.contended.fetch_add(1, Ordering::Relaxed);
-                Err(Contended {
-                    key,
-                    retry_after: holder_ttl
-                        .unwrap_or(self.retry_after)
-                        .max(Duration::from_secs(1)),
-                })
-            }
-            Err(LockError::Unavailable(reason)) => {
+            Err(e) => {
                 let opened = self.breaker.on_failure();
                 self.stats.degraded.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(%reason, breaker_opened = opened, "redis unavailable: degraded to row lock only");
+                tracing::warn!(reason = %e, breaker_opened = opened, "redis unavailable: degraded to row lock only");
                 Ok(Passage::Degraded)
             }
         }

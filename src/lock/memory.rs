@@ -79,19 +79,15 @@ impl LockProvider for MemoryLockProvider {
         }
     }
 
-    async fn extend_all(&self, handles: &[LockHandle], ttl: Ttl) -> Result<bool, LockError> {
+    async fn extend(&self, handle: &LockHandle, ttl: Ttl) -> Result<bool, LockError> {
         let now = Instant::now();
         let mut st = self.inner.lock().expect("lock state poisoned");
-        for h in handles {
-            match st.live(&h.lock_key, now) {
-                Some((tok, _)) if *tok == h.owner_token => {}
-                _ => return Ok(false),
-            }
+        match st.live(&handle.lock_key, now) {
+            Some((tok, _)) if *tok == handle.owner_token => {}
+            _ => return Ok(false),
         }
-        for h in handles {
-            if let Some(entry) = st.held.get_mut(&h.lock_key) {
-                entry.1 = now + ttl.as_duration();
-            }
+        if let Some(entry) = st.held.get_mut(&handle.lock_key) {
+            entry.1 = now + ttl.as_duration();
         }
         Ok(true)
     }
@@ -100,6 +96,10 @@ impl LockProvider for MemoryLockProvider {
         let now = Instant::now();
         let mut st = self.inner.lock().expect("lock state poisoned");
         Ok(st.live(key, now).is_some())
+    }
+
+    async fn ping(&self) -> Result<(), LockError> {
+        Ok(())
     }
 }
 

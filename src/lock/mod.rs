@@ -12,12 +12,17 @@ pub mod gate;
 pub mod lease;
 pub mod memory;
 pub mod redis;
+mod settings;
+mod stats;
 
 use std::fmt;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use rand::RngCore;
+
+pub use crate::domain::FencingToken;
+pub use settings::{LockSettings, RedisSettings};
 
 /// A lock time-to-live. It cannot be zero: there are no permanent locks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,20 +60,6 @@ impl fmt::Debug for OwnerToken {
     // Enough to correlate in logs, not enough to steal the lock.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "OwnerToken({}…)", &self.0[..6])
-    }
-}
-
-/// Strictly increasing per lock key across acquisitions; stored on the rows a holder writes
-/// so that a former holder can never write over a newer one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct FencingToken(i64);
-
-impl FencingToken {
-    pub fn new(v: i64) -> Self {
-        Self(v)
-    }
-    pub fn value(self) -> i64 {
-        self.0
     }
 }
 
@@ -119,17 +110,15 @@ pub trait LockProvider: Send + Sync + 'static {
     /// Deletes the key only if it still holds this owner's token. `Ok(false)`: not ours.
     async fn release(&self, handle: &LockHandle) -> Result<bool, LockError>;
 
-    /// Resets the TTL of every handle's key, all or nothing, only if every key still holds
-    /// its owner token. `Ok(false)`: at least one is gone or owned by someone else.
-    async fn extend_all(&self, handles: &[LockHandle], ttl: Ttl) -> Result<bool, LockError>;
-
-    /// Resets the TTL only if the key still holds this owner's token.
-    async fn extend(&self, handle: &LockHandle, ttl: Ttl) -> Result<bool, LockError> {
-        self.extend_all(std::slice::from_ref(handle), ttl).await
-    }
+    /// Resets the TTL only if the key still holds this owner's token. `Ok(false)`: the key
+    /// is gone or owned by someone else.
+    async fn extend(&self, handle: &LockHandle, ttl: Ttl) -> Result<bool, LockError>;
 
     /// Whether anyone holds the key.
     async fn locked(&self, key: &str) -> Result<bool, LockError>;
+
+    /// Whether the backend answers (readiness).
+    async fn ping(&self) -> Result<(), LockError>;
 }
 
 /// Builds lock key names with the configured prefix.

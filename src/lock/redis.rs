@@ -15,7 +15,11 @@ use async_trait::async_trait;
 use deadpool_redis::{Config as PoolConfig, Pool, Runtime};
 use redis::Script;
 
-use super::{fence_key, FencingToken, LockError, LockHandle, LockProvider, OwnerToken, Ttl};
+use secrecy::ExposeSecret;
+
+use super::{
+    fence_key, FencingToken, LockError, LockHandle, LockProvider, OwnerToken, RedisSettings, Ttl,
+};
 
 const ACQUIRE: &str = r#"
 local ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
@@ -38,15 +42,11 @@ end
 return 0
 "#;
 
-// ARGV[1] = ttl ms, ARGV[i + 1] = owner token of KEYS[i]. All or nothing.
-const EXTEND_ALL: &str = r#"
-for i, key in ipairs(KEYS) do
-  if redis.call('GET', key) ~= ARGV[i + 1] then return 0 end
+const EXTEND: &str = r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
-for _, key in ipairs(KEYS) do
-  redis.call('PEXPIRE', key, ARGV[1])
-end
-return 1
+return 0
 "#;
 
 /// How long a fence counter outlives its last acquisition. The time floor keeps tokens
@@ -59,7 +59,7 @@ pub struct RedisLockProvider {
     op_timeout: Duration,
     acquire: Script,
     release: Script,
-    extend_all: Script,
+    extend: Script,
 }
 
 impl RedisLockProvider {
@@ -79,8 +79,17 @@ impl RedisLockProvider {
             op_timeout,
             acquire: Script::new(ACQUIRE),
             release: Script::new(RELEASE),
-            extend_all: Script::new(EXTEND_ALL),
+            extend: Script::new(EXTEND),
         })
+    }
+
+    /// The provider `[redis]` describes.
+    pub fn from_settings(settings: &RedisSettings) -> anyhow::Result<Self> {
+        Self::new(
+            settings.url.expose_secret(),
+            settings.pool_size,
+            settings.op_timeout,
+        )
     }
 
     pub fn pool(&self) -> &Pool {
@@ -110,13 +119,6 @@ impl RedisLockProvider {
                 self.op_timeout
             ))),
         }
-    }
-
-    /// `PING`, under the op timeout.
-    pub async fn ping(&self) -> Result<(), LockError> {
-        self.run(|mut c| async move { redis::cmd("PING").query_async::<String>(&mut c).await })
-            .await
-            .map(|_| ())
     }
 }
 
@@ -179,17 +181,13 @@ impl LockProvider for RedisLockProvider {
         Ok(n == 1)
     }
 
-    async fn extend_all(&self, handles: &[LockHandle], ttl: Ttl) -> Result<bool, LockError> {
-        if handles.is_empty() {
-            return Ok(true);
-        }
+    async fn extend(&self, handle: &LockHandle, ttl: Ttl) -> Result<bool, LockError> {
         let n: i64 = self
             .run(|mut c| {
-                let mut inv = self.extend_all.prepare_invoke();
-                inv.arg(ttl.as_millis());
-                for h in handles {
-                    inv.key(&h.lock_key).arg(h.owner_token.as_str());
-                }
+                let mut inv = self.extend.prepare_invoke();
+                inv.key(&handle.lock_key)
+                    .arg(handle.owner_token.as_str())
+                    .arg(ttl.as_millis());
                 async move { inv.invoke_async(&mut c).await }
             })
             .await?;
@@ -201,5 +199,12 @@ impl LockProvider for RedisLockProvider {
             .run(|mut c| async move { redis::cmd("EXISTS").arg(key).query_async(&mut c).await })
             .await?;
         Ok(n == 1)
+    }
+
+    /// `PING`, under the op timeout.
+    async fn ping(&self) -> Result<(), LockError> {
+        self.run(|mut c| async move { redis::cmd("PING").query_async::<String>(&mut c).await })
+            .await
+            .map(|_| ())
     }
 }

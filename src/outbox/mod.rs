@@ -6,20 +6,19 @@
 //! before its publish is confirmed. Delivery is at least once.
 
 pub mod publisher;
+mod settings;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::config::OutboxSettings;
 use crate::store::mongo::MongoProjection;
-use crate::store::outbox::{self as repo, OutboxRow};
-use crate::store::StoreError;
+use crate::store::{OutboxRow, PgStore, StoreError};
 use publisher::AmqpPublisher;
+pub use settings::{AmqpSettings, OutboxSettings};
 
 #[derive(Debug, Default)]
 pub struct DispatchStats {
@@ -30,7 +29,7 @@ pub struct DispatchStats {
 }
 
 pub struct Dispatcher {
-    pool: PgPool,
+    store: PgStore,
     mongo: MongoProjection,
     publisher: Arc<AmqpPublisher>,
     settings: OutboxSettings,
@@ -47,13 +46,13 @@ enum RowOutcome {
 
 impl Dispatcher {
     pub fn new(
-        pool: PgPool,
+        store: PgStore,
         mongo: MongoProjection,
         publisher: Arc<AmqpPublisher>,
         settings: OutboxSettings,
     ) -> Self {
         Self {
-            pool,
+            store,
             mongo,
             publisher,
             settings,
@@ -103,7 +102,7 @@ impl Dispatcher {
             self.publish_pass(only_document).await?
         };
         if proj_failed || pub_failed {
-            let pause = Duration::from_millis(self.settings.backoff_base_ms * 4);
+            let pause = self.settings.backoff_base * 4;
             *self.inline_paused_until.lock().expect("poisoned") = Some(Instant::now() + pause);
             if only_document.is_some() {
                 // Stop the inline loop: the rows now wait for their retry time.
@@ -122,13 +121,10 @@ impl Dispatcher {
     /// ordering: the projection is the document's latest version, under a version guard.
     /// Stops at the first MongoDB failure (the rest are given back for later).
     async fn project_pass(&self, only_document: Option<Uuid>) -> Result<(usize, bool), StoreError> {
-        let rows = repo::claim_unprojected(
-            &self.pool,
-            only_document,
-            self.settings.batch_size,
-            self.claim_for(),
-        )
-        .await?;
+        let rows = self
+            .store
+            .claim_unprojected(only_document, self.settings.batch_size, self.claim_for())
+            .await?;
         let mut by_doc: Vec<(Uuid, Vec<&OutboxRow>)> = Vec::new();
         for row in &rows {
             match by_doc.iter_mut().find(|(d, _)| *d == row.document_id) {
@@ -140,15 +136,18 @@ impl Dispatcher {
         let token = rows.first().map(|r| r.claim_token).unwrap_or_default();
         for (i, (document_id, doc_rows)) in by_doc.iter().enumerate() {
             let ids: Vec<i64> = doc_rows.iter().map(|r| r.id).collect();
-            if !repo::renew(&self.pool, &ids, token, self.claim_for()).await? {
+            if !self.store.renew(&ids, token, self.claim_for()).await? {
                 continue; // the claim ran out while earlier documents were projected
             }
-            let doc = repo::current_document(&self.pool, *document_id).await?;
+            let doc =
+                self.store.document(*document_id).await?.ok_or_else(|| {
+                    anyhow::anyhow!("outbox row of a document that does not exist")
+                })?;
             match self.mongo.project(&doc).await {
                 Ok(outcome) => {
                     self.stats.projected.fetch_add(1, Ordering::Relaxed);
                     tracing::debug!(%document_id, ?outcome, version = doc.version, "projected to mongodb");
-                    repo::mark_projected(&self.pool, &ids, token).await?;
+                    self.store.mark_projected(&ids, token).await?;
                     done += ids.len();
                 }
                 Err(e) => {
@@ -162,7 +161,7 @@ impl Dispatcher {
                         .iter()
                         .flat_map(|(_, rs)| rs.iter().map(|r| r.id))
                         .collect();
-                    repo::unclaim(&self.pool, &rest, token).await?;
+                    self.store.unclaim(&rest, token).await?;
                     return Ok((done, true));
                 }
             }
@@ -178,15 +177,21 @@ impl Dispatcher {
         } else {
             self.settings.batch_size
         };
-        let rows =
-            repo::claim_publishable(&self.pool, only_document, limit, self.claim_for()).await?;
+        let rows = self
+            .store
+            .claim_publishable(only_document, limit, self.claim_for())
+            .await?;
         for (i, row) in rows.iter().enumerate() {
-            if !repo::renew(&self.pool, &[row.id], row.claim_token, self.claim_for()).await? {
+            if !self
+                .store
+                .renew(&[row.id], row.claim_token, self.claim_for())
+                .await?
+            {
                 continue; // the claim ran out while earlier rows were published
             }
             if let RowOutcome::Failed = self.deliver(row).await? {
                 let rest: Vec<i64> = rows[i + 1..].iter().map(|r| r.id).collect();
-                repo::unclaim(&self.pool, &rest, row.claim_token).await?;
+                self.store.unclaim(&rest, row.claim_token).await?;
                 return Ok((i + 1, true));
             }
         }
@@ -208,7 +213,9 @@ impl Dispatcher {
             self.stats.published.fetch_add(1, Ordering::Relaxed);
             tracing::info!(version = row.document_version, "event published");
         }
-        repo::mark_done(&self.pool, row.id, row.routing_key.is_some()).await?;
+        self.store
+            .mark_done(row.id, row.routing_key.is_some())
+            .await?;
         Ok(RowOutcome::Done)
     }
 
@@ -220,17 +227,17 @@ impl Dispatcher {
             error,
             "outbox delivery failed"
         );
-        repo::mark_failed(&self.pool, row.id, row.claim_token, retry_in, error).await?;
+        self.store
+            .mark_failed(row.id, row.claim_token, retry_in, error)
+            .await?;
         Ok(RowOutcome::Failed)
     }
 
     fn backoff(&self, attempts: i32) -> Duration {
-        let exp = 2u64.saturating_pow(attempts.clamp(0, 20) as u32);
-        let ms = self
-            .settings
-            .backoff_base_ms
-            .saturating_mul(exp)
-            .min(self.settings.backoff_max_ms);
+        let exp = 2u32.saturating_pow(attempts.clamp(0, 20) as u32);
+        let ms = (self.settings.backoff_base.saturating_mul(exp))
+            .min(self.settings.backoff_max)
+            .as_millis() as u64;
         // Up to 20% jitter so instances do not retry in lockstep.
         let jitter = rand::random::<u64>() % (ms / 5 + 1);
         Duration::from_millis(ms + jitter)
@@ -238,7 +245,7 @@ impl Dispatcher {
 
     /// The background loop: poll, deliver, repeat until `shutdown`; finishes its batch first.
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
-        let idle = Duration::from_millis(self.settings.poll_interval_ms);
+        let idle = self.settings.poll_interval;
         tracing::info!("outbox dispatcher started");
         while !shutdown.is_cancelled() {
             let wait = match self.dispatch_batch(None).await {

@@ -11,12 +11,14 @@ use lapin::options::{
 };
 use lapin::publisher_confirm::Confirmation;
 use lapin::types::{AMQPValue, FieldTable};
-
-/// Most messages the archive queue keeps (the oldest are dropped first).
-const ARCHIVE_MAX_LENGTH: i64 = 100_000;
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
 use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::Mutex;
+
+use super::settings::AmqpSettings;
+
+/// Most messages the archive queue keeps (the oldest are dropped first).
+const ARCHIVE_MAX_LENGTH: i64 = 100_000;
 
 pub struct AmqpPublisher {
     url: SecretString,
@@ -42,8 +44,15 @@ impl AmqpPublisher {
         }
     }
 
-    pub fn exchange(&self) -> &str {
-        &self.exchange
+    /// The publisher `[amqp]` describes; does not connect.
+    pub fn from_settings(settings: &AmqpSettings) -> Self {
+        let bind_queue = Some(settings.bind_queue.clone()).filter(|q| !q.trim().is_empty());
+        Self::new(
+            settings.url.clone(),
+            settings.exchange.clone(),
+            bind_queue,
+            settings.timeout,
+        )
     }
 
     /// A connected confirm-mode channel, connecting (and declaring) when needed.

@@ -6,14 +6,29 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use mongodb::bson::{doc, Document};
+use mongodb::bson::{doc, Document as Bson};
 use mongodb::error::{ErrorKind, WriteFailure};
 use mongodb::options::ClientOptions;
 use mongodb::{Client, Collection};
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+use serde_with::{serde_as, DurationMilliSeconds};
 use uuid::Uuid;
 
-use super::DocumentRow;
-use crate::domain::preview_of;
+use crate::domain::{preview_of, Document};
+
+/// `[mongo]` in `config/default.toml`.
+#[serde_as]
+#[derive(Debug, Clone, Deserialize)]
+pub struct MongoSettings {
+    pub url: SecretString,
+    pub database: String,
+    pub collection: String,
+    /// Server selection and connect timeout; a whole operation is bounded by three times it.
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "timeout_ms")]
+    pub timeout: Duration,
+}
 
 /// What a projection write did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +51,7 @@ pub struct ProjectedDocument {
 #[derive(Clone)]
 pub struct MongoProjection {
     client: Client,
-    coll: Collection<Document>,
+    coll: Collection<Bson>,
     timeout: Duration,
 }
 
@@ -63,19 +78,30 @@ impl MongoProjection {
         })
     }
 
+    /// The projection `[mongo]` describes; does not connect.
+    pub async fn from_settings(settings: &MongoSettings) -> anyhow::Result<Self> {
+        Self::new(
+            settings.url.expose_secret(),
+            &settings.database,
+            &settings.collection,
+            settings.timeout,
+        )
+        .await
+    }
+
     fn bound(&self) -> Duration {
         self.timeout * 3
     }
 
     /// Writes `doc` unless MongoDB already holds its version or a newer one.
     #[tracing::instrument(skip_all, fields(document_id = %doc.id, version = doc.version))]
-    pub async fn project(&self, doc: &DocumentRow) -> anyhow::Result<Projected> {
+    pub async fn project(&self, doc: &Document) -> anyhow::Result<Projected> {
         let id = doc.id.to_string();
         let fields = doc! {
             "title": &doc.title,
             "body": &doc.body,
             "preview": preview_of(&doc.body),
-            "status": &doc.status,
+            "status": doc.status.as_str(),
             "version": doc.version,
             "author_id": &doc.author_id,
             "current_review_id": doc.current_review_id.map(|r| r.to_string()),

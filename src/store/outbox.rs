@@ -1,16 +1,16 @@
-//! SQL of the transactional outbox. Rows are claimed in short transactions (a
-//! `claimed_until` lease, taken with `FOR UPDATE SKIP LOCKED`), delivered with no transaction
-//! open, then marked in another short statement: a slow or hung MongoDB or RabbitMQ never
-//! holds a PostgreSQL connection or row lock.
+//! Statements of the transactional outbox. Rows are claimed in short transactions (a
+//! `claimed_until` lease, taken with `FOR UPDATE SKIP LOCKED`), delivered with no
+//! transaction open, then marked in another short statement: a slow or hung MongoDB or
+//! RabbitMQ never holds a PostgreSQL connection or row lock.
 
 use std::time::Duration;
 
-use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::{DocumentRow, StoreError};
+use super::error::StoreError;
+use super::pg::PgStore;
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct OutboxRow {
     pub id: i64,
     pub event_id: Uuid,
@@ -24,181 +24,181 @@ pub struct OutboxRow {
     pub claim_token: Uuid,
 }
 
-const RETURNING: &str = "RETURNING id, event_id, document_id, document_version, event_type, \
-                         routing_key, payload, attempts, claim_token";
-
-/// Claims up to `limit` due rows whose projection has not run. A projection writes the
-/// document's current state under a version guard, so it needs no ordering; dispatchers
-/// mostly avoid projecting one document at the same time (a per-document advisory lock
-/// while claiming, and no other live claim on its unprojected rows), which saves work but
-/// is not what keeps the projection correct.
-pub async fn claim_unprojected(
-    pool: &PgPool,
-    only_document: Option<Uuid>,
-    limit: i64,
-    claim_for: Duration,
-) -> Result<Vec<OutboxRow>, StoreError> {
-    Ok(sqlx::query_as(&format!(
-        "UPDATE outbox SET claimed_until = now() + make_interval(secs => $3), claim_token = $4 \
-         WHERE id IN ( \
-           SELECT o.id FROM outbox o \
-           WHERE o.done_at IS NULL AND o.projected_at IS NULL AND o.next_attempt_at <= now() \
-             AND (o.claimed_until IS NULL OR o.claimed_until < now()) \
-             AND ($1::uuid IS NULL OR o.document_id = $1) \
-             AND NOT EXISTS (SELECT 1 FROM outbox p \
-                             WHERE p.document_id = o.document_id AND p.done_at IS NULL \
-                               AND p.projected_at IS NULL AND p.claimed_until >= now()) \
-             AND pg_try_advisory_xact_lock(hashtextextended(o.document_id::text, 7001)) \
-           ORDER BY o.id LIMIT $2 FOR UPDATE SKIP LOCKED) {RETURNING}"
-    ))
-    .bind(only_document)
-    .bind(limit)
-    .bind(claim_for.as_secs_f64())
-    .bind(Uuid::new_v4())
-    .fetch_all(pool)
-    .await?)
-}
-
-/// Claims up to `limit` projected, due rows, at most one per document: the oldest undone
-/// row of each document, and only when no older row of that document is undone (claimed by
-/// another dispatcher, or waiting for its retry). That is what keeps per-document order.
-pub async fn claim_publishable(
-    pool: &PgPool,
-    only_document: Option<Uuid>,
-    limit: i64,
-    claim_for: Duration,
-) -> Result<Vec<OutboxRow>, StoreError> {
-    let mut rows: Vec<OutboxRow> = sqlx::query_as(&format!(
-        "UPDATE outbox SET claimed_until = now() + make_interval(secs => $3), claim_token = $4 \
-         WHERE id IN ( \
-           SELECT o.id FROM outbox o \
-           WHERE o.done_at IS NULL AND o.projected_at IS NOT NULL AND o.next_attempt_at <= now() \
-             AND (o.claimed_until IS NULL OR o.claimed_until < now()) \
-             AND ($1::uuid IS NULL OR o.document_id = $1) \
-             AND NOT EXISTS (SELECT 1 FROM outbox p \
-                             WHERE p.document_id = o.document_id AND p.done_at IS NULL AND p.id < o.id) \
-           ORDER BY o.id LIMIT $2 FOR UPDATE SKIP LOCKED) {RETURNING}"
-    ))
-    .bind(only_document)
-    .bind(limit)
-    .bind(claim_for.as_secs_f64())
-    .bind(Uuid::new_v4())
-    .fetch_all(pool)
-    .await?;
-    rows.sort_by_key(|r| r.id);
-    Ok(rows)
-}
-
-pub async fn current_document(pool: &PgPool, id: Uuid) -> Result<DocumentRow, StoreError> {
-    Ok(sqlx::query_as(
-        "SELECT id, title, body, status, version, author_id, current_review_id, fence_token, \
-                created_at, updated_at FROM documents WHERE id = $1",
-    )
-    .bind(id)
-    .fetch_one(pool)
-    .await?)
-}
-
-pub async fn mark_projected(pool: &PgPool, ids: &[i64], token: Uuid) -> Result<(), StoreError> {
-    sqlx::query(
-        "UPDATE outbox SET projected_at = now(), claimed_until = NULL, last_error = NULL \
-         WHERE id = ANY($1) AND claim_token = $2",
-    )
-    .bind(ids)
-    .bind(token)
-    .execute(pool)
-    .await?;
-    Ok(())
-}
-
-/// Marks a delivered row done. Not filtered by claim: a confirmed publish is done, whoever
-/// claims the row now.
-pub async fn mark_done(pool: &PgPool, id: i64, published: bool) -> Result<(), StoreError> {
-    sqlx::query(
-        "UPDATE outbox SET done_at = now(), claimed_until = NULL, \
-         published_at = CASE WHEN $2 THEN now() ELSE published_at END, last_error = NULL \
-         WHERE id = $1",
-    )
-    .bind(id)
-    .bind(published)
-    .execute(pool)
-    .await?;
-    Ok(())
-}
-
-pub async fn mark_failed(
-    pool: &PgPool,
-    id: i64,
-    token: Uuid,
-    retry_in: Duration,
-    error: &str,
-) -> Result<(), StoreError> {
-    sqlx::query(
-        "UPDATE outbox SET attempts = attempts + 1, claimed_until = NULL, \
-         next_attempt_at = now() + make_interval(secs => $2), last_error = left($3, 500) \
-         WHERE id = $1 AND claim_token = $4",
-    )
-    .bind(id)
-    .bind(retry_in.as_secs_f64())
-    .bind(error)
-    .bind(token)
-    .execute(pool)
-    .await?;
-    Ok(())
-}
-
-/// Gives claimed rows back untouched (the pass stopped before reaching them).
-pub async fn unclaim(pool: &PgPool, ids: &[i64], token: Uuid) -> Result<(), StoreError> {
-    if ids.is_empty() {
-        return Ok(());
+impl PgStore {
+    /// Claims up to `limit` due rows whose projection has not run. A projection writes the
+    /// document's current state under a version guard, so it needs no ordering; dispatchers
+    /// mostly avoid projecting one document at the same time (a per-document advisory lock
+    /// while claiming, and no other live claim on its unprojected rows), which saves work
+    /// but is not what keeps the projection correct.
+    pub async fn claim_unprojected(
+        &self,
+        only_document: Option<Uuid>,
+        limit: i64,
+        claim_for: Duration,
+    ) -> Result<Vec<OutboxRow>, StoreError> {
+        Ok(sqlx::query_as!(
+            OutboxRow,
+            r#"UPDATE outbox SET claimed_until = now() + make_interval(secs => $3), claim_token = $4
+               WHERE id IN (
+                 SELECT o.id FROM outbox o
+                 WHERE o.done_at IS NULL AND o.projected_at IS NULL AND o.next_attempt_at <= now()
+                   AND (o.claimed_until IS NULL OR o.claimed_until < now())
+                   AND ($1::uuid IS NULL OR o.document_id = $1)
+                   AND NOT EXISTS (SELECT 1 FROM outbox p
+                                   WHERE p.document_id = o.document_id AND p.done_at IS NULL
+                                     AND p.projected_at IS NULL AND p.claimed_until >= now())
+                   AND pg_try_advisory_xact_lock(hashtextextended(o.document_id::text, 7001))
+                 ORDER BY o.id LIMIT $2 FOR UPDATE SKIP LOCKED)
+               RETURNING id, event_id, document_id, document_version, event_type, routing_key,
+                         payload, attempts, claim_token AS "claim_token!""#,
+            only_document,
+            limit,
+            claim_for.as_secs_f64(),
+            Uuid::new_v4(),
+        )
+        .fetch_all(&self.pool)
+        .await?)
     }
-    sqlx::query("UPDATE outbox SET claimed_until = NULL WHERE id = ANY($1) AND claim_token = $2")
-        .bind(ids)
-        .bind(token)
-        .execute(pool)
+
+    /// Claims up to `limit` projected, due rows, at most one per document: the oldest undone
+    /// row of each document, and only when no older row of that document is undone (claimed
+    /// by another dispatcher, or waiting for its retry). That keeps per-document order.
+    pub async fn claim_publishable(
+        &self,
+        only_document: Option<Uuid>,
+        limit: i64,
+        claim_for: Duration,
+    ) -> Result<Vec<OutboxRow>, StoreError> {
+        let mut rows = sqlx::query_as!(
+            OutboxRow,
+            r#"UPDATE outbox SET claimed_until = now() + make_interval(secs => $3), claim_token = $4
+               WHERE id IN (
+                 SELECT o.id FROM outbox o
+                 WHERE o.done_at IS NULL AND o.projected_at IS NOT NULL AND o.next_attempt_at <= now()
+                   AND (o.claimed_until IS NULL OR o.claimed_until < now())
+                   AND ($1::uuid IS NULL OR o.document_id = $1)
+                   AND NOT EXISTS (SELECT 1 FROM outbox p
+                                   WHERE p.document_id = o.document_id AND p.done_at IS NULL
+                                     AND p.id < o.id)
+                 ORDER BY o.id LIMIT $2 FOR UPDATE SKIP LOCKED)
+               RETURNING id, event_id, document_id, document_version, event_type, routing_key,
+                         payload, attempts, claim_token AS "claim_token!""#,
+            only_document,
+            limit,
+            claim_for.as_secs_f64(),
+            Uuid::new_v4(),
+        )
+        .fetch_all(&self.pool)
         .await?;
-    Ok(())
-}
+        rows.sort_by_key(|r| r.id);
+        Ok(rows)
+    }
 
-/// Extends a claim right before its row's I/O; false when the claim expired and moved on
-/// (then the row is someone else's and must be left alone).
-pub async fn renew(
-    pool: &PgPool,
-    ids: &[i64],
-    token: Uuid,
-    claim_for: Duration,
-) -> Result<bool, StoreError> {
-    let n = sqlx::query(
-        "UPDATE outbox SET claimed_until = now() + make_interval(secs => $3) \
-         WHERE id = ANY($1) AND claim_token = $2 AND done_at IS NULL",
-    )
-    .bind(ids)
-    .bind(token)
-    .bind(claim_for.as_secs_f64())
-    .execute(pool)
-    .await?
-    .rows_affected();
-    Ok(n as usize == ids.len())
-}
+    pub async fn mark_projected(&self, ids: &[i64], token: Uuid) -> Result<(), StoreError> {
+        sqlx::query!(
+            "UPDATE outbox SET projected_at = now(), claimed_until = NULL, last_error = NULL \
+             WHERE id = ANY($1) AND claim_token = $2",
+            ids,
+            token
+        )
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
 
-/// Undone rows and the age of the oldest, in seconds.
-pub async fn backlog(pool: &PgPool) -> Result<(i64, f64), StoreError> {
-    let (n, age): (i64, Option<f64>) = sqlx::query_as(
-        "SELECT count(*), EXTRACT(EPOCH FROM now() - min(created_at))::float8 \
-         FROM outbox WHERE done_at IS NULL",
-    )
-    .fetch_one(pool)
-    .await?;
-    Ok((n, age.unwrap_or(0.0)))
-}
+    /// Marks a delivered row done. Not filtered by claim: a confirmed publish is done,
+    /// whoever claims the row now.
+    pub async fn mark_done(&self, id: i64, published: bool) -> Result<(), StoreError> {
+        sqlx::query!(
+            "UPDATE outbox SET done_at = now(), claimed_until = NULL, \
+             published_at = CASE WHEN $2 THEN now() ELSE published_at END, last_error = NULL \
+             WHERE id = $1",
+            id,
+            published
+        )
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
 
-/// Deletes delivered rows older than `keep`; returns how many.
-pub async fn purge_delivered(pool: &PgPool, keep: Duration) -> Result<u64, StoreError> {
-    Ok(sqlx::query(
-        "DELETE FROM outbox WHERE done_at IS NOT NULL AND done_at < now() - make_interval(secs => $1)",
-    )
-    .bind(keep.as_secs_f64())
-    .execute(pool)
-    .await?
-    .rows_affected())
+    pub async fn mark_failed(
+        &self,
+        id: i64,
+        token: Uuid,
+        retry_in: Duration,
+        error: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query!(
+            "UPDATE outbox SET attempts = attempts + 1, claimed_until = NULL, \
+             next_attempt_at = now() + make_interval(secs => $2), last_error = left($3, 500) \
+             WHERE id = $1 AND claim_token = $4",
+            id,
+            retry_in.as_secs_f64(),
+            error,
+            token
+        )
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Gives claimed rows back untouched (the pass stopped before reaching them).
+    pub async fn unclaim(&self, ids: &[i64], token: Uuid) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        sqlx::query!(
+            "UPDATE outbox SET claimed_until = NULL WHERE id = ANY($1) AND claim_token = $2",
+            ids,
+            token
+        )
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Extends a claim right before its row's I/O; false when the claim expired and moved
+    /// on (then the row is someone else's and must be left alone).
+    pub async fn renew(
+        &self,
+        ids: &[i64],
+        token: Uuid,
+        claim_for: Duration,
+    ) -> Result<bool, StoreError> {
+        let n = sqlx::query!(
+            "UPDATE outbox SET claimed_until = now() + make_interval(secs => $3) \
+             WHERE id = ANY($1) AND claim_token = $2 AND done_at IS NULL",
+            ids,
+            token,
+            claim_for.as_secs_f64()
+        )
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(n as usize == ids.len())
+    }
+
+    /// Undone rows and the age of the oldest, in seconds.
+    pub async fn backlog(&self) -> Result<(i64, f64), StoreError> {
+        let row = sqlx::query!(
+            r#"SELECT count(*) AS "rows!",
+                      EXTRACT(EPOCH FROM now() - min(created_at))::float8 AS age
+               FROM outbox WHERE done_at IS NULL"#
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok((row.rows, row.age.unwrap_or(0.0)))
+    }
+
+    /// Deletes delivered rows older than `keep`; returns how many.
+    pub async fn purge_delivered(&self, keep: Duration) -> Result<u64, StoreError> {
+        Ok(sqlx::query!(
+            "DELETE FROM outbox WHERE done_at IS NOT NULL \
+             AND done_at < now() - make_interval(secs => $1)",
+            keep.as_secs_f64()
+        )
+        .execute(&self.pool)
+        .await?
+        .rows_affected())
+    }
 }

@@ -1,11 +1,11 @@
 //! Bad input gets a clear 4xx with a stable code, and nothing is written.
 
-use kh_review::auth::{sign, Role};
+use kh_review::http::auth::{sign, Role};
 use reqwest::StatusCode;
 use secrecy::SecretString;
 use serde_json::json;
 
-use crate::helpers::*;
+use crate::support::*;
 
 async fn written(app: &TestApp) -> (i64, i64, i64, i64) {
     (
@@ -16,11 +16,35 @@ async fn written(app: &TestApp) -> (i64, i64, i64, i64) {
     )
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_are_refused_and_change_nothing() {
     let app = spawn_app().await;
     let (doc_id, review_id) = app.pending_review().await;
     let before = written(&app).await;
+    bad_bodies(&app).await;
+    bad_ids_and_injection(&app, &review_id).await;
+    bad_tokens_and_self_review(&app, &doc_id, &review_id).await;
+    assert_eq!(
+        written(&app).await,
+        before,
+        "no bad request may write anything"
+    );
+    // A request id sent by the client is echoed in the header and the error body.
+    let r = app
+        .client
+        .get(app.url("/api/v1/documents/not-a-uuid"))
+        .bearer_auth(app.author())
+        .header("x-request-id", "trace-abc-123")
+        .send()
+        .await
+        .unwrap();
+    let v = expect_error(r, StatusCode::NOT_FOUND, "NOT_FOUND").await;
+    assert_eq!(v["request_id"], "trace-abc-123");
+    app.finish().await;
+}
+
+/// Malformed, mistyped, oversized and non-JSON bodies.
+async fn bad_bodies(app: &TestApp) {
     let raw = |path: &str, body: &'static str| {
         app.client
             .post(app.url(path))
@@ -71,6 +95,10 @@ async fn bad_requests_are_refused_and_change_nothing() {
         .await
         .unwrap();
     expect_error(r, StatusCode::UNSUPPORTED_MEDIA_TYPE, "VALIDATION_FAILED").await;
+}
+
+/// Unknown and malformed ids, and injection text.
+async fn bad_ids_and_injection(app: &TestApp, review_id: &str) {
     // Unknown and malformed ids: 404.
     let unknown = uuid::Uuid::new_v4();
     for path in [
@@ -102,6 +130,10 @@ async fn bad_requests_are_refused_and_change_nothing() {
         )
         .await;
     expect_error(r, StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_FAILED").await;
+}
+
+/// Missing, malformed, forged, expired and unsigned tokens; the author deciding.
+async fn bad_tokens_and_self_review(app: &TestApp, doc_id: &str, review_id: &str) {
     // Missing, malformed, forged and expired tokens: 401.
     let r = app
         .client
@@ -124,7 +156,7 @@ async fn bad_requests_are_refused_and_change_nothing() {
         &[Role::Reviewer],
         600,
     );
-    let r = app.approve(&review_id, &forged).await;
+    let r = app.approve(review_id, &forged).await;
     expect_error(r, StatusCode::UNAUTHORIZED, "UNAUTHORIZED").await;
     let mut claims = serde_json::Map::new();
     claims.insert("sub".into(), json!(REVIEWER));
@@ -136,32 +168,14 @@ async fn bad_requests_are_refused_and_change_nothing() {
         &jsonwebtoken::EncodingKey::from_secret(expose(&app.settings.auth.jwt_secret).as_bytes()),
     )
     .unwrap();
-    let r = app.approve(&review_id, &expired).await;
+    let r = app.approve(review_id, &expired).await;
     expect_error(r, StatusCode::UNAUTHORIZED, "UNAUTHORIZED").await;
     let none_alg = "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiJib2IiLCJyb2xlcyI6WyJyZXZpZXdlciJdLCJleHAiOjk5OTk5OTk5OTl9.";
-    let r = app.approve(&review_id, none_alg).await;
+    let r = app.approve(review_id, none_alg).await;
     expect_error(r, StatusCode::UNAUTHORIZED, "UNAUTHORIZED").await;
     // The author approving their own document.
     let r = app
-        .approve(&review_id, &app.token(AUTHOR, &[Role::Reviewer]))
+        .approve(review_id, &app.token(AUTHOR, &[Role::Reviewer]))
         .await;
     expect_error(r, StatusCode::FORBIDDEN, "SELF_REVIEW_FORBIDDEN").await;
-
-    assert_eq!(
-        written(&app).await,
-        before,
-        "no bad request may write anything"
-    );
-    // A request id sent by the client is echoed in the header and the error body.
-    let r = app
-        .client
-        .get(app.url("/api/v1/documents/not-a-uuid"))
-        .bearer_auth(app.author())
-        .header("x-request-id", "trace-abc-123")
-        .send()
-        .await
-        .unwrap();
-    let v = expect_error(r, StatusCode::NOT_FOUND, "NOT_FOUND").await;
-    assert_eq!(v["request_id"], "trace-abc-123");
-    app.finish().await;
 }

@@ -1,11 +1,11 @@
 use std::time::Duration;
 
 use futures_util::future::join_all;
-use kh_review::auth::Role;
+use kh_review::http::auth::Role;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::*;
+use crate::support::*;
 
 /// Fires `n` approve/reject calls at one review from different reviewers at once.
 pub async fn storm(app: &TestApp, review_id: &str, n: usize) -> Vec<(StatusCode, Value)> {
@@ -85,7 +85,7 @@ pub async fn one_decision_everywhere(app: &TestApp, doc_id: &str, winner: &Value
     assert_eq!(decisions[0].0["document_version"], version);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_concurrent_decisions_one_winner_one_event() {
     let app = spawn_app().await;
     let (doc_id, review_id) = app.pending_review().await;
@@ -95,11 +95,11 @@ async fn fifty_concurrent_decisions_one_winner_one_event() {
     app.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_double_submit_makes_one_review() {
     let app = spawn_app().await;
     let doc = app.create_document("Double click", "body").await;
-    let id = doc["id"].as_str().unwrap();
+    let id = doc.id;
     let (path, token) = (format!("/api/v1/documents/{id}/submit"), app.author());
     let calls = (0..10).map(|_| app.post(&path, &token, json!({})));
     let results = join_all(calls).await;

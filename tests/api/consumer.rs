@@ -10,7 +10,7 @@ use lapin::BasicProperties;
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::helpers::*;
+use crate::support::*;
 
 fn example_binary() -> std::path::PathBuf {
     // tests run from <target>/debug/deps; examples are built into <target>/debug/examples.
@@ -30,7 +30,7 @@ fn example_binary() -> std::path::PathBuf {
     path
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_consumer_processes_each_event_once() {
     let app = spawn_app().await;
     let queue = format!("{}.example", app.shared.queue);

@@ -1,15 +1,13 @@
 //! Redis unreachable, hung, or stopped mid-test: requests go on under the row lock alone.
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 
 use crate::concurrency::{exactly_one_winner, one_decision_everywhere, storm, timed_storm};
-use crate::helpers::*;
-use crate::proxy::{blackhole, dead_port};
+use crate::support::*;
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_on_a_dead_port_degrades_to_the_row_lock() {
     let app = spawn_app_with(AppOptions {
         redis_url: Some(format!("redis://127.0.0.1:{}", dead_port())),
@@ -34,7 +32,7 @@ async fn redis_on_a_dead_port_degrades_to_the_row_lock() {
     app.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_redis_costs_one_timeout_not_one_per_request() {
     let (port, _stop) = blackhole().await;
     let timeout_ms = 1500;
@@ -62,7 +60,7 @@ async fn a_hung_redis_costs_one_timeout_not_one_per_request() {
     for _ in 0..10 {
         let t = Instant::now();
         let doc = app.create_document("x", "y").await;
-        let id = doc["id"].as_str().unwrap();
+        let id = doc.id;
         let r = app
             .post(
                 &format!("/api/v1/documents/{id}/submit"),
@@ -83,63 +81,7 @@ async fn a_hung_redis_costs_one_timeout_not_one_per_request() {
     app.finish().await;
 }
 
-/// A redis-server of the test's own, which it may flush, kill and restart.
-pub struct OwnRedis {
-    child: Child,
-    pub port: u16,
-}
-
-impl OwnRedis {
-    pub async fn start() -> Self {
-        Self::start_on(dead_port()).await
-    }
-
-    pub async fn start_on(port: u16) -> Self {
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server on PATH (install with `make services`)");
-        let own = Self { child, port };
-        wait_for(
-            "own redis-server to listen",
-            Duration::from_secs(10),
-            || async {
-                tokio::net::TcpStream::connect(("127.0.0.1", port))
-                    .await
-                    .ok()
-                    .map(|_| ())
-            },
-        )
-        .await;
-        own
-    }
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for OwnRedis {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_stopped_mid_test() {
     let mut redis = OwnRedis::start().await;
     let app = spawn_app_with(AppOptions {

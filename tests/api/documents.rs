@@ -3,23 +3,23 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::*;
+use crate::support::*;
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_get_edit_and_history() {
     let app = spawn_app().await;
     // Create
     let doc = app
         .create_document("  Onboarding guide ", "Step one. Step two.")
         .await;
-    let id = doc["id"].as_str().unwrap().to_string();
-    assert_eq!(doc["title"], "Onboarding guide");
-    assert_eq!(doc["status"], "DRAFT");
-    assert_eq!(doc["version"], 1);
-    assert_eq!(doc["author_id"], AUTHOR);
-    assert!(doc["current_review_id"].is_null());
-    for f in ["created_at", "updated_at"] {
-        assert!(doc[f].is_string(), "{f}");
+    let id = doc.id.to_string();
+    assert_eq!(doc.title, "Onboarding guide");
+    assert_eq!(doc.status, "DRAFT");
+    assert_eq!(doc.version, 1);
+    assert_eq!(doc.author_id, AUTHOR);
+    assert!(doc.current_review_id.is_none());
+    for f in [&doc.created_at, &doc.updated_at] {
+        assert!(!f.is_empty(), "{f}");
     }
     // The projection reaches MongoDB, and GET serves body and preview from it.
     wait_for("mongo projection v1", Duration::from_secs(10), || async {
@@ -32,10 +32,10 @@ async fn create_get_edit_and_history() {
         .get(&format!("/api/v1/documents/{id}"), &app.reviewer())
         .await;
     assert_eq!(r.status(), StatusCode::OK);
-    let got: Value = r.json().await.unwrap();
-    assert_eq!(got["body"], "Step one. Step two.");
-    assert_eq!(got["preview"], "Step one. Step two.");
-    assert_eq!(got["body_source"], "mongodb");
+    let got: Document = r.json().await.unwrap();
+    assert_eq!(got.body.as_deref(), Some("Step one. Step two."));
+    assert_eq!(got.preview.as_deref(), Some("Step one. Step two."));
+    assert_eq!(got.body_source.as_deref(), Some("mongodb"));
 
     // Edit
     let r = app
@@ -47,9 +47,9 @@ async fn create_get_edit_and_history() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
-    let edited: Value = r.json().await.unwrap();
-    assert_eq!(edited["version"], 2);
-    assert_eq!(edited["title"], "Onboarding guide");
+    let edited: Document = r.json().await.unwrap();
+    assert_eq!(edited.version, 2);
+    assert_eq!(edited.title, "Onboarding guide");
     let m = wait_for("mongo projection v2", Duration::from_secs(10), || async {
         app.mongo_doc(&id)
             .await
@@ -58,32 +58,7 @@ async fn create_get_edit_and_history() {
     .await;
     assert_eq!(m.get_str("body").unwrap(), "Step one, revised.");
 
-    // History is empty, then holds the submitted review.
-    let r = app
-        .get(&format!("/api/v1/documents/{id}/reviews"), &app.author())
-        .await;
-    let h: Value = r.json().await.unwrap();
-    assert_eq!(h["items"].as_array().unwrap().len(), 0);
-    let r = app
-        .post(
-            &format!("/api/v1/documents/{id}/submit"),
-            &app.author(),
-            json!({}),
-        )
-        .await;
-    assert_eq!(r.status(), StatusCode::CREATED);
-    let t: Value = r.json().await.unwrap();
-    assert_eq!(t["document"]["status"], "PENDING_REVIEW");
-    assert_eq!(t["document"]["version"], 3);
-    assert_eq!(t["review"]["status"], "PENDING");
-    assert_eq!(t["review"]["document_version"], 3);
-    assert_eq!(t["review"]["submitted_by"], AUTHOR);
-    assert_eq!(t["document"]["current_review_id"], t["review"]["id"]);
-    let r = app
-        .get(&format!("/api/v1/documents/{id}/reviews"), &app.author())
-        .await;
-    let h: Value = r.json().await.unwrap();
-    assert_eq!(h["items"][0]["id"], t["review"]["id"]);
+    submit_shows_in_history(&app, &id).await;
 
     // Edits are refused while pending.
     let r = app
@@ -98,7 +73,36 @@ async fn create_get_edit_and_history() {
     app.finish().await;
 }
 
-#[tokio::test]
+/// History is empty, then holds the submitted review.
+async fn submit_shows_in_history(app: &TestApp, id: &str) {
+    let r = app
+        .get(&format!("/api/v1/documents/{id}/reviews"), &app.author())
+        .await;
+    let h: Items<Review> = r.json().await.unwrap();
+    assert_eq!(h.items.len(), 0);
+    let r = app
+        .post(
+            &format!("/api/v1/documents/{id}/submit"),
+            &app.author(),
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let t: Transition = r.json().await.unwrap();
+    assert_eq!(t.document.status, "PENDING_REVIEW");
+    assert_eq!(t.document.version, 3);
+    assert_eq!(t.review.status, "PENDING");
+    assert_eq!(t.review.document_version, 3);
+    assert_eq!(t.review.submitted_by, AUTHOR);
+    assert_eq!(t.document.current_review_id, Some(t.review.id));
+    let r = app
+        .get(&format!("/api/v1/documents/{id}/reviews"), &app.author())
+        .await;
+    let h: Items<Review> = r.json().await.unwrap();
+    assert_eq!(h.items[0].id, t.review.id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pending_reviews_are_listed_with_a_cursor() {
     let app = spawn_app().await;
     let mut ids = Vec::new();
@@ -140,7 +144,7 @@ async fn pending_reviews_are_listed_with_a_cursor() {
     app.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_and_readiness() {
     let app = spawn_app().await;
     let r = app.client.get(app.url("/healthz")).send().await.unwrap();
@@ -155,9 +159,9 @@ async fn health_and_readiness() {
     app.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_down_gives_503_and_readyz_not_ready() {
-    let port = crate::proxy::dead_port();
+    let port = crate::support::dead_port();
     let app = spawn_app_with(AppOptions {
         database_url: Some(format!("postgres://kh:kh@127.0.0.1:{port}/nowhere")),
         ..Default::default()
@@ -185,7 +189,7 @@ async fn postgres_down_gives_503_and_readyz_not_ready() {
 /// The database stops answering in the middle of a transition (a partition: connections
 /// stay open, nothing comes back). The request ends with 503, not a hang, and nothing was
 /// committed.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partitioned_database_mid_transaction_gives_503_not_a_hang() {
     let owner = spawn_app().await; // the stores, reached directly
     let target = pg_url()
@@ -196,7 +200,7 @@ async fn a_partitioned_database_mid_transaction_gives_503_not_a_hang() {
         .next()
         .unwrap()
         .to_string();
-    let proxy = crate::proxy::Proxy::start(target).await;
+    let proxy = crate::support::Proxy::start(target).await;
     let via_proxy = pg_url().replacen(
         pg_url()
             .split('@')
@@ -225,7 +229,7 @@ async fn a_partitioned_database_mid_transaction_gives_503_not_a_hang() {
         .client
         .post(app.url(&format!("/api/v1/reviews/{review}/approve")))
         .bearer_auth(app.reviewer())
-        .header(kh_review::startup::PAUSE_HEADER, "1000")
+        .header(kh_review::review::hooks::PAUSE_HEADER, "1000")
         .json(&json!({}))
         .send();
     let partition = async {

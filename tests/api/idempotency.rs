@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use kh_review::auth::Role;
-use kh_review::startup::PAUSE_HEADER;
+use kh_review::http::auth::Role;
+use kh_review::review::hooks::PAUSE_HEADER;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::*;
+use crate::support::*;
 
 fn keyed(
     app: &TestApp,
@@ -24,7 +24,7 @@ fn keyed(
         .json(&body)
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_key_replays_the_same_response_and_runs_once() {
     let app = spawn_app().await;
     let (_, review_id) = app.pending_review().await;
@@ -96,7 +96,7 @@ async fn the_same_key_replays_the_same_response_and_runs_once() {
     app.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_requests_with_one_key_at_once_run_once() {
     let app = spawn_app().await;
     let (_, review_id) = app.pending_review().await;
@@ -136,11 +136,11 @@ async fn two_requests_with_one_key_at_once_run_once() {
     app.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_whose_request_never_finished_is_taken_over_and_expired_keys_are_free() {
     let app = spawn_app().await;
     let doc = app.create_document("t", "b").await;
-    let id = doc["id"].as_str().unwrap();
+    let id = doc.id;
     let path = format!("/api/v1/documents/{id}/submit");
     // A record left IN_FLIGHT by an instance that died, its in-flight time long past.
     sqlx::query(
@@ -190,7 +190,7 @@ async fn a_key_whose_request_never_finished_is_taken_over_and_expired_keys_are_f
     .await
     .unwrap();
     let doc2 = app.create_document("t2", "b2").await;
-    let path2 = format!("/api/v1/documents/{}/submit", doc2["id"].as_str().unwrap());
+    let path2 = format!("/api/v1/documents/{}/submit", doc2.id);
     let r = keyed(&app, &path2, &app.author(), "orphan", json!({}))
         .send()
         .await
@@ -212,7 +212,7 @@ fn kh_review_fingerprint(path: &str, body: &[u8]) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_disconnects_still_gets_its_decision_on_retry() {
     let app = spawn_app().await;
     let (doc_id, review_id) = app.pending_review().await;
@@ -257,13 +257,13 @@ async fn a_client_that_disconnects_still_gets_its_decision_on_retry() {
 /// The COMMIT succeeded but the client never heard (the reply was lost): the retry with the
 /// same key replays the committed response, because the response was recorded in the same
 /// transaction as the change. Without a key, the same retry would find the review decided.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_reply_after_commit_is_replayed_not_run_again() {
     let app = spawn_app().await;
     let (_, review_id) = app.pending_review().await;
     let path = format!("/api/v1/reviews/{review_id}/approve");
     let lost = keyed(&app, &path, &app.reviewer(), "lost-reply", json!({}))
-        .header(kh_review::startup::FAIL_AFTER_COMMIT_HEADER, "true")
+        .header(kh_review::review::hooks::FAIL_AFTER_COMMIT_HEADER, "true")
         .send()
         .await
         .unwrap();
@@ -294,7 +294,7 @@ async fn a_lost_reply_after_commit_is_replayed_not_run_again() {
         "lost-create",
         json!({"title": "t", "body": "b"}),
     )
-    .header(kh_review::startup::FAIL_AFTER_COMMIT_HEADER, "true")
+    .header(kh_review::review::hooks::FAIL_AFTER_COMMIT_HEADER, "true")
     .send()
     .await
     .unwrap();

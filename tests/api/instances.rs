@@ -5,14 +5,14 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use futures_util::future::join_all;
-use kh_review::auth::Role;
-use kh_review::startup::SKIP_DISPATCH_HEADER;
+use kh_review::http::auth::Role;
+use kh_review::review::hooks::SKIP_DISPATCH_HEADER;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::*;
+use crate::support::*;
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_instances_one_transition_per_review() {
     let a = spawn_app().await;
     let shared = || AppOptions {
@@ -81,7 +81,7 @@ async fn three_instances_one_transition_per_review() {
     a.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_instance_stopped_after_commit_is_covered_by_another() {
     let a = spawn_app_with(AppOptions {
         run_dispatcher: false,

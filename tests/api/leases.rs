@@ -2,13 +2,12 @@
 
 use std::time::Duration;
 
-use kh_review::auth::Role;
-use kh_review::startup::{PAUSE_AFTER_LOCK_HEADER, PAUSE_HEADER};
+use kh_review::http::auth::Role;
+use kh_review::review::hooks::{PAUSE_AFTER_LOCK_HEADER, PAUSE_HEADER};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::degraded::OwnRedis;
-use crate::helpers::*;
+use crate::support::*;
 
 /// Waits for a frozen holder to take `key`, then for the key to expire under it.
 async fn taken_then_expired(client: &redis::Client, key: &str) {
@@ -34,7 +33,7 @@ async fn state_of(app: &TestApp, doc_id: &str) -> (String, i64, Option<i64>) {
         .unwrap()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_renewal_loses_the_lease_and_commits_nothing() {
     let mut own = OwnRedis::start().await;
     let app = spawn_app_with(AppOptions {
@@ -76,7 +75,7 @@ async fn a_failed_renewal_loses_the_lease_and_commits_nothing() {
 
 /// A frozen holder (renewals stopped) pauses before its transaction; its lock expires, a
 /// second reviewer takes the lock and commits; the first wakes and is refused by the fence.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_holder_paused_past_its_ttl_is_fenced_off() {
     let app = spawn_app_with(AppOptions {
         lock_ttl_ms: 500,
@@ -120,7 +119,7 @@ async fn a_holder_paused_past_its_ttl_is_fenced_off() {
 /// A frozen holder pauses while holding the row locks; its lease expires; the next holder
 /// waits on the row lock; the first wakes, finds its lease gone and rolls back; the next
 /// holder commits.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_holder_paused_inside_its_transaction_rolls_back() {
     let app = spawn_app_with(AppOptions {
         lock_ttl_ms: 500,
@@ -145,7 +144,7 @@ async fn a_holder_paused_inside_its_transaction_rolls_back() {
     app.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_flushed_between_transitions_then_a_stale_holder_is_still_refused() {
     let own = OwnRedis::start().await;
     let app = spawn_app_with(AppOptions {
@@ -199,7 +198,7 @@ async fn redis_flushed_between_transitions_then_a_stale_holder_is_still_refused(
     app.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_restarted_between_transitions() {
     let mut own = OwnRedis::start().await;
     let port = own.port;

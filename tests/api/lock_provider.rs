@@ -7,13 +7,13 @@ use kh_review::lock::redis::RedisLockProvider;
 use kh_review::lock::{LockProvider, Ttl};
 use uuid::Uuid;
 
-use crate::helpers::{redis_cmd, redis_url};
+use crate::support::{redis_cmd, redis_url};
 
 fn provider() -> RedisLockProvider {
     RedisLockProvider::new(&redis_url(), 4, Duration::from_millis(500)).unwrap()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_provider_passes_the_contract() {
     let p = provider();
     p.ping()
@@ -22,7 +22,7 @@ async fn redis_provider_passes_the_contract() {
     kh_review::lock::contract::run_all(&p, &format!("t:{}:", Uuid::new_v4().simple())).await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fencing_tokens_keep_increasing_after_the_counter_is_lost() {
     let p = provider();
     let key = format!("t:{}:lock:doc:review:x", Uuid::new_v4().simple());

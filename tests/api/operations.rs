@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::helpers::*;
+use crate::support::*;
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openapi_description_matches_the_routes_served() {
     let app = spawn_app().await;
     let spec: Value = app
@@ -46,23 +46,7 @@ async fn the_openapi_description_matches_the_routes_served() {
         documented, served,
         "every served route is documented, and only those"
     );
-    // Every documented route answers (not the catch-all 404 of an unknown route).
-    for (method, path) in &served {
-        let url = app.url(&path.replace("{id}", &uuid::Uuid::new_v4().to_string()));
-        let r = app
-            .client
-            .request(method.to_uppercase().parse().unwrap(), url)
-            .send()
-            .await
-            .unwrap();
-        if r.status() == StatusCode::NOT_FOUND {
-            let v: Value = r.json().await.unwrap();
-            assert!(
-                !v["message"].as_str().unwrap().starts_with("no route"),
-                "{method} {path} is not served"
-            );
-        }
-    }
+    every_route_answers(&app, &served).await;
     // Bearer auth, the error envelope and every error code are described.
     assert_eq!(
         spec["components"]["securitySchemes"]["bearer"]["scheme"],
@@ -99,6 +83,26 @@ async fn the_openapi_description_matches_the_routes_served() {
     app.finish().await;
 }
 
+/// Every documented route answers (not the catch-all 404 of an unknown route).
+async fn every_route_answers(app: &TestApp, served: &BTreeSet<(String, String)>) {
+    for (method, path) in served {
+        let url = app.url(&path.replace("{id}", &uuid::Uuid::new_v4().to_string()));
+        let r = app
+            .client
+            .request(method.to_uppercase().parse().unwrap(), url)
+            .send()
+            .await
+            .unwrap();
+        if r.status() == StatusCode::NOT_FOUND {
+            let v: Value = r.json().await.unwrap();
+            assert!(
+                !v["message"].as_str().unwrap().starts_with("no route"),
+                "{method} {path} is not served"
+            );
+        }
+    }
+}
+
 fn metric(text: &str, line_start: &str) -> f64 {
     text.lines()
         .find(|l| l.starts_with(line_start))
@@ -110,7 +114,7 @@ fn metric(text: &str, line_start: &str) -> f64 {
         .unwrap()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_count_requests_locks_transitions_and_the_outbox() {
     let app = spawn_app().await;
     let (_, review_id) = app.pending_review().await;
@@ -166,30 +170,15 @@ async fn metrics_count_requests_locks_transitions_and_the_outbox() {
 
 /// SIGTERM to the real binary under load: every request in flight gets its answer, and no
 /// lock key is left behind.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_mid_load_drains_without_resets_or_leftover_locks() {
     let app = spawn_app().await; // for its stores; the binary below shares them
-    let port = crate::proxy::dead_port();
+    let port = crate::support::dead_port();
     let mut reviews = Vec::new();
     for _ in 0..10 {
         reviews.push(app.pending_review().await.1);
     }
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_kh-review"));
-    cmd.arg("serve")
-        .env(
-            "APP_CONFIG_DIR",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/config"),
-        )
-        .env("APP__SERVER__PORT", port.to_string())
-        .env("APP__SERVER__TEST_HOOKS", "true")
-        .env("APP__DATABASE__URL", expose(&app.settings.database.url))
-        .env("APP__REDIS__KEY_PREFIX", &app.shared.prefix)
-        .env("APP__MONGO__DATABASE", &app.shared.mongo_db)
-        .env("APP__AMQP__EXCHANGE", &app.shared.exchange)
-        .env("APP__AMQP__BIND_QUEUE", "")
-        .env("APP__LOG__LEVEL", "warn")
-        .stdout(std::process::Stdio::null());
-    let mut child = KillOnDrop(cmd.spawn().expect("the kh-review binary starts"));
+    let mut child = serve_binary(&app, port);
     let base = format!("http://127.0.0.1:{port}");
     wait_for("the binary to listen", Duration::from_secs(30), || async {
         app.client
@@ -206,7 +195,7 @@ async fn sigterm_mid_load_drains_without_resets_or_leftover_locks() {
             .client
             .post(format!("{base}/api/v1/reviews/{review_id}/approve"))
             .bearer_auth(app.reviewer())
-            .header(kh_review::startup::PAUSE_HEADER, "700")
+            .header(kh_review::review::hooks::PAUSE_HEADER, "700")
             .json(&serde_json::json!({}));
         async move { req.send().await }
     });
@@ -250,6 +239,26 @@ async fn sigterm_mid_load_drains_without_resets_or_leftover_locks() {
         .await
         .is_err());
     app.finish().await;
+}
+
+/// Starts the binary `kh-review serve` on `port`, sharing `app`'s stores.
+fn serve_binary(app: &TestApp, port: u16) -> KillOnDrop {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_kh-review"));
+    cmd.arg("serve")
+        .env(
+            "APP_CONFIG_DIR",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/config"),
+        )
+        .env("APP__SERVER__PORT", port.to_string())
+        .env("APP__SERVER__TEST_HOOKS", "true")
+        .env("APP__DATABASE__URL", expose(&app.settings.database.url))
+        .env("APP__REDIS__KEY_PREFIX", &app.shared.prefix)
+        .env("APP__MONGO__DATABASE", &app.shared.mongo_db)
+        .env("APP__AMQP__EXCHANGE", &app.shared.exchange)
+        .env("APP__AMQP__BIND_QUEUE", "")
+        .env("APP__LOG__LEVEL", "warn")
+        .stdout(std::process::Stdio::null());
+    KillOnDrop(cmd.spawn().expect("the kh-review binary starts"))
 }
 
 /// Kills the child process if the test fails before it exits.

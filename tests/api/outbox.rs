@@ -6,8 +6,8 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::*;
-use crate::proxy::Proxy;
+use crate::support::Proxy;
+use crate::support::*;
 
 fn host_port(url: &str) -> String {
     let after = url.split("://").nth(1).unwrap();
@@ -48,7 +48,7 @@ fn assert_in_order(events: &[Value], docs: &[(String, String)]) {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rabbitmq_down_then_back_delivers_every_event_in_order() {
     let proxy = Proxy::start(host_port(&amqp_url())).await;
     proxy.cut();
@@ -92,7 +92,7 @@ async fn rabbitmq_down_then_back_delivers_every_event_in_order() {
     app.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mongodb_down_then_back_catches_up_then_publishes() {
     let proxy = Proxy::start(host_port(&mongo_url())).await;
     proxy.cut();
@@ -127,7 +127,7 @@ async fn mongodb_down_then_back_catches_up_then_publishes() {
     app.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_projection_never_overwrites_a_newer_one() {
     let app = spawn_app().await;
     let (doc, review) = app.pending_review().await;
@@ -137,11 +137,11 @@ async fn a_stale_projection_never_overwrites_a_newer_one() {
     );
     app.outbox_drained(Duration::from_secs(10)).await;
     // Replay the projection of version 1 (as a slow dispatcher would).
-    let row = kh_review::store::DocumentRow {
+    let row = kh_review::domain::Document {
         id: doc.parse().unwrap(),
         title: "old".into(),
         body: "old body".into(),
-        status: "DRAFT".into(),
+        status: kh_review::domain::DocumentStatus::Draft,
         version: 1,
         author_id: AUTHOR.into(),
         current_review_id: None,
@@ -169,9 +169,9 @@ async fn a_stale_projection_never_overwrites_a_newer_one() {
 /// RabbitMQ that accepts connections and never answers, for longer than a request waits for
 /// a database connection: the outbox does its I/O with no transaction open, so a small
 /// pool still serves every request.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_rabbitmq_never_starves_the_database_pool() {
-    let (port, _stop) = crate::proxy::blackhole().await;
+    let (port, _stop) = crate::support::blackhole().await;
     let url = format!("amqp://guest:guest@127.0.0.1:{port}/%2f");
     let app = spawn_app_with(AppOptions {
         amqp_url: Some(url),
@@ -195,9 +195,8 @@ async fn a_hung_rabbitmq_never_starves_the_database_pool() {
 
 /// A dispatcher whose claim expired cannot touch the row any more: its marks and renewals
 /// are refused once another dispatcher holds the row.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_claim_cannot_mark_or_renew_the_new_claimants_row() {
-    use kh_review::store::outbox as repo;
     let app = spawn_app_with(AppOptions {
         run_dispatcher: false,
         ..Default::default()
@@ -208,43 +207,39 @@ async fn an_expired_claim_cannot_mark_or_renew_the_new_claimants_row() {
         .client
         .post(app.url(&format!("/api/v1/reviews/{review}/approve")))
         .bearer_auth(app.reviewer())
-        .header(kh_review::startup::SKIP_DISPATCH_HEADER, "true")
+        .header(kh_review::review::hooks::SKIP_DISPATCH_HEADER, "true")
         .json(&json!({}))
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     // Dispatcher A claims with a claim that is already over; B claims the row after it.
-    let a = repo::claim_unprojected(&app.pg, None, 10, Duration::ZERO)
+    let repo = kh_review::store::PgStore::new(
+        app.pg.clone(),
+        Duration::from_secs(2),
+        Duration::from_secs(10),
+    );
+    let a = repo
+        .claim_unprojected(None, 10, Duration::ZERO)
         .await
         .unwrap();
     assert_eq!(a.len(), 1);
-    let b = repo::claim_unprojected(&app.pg, None, 10, Duration::from_secs(30))
+    let b = repo
+        .claim_unprojected(None, 10, Duration::from_secs(30))
         .await
         .unwrap();
     assert_eq!(b.len(), 1, "an expired claim frees the row");
     assert_ne!(a[0].claim_token, b[0].claim_token);
     let ids = [a[0].id];
-    assert!(
-        !repo::renew(&app.pg, &ids, a[0].claim_token, Duration::from_secs(30))
-            .await
-            .unwrap()
-    );
-    repo::mark_failed(
-        &app.pg,
-        a[0].id,
-        a[0].claim_token,
-        Duration::from_secs(60),
-        "late",
-    )
-    .await
-    .unwrap();
-    repo::unclaim(&app.pg, &ids, a[0].claim_token)
+    assert!(!repo
+        .renew(&ids, a[0].claim_token, Duration::from_secs(30))
+        .await
+        .unwrap());
+    repo.mark_failed(a[0].id, a[0].claim_token, Duration::from_secs(60), "late")
         .await
         .unwrap();
-    repo::mark_projected(&app.pg, &ids, a[0].claim_token)
-        .await
-        .unwrap();
+    repo.unclaim(&ids, a[0].claim_token).await.unwrap();
+    repo.mark_projected(&ids, a[0].claim_token).await.unwrap();
     let (attempts, claimed, projected): (i32, bool, bool) = sqlx::query_as(
         "SELECT attempts, claimed_until > now(), projected_at IS NOT NULL FROM outbox WHERE id = $1",
     )
@@ -257,13 +252,10 @@ async fn an_expired_claim_cannot_mark_or_renew_the_new_claimants_row() {
         (0, true, false),
         "B's claim is untouched"
     );
-    assert!(
-        repo::renew(&app.pg, &ids, b[0].claim_token, Duration::from_secs(30))
-            .await
-            .unwrap()
-    );
-    repo::unclaim(&app.pg, &ids, b[0].claim_token)
+    assert!(repo
+        .renew(&ids, b[0].claim_token, Duration::from_secs(30))
         .await
-        .unwrap();
+        .unwrap());
+    repo.unclaim(&ids, b[0].claim_token).await.unwrap();
     app.stop().await;
 }

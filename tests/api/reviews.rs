@@ -1,40 +1,44 @@
 use std::time::Duration;
 
-use kh_review::auth::Role;
+use kh_review::http::auth::Role;
 use reqwest::StatusCode;
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::helpers::*;
+use crate::support::*;
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approve_publishes_one_event_after_the_projection() {
     let app = spawn_app().await;
     let (doc_id, review_id) = app.pending_review().await;
     let r = app.approve(&review_id, &app.reviewer()).await;
     assert_eq!(r.status(), StatusCode::OK);
-    let t: Value = r.json().await.unwrap();
-    assert_eq!(t["document"]["status"], "APPROVED");
-    assert_eq!(t["document"]["version"], 3);
-    assert_eq!(t["review"]["status"], "APPROVED");
-    assert_eq!(t["review"]["decided_by"], REVIEWER);
-    assert_eq!(t["review"]["comment"], "ok");
-    assert!(t["review"]["decided_at"].is_string());
+    let t: Transition = r.json().await.unwrap();
+    assert_eq!(t.document.status, "APPROVED");
+    assert_eq!(t.document.version, 3);
+    assert_eq!(t.review.status, "APPROVED");
+    assert_eq!(t.review.decided_by.as_deref(), Some(REVIEWER));
+    assert_eq!(t.review.comment.as_deref(), Some("ok"));
+    assert!(t.review.decided_at.is_some());
 
     app.outbox_drained(Duration::from_secs(10)).await;
     let events = app.take_events().await;
     assert_eq!(events.len(), 2, "submitted + approved: {events:?}");
     let (approved, props) = &events[1];
+    let approved: Event = serde_json::from_value(approved.clone()).unwrap();
     assert_eq!(events[0].0["event_type"], "document.submitted");
-    assert_eq!(approved["event_type"], "document.approved");
-    assert_eq!(approved["document_id"], doc_id.as_str());
-    assert_eq!(approved["review_id"], review_id.as_str());
-    assert_eq!(approved["document_version"], 3);
-    assert_eq!(approved["actor_id"], REVIEWER);
-    assert_eq!(approved["data"]["comment"], "ok");
-    assert!(approved["occurred_at"].is_string());
+    assert_eq!(approved.event_type, "document.approved");
+    assert_eq!(approved.document_id.to_string(), doc_id);
     assert_eq!(
-        props.message_id().as_ref().map(|s| s.as_str()),
-        approved["event_id"].as_str()
+        approved.review_id.map(|r| r.to_string()),
+        Some(review_id.clone())
+    );
+    assert_eq!(approved.document_version, 3);
+    assert_eq!(approved.actor_id, REVIEWER);
+    assert_eq!(approved.data["comment"], "ok");
+    assert!(!approved.occurred_at.is_empty());
+    assert_eq!(
+        props.message_id().as_ref().map(|s| s.to_string()),
+        Some(approved.event_id.to_string())
     );
     assert_eq!(
         props.content_type().as_ref().map(|s| s.as_str()),
@@ -58,7 +62,7 @@ async fn approve_publishes_one_event_after_the_projection() {
     app.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reject_then_resubmit_opens_a_new_review() {
     let app = spawn_app().await;
     let (doc_id, review_id) = app.pending_review().await;
@@ -81,9 +85,9 @@ async fn reject_then_resubmit_opens_a_new_review() {
     expect_error(r, StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_FAILED").await;
     let r = app.reject(&review_id, &app.reviewer()).await;
     assert_eq!(r.status(), StatusCode::OK);
-    let t: Value = r.json().await.unwrap();
-    assert_eq!(t["document"]["status"], "REJECTED");
-    assert_eq!(t["review"]["reason"], "needs work");
+    let t: Transition = r.json().await.unwrap();
+    assert_eq!(t.document.status, "REJECTED");
+    assert_eq!(t.review.reason.as_deref(), Some("needs work"));
     // Editable again, then a second submit makes a second review.
     let r = app
         .client
@@ -102,9 +106,9 @@ async fn reject_then_resubmit_opens_a_new_review() {
         )
         .await;
     assert_eq!(r.status(), StatusCode::CREATED);
-    let second: Value = r.json().await.unwrap();
-    assert_ne!(second["review"]["id"], review_id.as_str());
-    let h: Value = app
+    let second: Transition = r.json().await.unwrap();
+    assert_ne!(second.review.id.to_string(), review_id);
+    let h: Items<Review> = app
         .get(
             &format!("/api/v1/documents/{doc_id}/reviews"),
             &app.author(),
@@ -113,12 +117,7 @@ async fn reject_then_resubmit_opens_a_new_review() {
         .json()
         .await
         .unwrap();
-    let statuses: Vec<&str> = h["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["status"].as_str().unwrap())
-        .collect();
+    let statuses: Vec<&str> = h.items.iter().map(|r| r.status.as_str()).collect();
     assert_eq!(statuses, ["REJECTED", "PENDING"]);
     // The old review cannot be decided any more.
     let r = app.approve(&review_id, &app.reviewer()).await;
@@ -141,7 +140,7 @@ async fn reject_then_resubmit_opens_a_new_review() {
     app.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_eyes_and_roles() {
     let app = spawn_app().await;
     let (doc_id, review_id) = app.pending_review().await;
@@ -176,14 +175,14 @@ async fn four_eyes_and_roles() {
     let r = app
         .get(&format!("/api/v1/documents/{doc_id}"), &app.reviewer())
         .await;
-    let d: Value = r.json().await.unwrap();
-    assert_eq!(d["status"], "PENDING_REVIEW");
-    assert_eq!(d["version"], 2);
+    let d: Document = r.json().await.unwrap();
+    assert_eq!(d.status, "PENDING_REVIEW");
+    assert_eq!(d.version, 2);
     assert_eq!(app.count("SELECT count(*) FROM audit_log").await, 2);
     app.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_lock_key_gives_409_with_retry_after_then_success() {
     let app = spawn_app().await;
     let (_, review_id) = app.pending_review().await;
@@ -211,7 +210,7 @@ async fn a_held_lock_key_gives_409_with_retry_after_then_success() {
     app.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_lost_before_commit_commits_nothing() {
     let app = spawn_app_with(AppOptions {
         lock_ttl_ms: 600,
@@ -221,7 +220,12 @@ async fn a_lease_lost_before_commit_commits_nothing() {
     let (doc_id, review_id) = app.pending_review().await;
     let key = app.lock_key_review(&review_id);
     let req = app
-        .approve_paused(&review_id, kh_review::startup::PAUSE_HEADER, 1500, false)
+        .approve_paused(
+            &review_id,
+            kh_review::review::hooks::PAUSE_HEADER,
+            1500,
+            false,
+        )
         .send();
     let hijack = async {
         // While the handler is paused, the lock moves to another owner.
@@ -235,14 +239,14 @@ async fn a_lease_lost_before_commit_commits_nothing() {
     };
     let (r, ()) = tokio::join!(req, hijack);
     expect_error(r.unwrap(), StatusCode::CONFLICT, "LOCK_LOST").await;
-    let d: Value = app
+    let d: Document = app
         .get(&format!("/api/v1/documents/{doc_id}"), &app.reviewer())
         .await
         .json()
         .await
         .unwrap();
-    assert_eq!(d["status"], "PENDING_REVIEW");
-    assert_eq!(d["version"], 2);
+    assert_eq!(d.status, "PENDING_REVIEW");
+    assert_eq!(d.version, 2);
     assert_eq!(
         redis_get(&app.redis, &key).await.as_deref(),
         Some("thief"),
@@ -257,7 +261,7 @@ async fn a_lease_lost_before_commit_commits_nothing() {
     app.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_held_past_its_ttl_keeps_the_lock_by_renewal() {
     let app = spawn_app_with(AppOptions {
         lock_ttl_ms: 400,
@@ -266,7 +270,12 @@ async fn a_handler_held_past_its_ttl_keeps_the_lock_by_renewal() {
     .await;
     let (_, review_id) = app.pending_review().await;
     let r = app
-        .approve_paused(&review_id, kh_review::startup::PAUSE_HEADER, 1200, false)
+        .approve_paused(
+            &review_id,
+            kh_review::review::hooks::PAUSE_HEADER,
+            1200,
+            false,
+        )
         .send()
         .await
         .unwrap();

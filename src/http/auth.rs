@@ -8,8 +8,9 @@ use jsonwebtoken::{decode, Algorithm, DecodingKey, EncodingKey, Header, Validati
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
+use super::error::ApiError;
+use super::settings::AuthSettings;
 use crate::domain::UserId;
-use crate::http::error::ApiError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -35,6 +36,10 @@ pub struct JwtVerifier {
 }
 
 impl JwtVerifier {
+    pub fn from_settings(settings: &AuthSettings) -> Self {
+        Self::new(&settings.jwt_secret)
+    }
+
     pub fn new(secret: &SecretString) -> Self {
         let mut validation = Validation::new(Algorithm::HS256);
         validation.set_required_spec_claims(&["exp", "sub"]);

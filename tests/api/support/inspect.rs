@@ -8,10 +8,10 @@ use reqwest::{Response, StatusCode};
 use serde_json::Value;
 use uuid::Uuid;
 
-use kh_review::startup::SUSPEND_RENEWAL_HEADER;
+use kh_review::review::hooks::SUSPEND_RENEWAL_HEADER;
 use serde_json::json;
 
-use crate::helpers::{TestApp, AUTHOR};
+use super::app::{TestApp, AUTHOR};
 
 /// Waits for `check` to return Some, polling, until `deadline`; panics with `what`.
 pub async fn wait_for<T, F, Fut>(what: &str, deadline: Duration, mut check: F) -> T
@@ -120,14 +120,16 @@ impl TestApp {
         sqlx::query_scalar(sql).fetch_one(&self.pg).await.unwrap()
     }
 
+    /// Outbox rows not delivered yet.
+    pub async fn undelivered(&self) -> i64 {
+        self.count("SELECT count(*) FROM outbox WHERE done_at IS NULL")
+            .await
+    }
+
     /// Waits until the outbox is fully delivered.
     pub async fn outbox_drained(&self, deadline: Duration) {
         wait_for("the outbox to drain", deadline, || async {
-            (self
-                .count("SELECT count(*) FROM outbox WHERE done_at IS NULL")
-                .await
-                == 0)
-                .then_some(())
+            (self.undelivered().await == 0).then_some(())
         })
         .await
     }

@@ -1,0 +1,155 @@
+//! The floor: the review path's statements, MongoDB write and confirmed publish, issued by
+//! the benchmark itself with no service in between.
+
+use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
+use lapin::publisher_confirm::Confirmation;
+use lapin::{BasicProperties, Channel, Connection};
+use serde_json::json;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use super::{connect_amqp, BenchEnv, DB, EXCHANGE};
+
+/// (document, version before, event id, event body, outbox row id)
+type Approval = (Uuid, i64, Uuid, serde_json::Value, i64);
+
+impl BenchEnv {
+    pub async fn direct(&self) -> anyhow::Result<Direct> {
+        let conn = connect_amqp(&self.amqp_url).await?;
+        let ch = conn.create_channel().await?;
+        ch.confirm_select(ConfirmSelectOptions::default()).await?;
+        let mongo = mongodb::Client::with_uri_str(&self.mongo_url).await?;
+        Ok(Direct {
+            pg: self.pg.clone(),
+            mongo: mongo.database(DB).collection("documents"),
+            ch,
+            _conn: conn,
+        })
+    }
+}
+
+/// The review path's statements, MongoDB update and confirmed publish, without the service.
+pub struct Direct {
+    pg: PgPool,
+    mongo: mongodb::Collection<mongodb::bson::Document>,
+    ch: Channel,
+    _conn: Connection,
+}
+
+impl Direct {
+    /// The floor of one approval: the service's statements, MongoDB write and confirmed
+    /// publish, issued directly.
+    pub async fn approve(&self, review_id: Uuid) -> anyhow::Result<()> {
+        let (doc, version, event_id, payload, outbox_id) = self.commit_approval(review_id).await?;
+        self.project_and_publish(doc, version, event_id, &payload, outbox_id)
+            .await
+    }
+
+    /// The transaction: row locks, the two updates, the audit row and the outbox row.
+    async fn commit_approval(&self, review_id: Uuid) -> anyhow::Result<Approval> {
+        let mut tx = self.pg.begin().await?;
+        sqlx::query("SELECT set_config('lock_timeout', '2000ms', true)")
+            .execute(&mut *tx)
+            .await?;
+        let doc: Uuid = sqlx::query_scalar("SELECT document_id FROM reviews WHERE id = $1")
+            .bind(review_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        let (version, status): (i64, String) =
+            sqlx::query_as("SELECT version, status FROM documents WHERE id = $1 FOR UPDATE")
+                .bind(doc)
+                .fetch_one(&mut *tx)
+                .await?;
+        let rstatus: String =
+            sqlx::query_scalar("SELECT status FROM reviews WHERE id = $1 FOR UPDATE")
+                .bind(review_id)
+                .fetch_one(&mut *tx)
+                .await?;
+        anyhow::ensure!(
+            status == "PENDING_REVIEW" && rstatus == "PENDING",
+            "not pending"
+        );
+        sqlx::query("UPDATE reviews SET status = 'APPROVED', decided_by = 'floor', decided_at = now() WHERE id = $1")
+            .bind(review_id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("UPDATE documents SET status = 'APPROVED', version = version + 1, updated_at = now() WHERE id = $1")
+            .bind(doc)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status, to_status, document_version, lock_mode) \
+             VALUES ($1, $2, 'approve', 'floor', 'PENDING_REVIEW', 'APPROVED', $3, 'none')",
+        )
+        .bind(doc)
+        .bind(review_id)
+        .bind(version + 1)
+        .execute(&mut *tx)
+        .await?;
+        let event_id = Uuid::now_v7();
+        let payload = json!({"event_id": event_id, "event_type": "document.approved", "document_id": doc,
+                             "review_id": review_id, "document_version": version + 1, "actor_id": "floor", "data": {}});
+        let outbox_id: i64 = sqlx::query_scalar(
+            // Claimed at once, as the service's dispatcher would: the service instances running
+            // on this database must not deliver the floor's rows.
+            "INSERT INTO outbox (event_id, document_id, document_version, event_type, routing_key, payload, claimed_until) \
+             VALUES ($1, $2, $3, 'document.approved', 'document.approved', $4, now() + interval '1 hour') RETURNING id",
+        )
+        .bind(event_id)
+        .bind(doc)
+        .bind(version + 1)
+        .bind(&payload)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok((doc, version, event_id, payload, outbox_id))
+    }
+
+    /// After COMMIT: the MongoDB write, the confirmed publish, and the outbox row marked.
+    async fn project_and_publish(
+        &self,
+        doc: Uuid,
+        version: i64,
+        event_id: Uuid,
+        payload: &serde_json::Value,
+        outbox_id: i64,
+    ) -> anyhow::Result<()> {
+        // The same MongoDB write the service makes: insert, or update by `_id` when present.
+        let fields = mongodb::bson::doc! {"status": "APPROVED", "version": version + 1, "body": "Body of a benchmark document."};
+        let mut full = fields.clone();
+        full.insert("_id", doc.to_string());
+        if self.mongo.insert_one(full).await.is_err() {
+            self.mongo
+                .update_one(
+                    mongodb::bson::doc! {"_id": doc.to_string()},
+                    mongodb::bson::doc! {"$set": fields},
+                )
+                .await?;
+        }
+        let confirm = self
+            .ch
+            .basic_publish(
+                EXCHANGE,
+                "document.approved",
+                BasicPublishOptions {
+                    mandatory: true,
+                    ..Default::default()
+                },
+                &serde_json::to_vec(payload)?,
+                BasicProperties::default()
+                    .with_delivery_mode(2)
+                    .with_message_id(event_id.to_string().into()),
+            )
+            .await?
+            .await?;
+        anyhow::ensure!(
+            matches!(confirm, Confirmation::Ack(None)),
+            "publish not confirmed"
+        );
+        sqlx::query("UPDATE outbox SET projected_at = now(), published_at = now(), done_at = now() WHERE id = $1")
+            .bind(outbox_id)
+            .execute(&self.pg)
+            .await?;
+        Ok(())
+    }
+}

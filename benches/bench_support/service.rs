@@ -1,0 +1,112 @@
+//! The service under test: its release binary, started as its own process against the
+//! benchmark's stores, and stopped (SIGTERM, then kill) when dropped.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{BenchEnv, DB, DEV_SECRET, EXCHANGE};
+
+impl BenchEnv {
+    /// Starts the release binary of the service with the benchmark's stores.
+    pub async fn spawn_service(
+        &self,
+        name: &str,
+        extra: &[(&str, String)],
+    ) -> anyhow::Result<Service> {
+        let exe = std::env::current_exe()?;
+        let bin = exe
+            .parent()
+            .and_then(|p| p.parent())
+            .map(|p| p.join("kh-review"));
+        let bin = bin.filter(|b| b.exists()).ok_or_else(|| {
+            anyhow::anyhow!("the release binary is missing: `cargo build --release --bin kh-review` (make bench does)")
+        })?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let mut cmd = Command::new(bin);
+        cmd.arg("serve")
+            .env(
+                "APP_CONFIG_DIR",
+                concat!(env!("CARGO_MANIFEST_DIR"), "/config"),
+            )
+            .env("APP__SERVER__PORT", port.to_string())
+            .env("APP__DATABASE__URL", &self.pg_url)
+            .env("APP__DATABASE__MAX_CONNECTIONS", "40")
+            .env("APP__DATABASE__MIGRATE_ON_START", "false")
+            .env("APP__REDIS__URL", &self.redis_url)
+            .env("APP__REDIS__KEY_PREFIX", "bench:")
+            .env("APP__MONGO__URL", &self.mongo_url)
+            .env("APP__MONGO__DATABASE", DB)
+            .env("APP__AMQP__URL", &self.amqp_url)
+            .env("APP__AMQP__EXCHANGE", EXCHANGE)
+            .env("APP__AMQP__BIND_QUEUE", "")
+            .env("APP__OUTBOX__BACKOFF_MAX_MS", "1000")
+            .env("APP__OUTBOX__POLL_INTERVAL_MS", "100")
+            .env("APP__LOG__LEVEL", "error")
+            .env("APP__AUTH__JWT_SECRET", DEV_SECRET)
+            .env("APP__ENVIRONMENT", "development")
+            .stdout(Stdio::null());
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn()?;
+        let svc = Service {
+            name: name.to_string(),
+            base: format!("http://127.0.0.1:{port}"),
+            child,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(r) = self.http.get(format!("{}/readyz", svc.base)).send().await {
+                if r.status().is_success() {
+                    break;
+                }
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "service {name} did not become ready"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(svc)
+    }
+}
+
+/// A running service process; killed when dropped.
+pub struct Service {
+    pub name: String,
+    pub base: String,
+    child: Child,
+}
+
+impl Service {
+    /// Peak resident memory of the process so far (VmHWM).
+    pub fn peak_rss_mib(&self) -> anyhow::Result<f64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
+        let kb: f64 = status
+            .lines()
+            .find(|l| l.starts_with("VmHWM:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| anyhow::anyhow!("no VmHWM in /proc status"))?;
+        Ok(kb / 1024.0)
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,96 @@
+//! What a change tells the world: the outbox entry written in its transaction. Every entry
+//! feeds the MongoDB projection; those with a routing key are also published to RabbitMQ.
+//! The event body's schema is in `docs/events.md`.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventType {
+    /// Projection only: nothing is published.
+    Created,
+    /// Projection only: nothing is published.
+    Updated,
+    Submitted,
+    Approved,
+    Rejected,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Created => "document.created",
+            EventType::Updated => "document.updated",
+            EventType::Submitted => "document.submitted",
+            EventType::Approved => "document.approved",
+            EventType::Rejected => "document.rejected",
+        }
+    }
+
+    /// The RabbitMQ routing key, for the events that are published.
+    pub fn routing_key(self) -> Option<&'static str> {
+        match self {
+            EventType::Created | EventType::Updated => None,
+            EventType::Submitted | EventType::Approved | EventType::Rejected => Some(self.as_str()),
+        }
+    }
+}
+
+/// The `data` member of an event body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum EventData {
+    /// `{}`
+    Empty {},
+    Submitted {
+        title: String,
+        submitted_by: String,
+    },
+    Approved {
+        title: String,
+        comment: Option<String>,
+    },
+    Rejected {
+        title: String,
+        reason: String,
+    },
+}
+
+/// The outbox row a change writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxEntry {
+    pub event: EventType,
+    pub data: EventData,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn data_serializes_as_the_documented_objects() {
+        let j = |d: &EventData| serde_json::to_value(d).unwrap();
+        assert_eq!(j(&EventData::Empty {}), json!({}));
+        assert_eq!(
+            j(&EventData::Approved {
+                title: "t".into(),
+                comment: None
+            }),
+            json!({"title": "t", "comment": null})
+        );
+        assert_eq!(
+            j(&EventData::Submitted {
+                title: "t".into(),
+                submitted_by: "alice".into()
+            }),
+            json!({"title": "t", "submitted_by": "alice"})
+        );
+    }
+
+    #[test]
+    fn only_transitions_are_published() {
+        assert_eq!(EventType::Created.routing_key(), None);
+        assert_eq!(EventType::Updated.routing_key(), None);
+        assert_eq!(EventType::Approved.routing_key(), Some("document.approved"));
+    }
+}

@@ -1,0 +1,218 @@
+//! Prometheus metrics. HTTP metrics are recorded here as requests finish; the review
+//! layer's collectors are registered here; lock, breaker and dispatcher counters live as
+//! atomics in their own modules and are read at scrape time, with the outbox backlog
+//! queried from PostgreSQL then.
+//!
+//! Names follow Prometheus conventions: `_total` counters, `_seconds` in base units.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use prometheus::core::Collector;
+use prometheus::{
+    Encoder, Gauge, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
+    Registry, TextEncoder,
+};
+
+use crate::lock::breaker::BreakerState;
+use crate::lock::gate::LockStats;
+use crate::outbox::DispatchStats;
+use crate::review::{Probes, ReviewStats, LATENCY_BUCKETS};
+
+pub struct HttpMetrics {
+    registry: Registry,
+    http_requests: IntCounterVec,
+    http_duration: HistogramVec,
+}
+
+impl HttpMetrics {
+    /// HTTP metrics, and the review layer's `stats` registered alongside.
+    pub fn new(stats: &ReviewStats) -> Self {
+        let registry = Registry::new();
+        let http_requests = IntCounterVec::new(
+            Opts::new("http_requests_total", "HTTP requests by route and status"),
+            &["method", "route", "status"],
+        )
+        .expect("valid metric");
+        let http_duration = HistogramVec::new(
+            HistogramOpts::new("http_request_duration_seconds", "HTTP request latency")
+                .buckets(LATENCY_BUCKETS.to_vec()),
+            &["method", "route"],
+        )
+        .expect("valid metric");
+        let own: Vec<Box<dyn Collector>> = vec![
+            Box::new(http_requests.clone()),
+            Box::new(http_duration.clone()),
+        ];
+        for c in own.into_iter().chain(stats.collectors()) {
+            registry.register(c).expect("unique metric names");
+        }
+        Self {
+            registry,
+            http_requests,
+            http_duration,
+        }
+    }
+
+    pub fn observe_http(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
+        self.http_requests
+            .with_label_values(&[method, route, &status.to_string()])
+            .inc();
+        self.http_duration
+            .with_label_values(&[method, route])
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Reads what `probes` count now and renders every metric.
+    pub async fn scrape(&self, probes: &Probes) -> String {
+        self.render(&Snapshot {
+            locks: probes.lock_stats(),
+            breaker: probes.breaker_state(),
+            dispatch: probes.dispatch_stats(),
+            backlog: probes.backlog().await,
+        })
+    }
+
+    /// Renders every metric in the text exposition format.
+    pub fn render(&self, snapshot: &Snapshot<'_>) -> String {
+        let scrape = Registry::new();
+        lock_metrics(&scrape, snapshot.locks, snapshot.breaker);
+        dispatch_metrics(&scrape, snapshot.dispatch, snapshot.backlog);
+        let mut families = self.registry.gather();
+        families.extend(scrape.gather());
+        let mut out = Vec::new();
+        TextEncoder::new()
+            .encode(&families, &mut out)
+            .expect("text encoding cannot fail");
+        String::from_utf8(out).expect("text format is UTF-8")
+    }
+}
+
+fn register(scrape: &Registry, c: impl Collector + 'static) {
+    scrape.register(Box::new(c)).expect("unique metric names");
+}
+
+fn counter(scrape: &Registry, name: &str, help: &str, v: &AtomicU64) {
+    let c = IntCounter::new(name, help).expect("valid metric");
+    c.inc_by(v.load(Ordering::Relaxed));
+    register(scrape, c);
+}
+
+fn lock_metrics(scrape: &Registry, l: &LockStats, breaker: BreakerState) {
+    let acquisitions = IntCounterVec::new(
+        Opts::new(
+            "kh_lock_acquisitions_total",
+            "Outer-lock attempts by outcome",
+        ),
+        &["outcome"],
+    )
+    .expect("valid metric");
+    for (outcome, v) in [
+        ("acquired", &l.acquired),
+        ("contended", &l.contended),
+        ("degraded", &l.degraded),
+    ] {
+        acquisitions
+            .with_label_values(&[outcome])
+            .inc_by(v.load(Ordering::Relaxed));
+    }
+    register(scrape, acquisitions);
+    let renewals = "kh_lock_renewals_total";
+    counter(scrape, renewals, "Successful lease renewals", &l.renewals);
+    let lost = "kh_lock_leases_lost_total";
+    counter(scrape, lost, "Leases lost before release", &l.lost);
+    let state = IntGauge::new(
+        "kh_redis_circuit_breaker_state",
+        "Redis circuit breaker: 0 closed, 1 half-open, 2 open",
+    )
+    .expect("valid metric");
+    state.set(match breaker {
+        BreakerState::Closed => 0,
+        BreakerState::HalfOpen => 1,
+        BreakerState::Open => 2,
+    });
+    register(scrape, state);
+}
+
+fn dispatch_metrics(scrape: &Registry, d: &DispatchStats, backlog: Option<(i64, f64)>) {
+    for (name, help, v) in [
+        (
+            "kh_events_published_total",
+            "Events confirmed by RabbitMQ",
+            &d.published,
+        ),
+        (
+            "kh_projections_total",
+            "MongoDB projection writes",
+            &d.projected,
+        ),
+        (
+            "kh_projection_failures_total",
+            "Failed MongoDB projection writes",
+            &d.projection_failures,
+        ),
+        (
+            "kh_publish_failures_total",
+            "Failed RabbitMQ publishes (including unroutable and unconfirmed)",
+            &d.publish_failures,
+        ),
+    ] {
+        counter(scrape, name, help, v);
+    }
+    if let Some((rows, age)) = backlog {
+        let g = IntGauge::new("kh_outbox_backlog", "Outbox rows not yet delivered")
+            .expect("valid metric");
+        g.set(rows);
+        register(scrape, g);
+        let a = Gauge::new(
+            "kh_outbox_oldest_unsent_age_seconds",
+            "Age of the oldest undelivered outbox row",
+        )
+        .expect("valid metric");
+        a.set(age);
+        register(scrape, a);
+    }
+}
+
+/// What the scrape reads from the rest of the service.
+pub struct Snapshot<'a> {
+    pub locks: &'a LockStats,
+    pub breaker: BreakerState,
+    pub dispatch: &'a DispatchStats,
+    /// Undelivered outbox rows and the age of the oldest; None when PostgreSQL is down.
+    pub backlog: Option<(i64, f64)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_conventional_names() {
+        let stats = ReviewStats::new();
+        let m = HttpMetrics::new(&stats);
+        m.observe_http(
+            "POST",
+            "/api/v1/reviews/{id}/approve",
+            200,
+            Duration::from_millis(3),
+        );
+        stats.transition("approve");
+        let locks = LockStats::default();
+        locks.acquired.fetch_add(2, Ordering::Relaxed);
+        let text = m.render(&Snapshot {
+            locks: &locks,
+            breaker: BreakerState::Open,
+            dispatch: &DispatchStats::default(),
+            backlog: Some((3, 1.5)),
+        });
+        assert!(text.contains(
+            "http_requests_total{method=\"POST\",route=\"/api/v1/reviews/{id}/approve\",status=\"200\"} 1"
+        ));
+        assert!(text.contains("kh_lock_acquisitions_total{outcome=\"acquired\"} 2"));
+        assert!(text.contains("kh_redis_circuit_breaker_state 2"));
+        assert!(text.contains("kh_outbox_backlog 3"));
+        assert!(text.contains("kh_transitions_total{type=\"approve\"} 1"));
+        assert!(text.contains("http_request_duration_seconds_bucket"));
+    }
+}

@@ -1,0 +1,98 @@
+//! Running the work of a POST: in its own task (a client that disconnects cannot cancel a
+//! transition halfway: it completes, records its reply and releases its locks), and under
+//! the request's `Idempotency-Key` when it has one. The policy is `review::idempotency`;
+//! this module only reads the header and writes the reply.
+
+use std::future::Future;
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use super::auth::Caller;
+use super::error::ApiError;
+use super::request_id;
+use super::state::AppState;
+use crate::review::idempotency::{fingerprint, Begin, IdempotencyKey, Settle};
+use crate::review::Reply;
+use crate::store::Claim;
+
+pub const HEADER: &str = "idempotency-key";
+pub const REPLAYED_HEADER: &str = "idempotent-replayed";
+
+fn key_of(req: &HttpRequest) -> Result<Option<IdempotencyKey>, ApiError> {
+    let Some(v) = req.headers().get(HEADER) else {
+        return Ok(None);
+    };
+    let s = v
+        .to_str()
+        .map_err(|_| ApiError::validation("Idempotency-Key must be printable ASCII"))?;
+    IdempotencyKey::parse(s)
+        .map(Some)
+        .map_err(|e| ApiError::validation(e.to_string()))
+}
+
+enum Outcome {
+    Fresh(Reply),
+    Replay(Reply),
+}
+
+/// Runs `work` in its own task, under the request's idempotency key if it has one.
+///
+/// `work` gets the key's claim (None without a key) and must pass it to the use case: that
+/// records a success in the same COMMIT as the change, the only place a success is recorded.
+pub async fn run<W, Fut>(
+    req: &HttpRequest,
+    state: &web::Data<AppState>,
+    caller: &Caller,
+    body: &[u8],
+    work: W,
+) -> Result<HttpResponse, ApiError>
+where
+    W: FnOnce(Option<Claim>) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<Reply, ApiError>> + Send + 'static,
+{
+    let keyed = key_of(req)?.map(|k| (k, fingerprint(req.method().as_str(), req.path(), body)));
+    let (state, owner) = (state.clone(), caller.id.clone());
+    let task = async move {
+        let Some((key, fp)) = keyed else {
+            return work(None).await.map(Outcome::Fresh);
+        };
+        match state.idempotency.begin(&owner, &key, &fp).await? {
+            Begin::Replay(reply) => Ok(Outcome::Replay(reply)),
+            Begin::Mismatch => Err(ApiError::key_reused()),
+            Begin::InFlight => Err(ApiError::in_flight(
+                "a request with this Idempotency-Key is still running; retry shortly",
+            )),
+            Begin::Proceed(claim) => {
+                let reply = work(Some(claim.clone())).await;
+                let outcome = match &reply {
+                    Ok(_) => Settle::Committed,
+                    Err(e) if e.is_retryable() => Settle::Retryable,
+                    Err(e) => Settle::Refused(e.reply()),
+                };
+                state.idempotency.settle(&claim, outcome).await;
+                reply.map(Outcome::Fresh)
+            }
+        }
+    };
+    let task = tokio::spawn(tracing::Instrument::instrument(
+        request_id::scope(request_id::current(), task),
+        tracing::Span::current(),
+    ));
+    let outcome = task
+        .await
+        .map_err(|e| ApiError::internal(anyhow::anyhow!("request task failed: {e}")))??;
+    Ok(match outcome {
+        Outcome::Fresh(reply) => respond(reply, false),
+        Outcome::Replay(reply) => respond(reply, true),
+    })
+}
+
+fn respond(reply: Reply, replayed: bool) -> HttpResponse {
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
+    let mut res = HttpResponse::build(status);
+    if replayed {
+        res.insert_header((REPLAYED_HEADER, "true"));
+    }
+    res.json(reply.body)
+}

@@ -1,0 +1,41 @@
+//! What every handler can reach: the services of the layer below, the HTTP metrics, and
+//! the few HTTP settings handlers need. Built by `startup::AppStateBuilder`.
+
+use actix_web::HttpRequest;
+
+use super::metrics::HttpMetrics;
+use super::request_id;
+use crate::domain::UserId;
+use crate::review::{Context, DocumentService, Hooks, Idempotency, Probes, ReviewService};
+
+pub struct AppState {
+    pub documents: DocumentService,
+    pub reviews: ReviewService,
+    pub idempotency: Idempotency,
+    pub probes: Probes,
+    pub metrics: HttpMetrics,
+    /// The largest accepted request body, in bytes.
+    pub json_limit: usize,
+    /// Honour the test-hook headers (`server.test_hooks`).
+    pub test_hooks: bool,
+}
+
+impl AppState {
+    /// Test hooks of this request; always off unless `server.test_hooks` is on.
+    pub fn hooks(&self, req: &HttpRequest) -> Hooks {
+        if !self.test_hooks {
+            return Hooks::default();
+        }
+        Hooks::from_headers(|name| req.headers().get(name).and_then(|v| v.to_str().ok()))
+    }
+
+    /// The context of a use case run for `actor` by this request (no idempotency claim yet).
+    pub fn context(&self, req: &HttpRequest, actor: &UserId) -> Context {
+        Context {
+            actor: actor.clone(),
+            request_id: request_id::current(),
+            hooks: self.hooks(req),
+            claim: None,
+        }
+    }
+}

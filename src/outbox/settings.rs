@@ -1,0 +1,45 @@
+//! The outbox layer's configuration (`[amqp]` and `[outbox]` in `config/default.toml`).
+
+use std::time::Duration;
+
+use secrecy::SecretString;
+use serde::Deserialize;
+use serde_with::{serde_as, DurationMilliSeconds};
+
+#[serde_as]
+#[derive(Debug, Clone, Deserialize)]
+pub struct AmqpSettings {
+    pub url: SecretString,
+    pub exchange: String,
+    /// When not empty, a bounded durable queue of this name bound to every routing key.
+    pub bind_queue: String,
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "timeout_ms")]
+    pub timeout: Duration,
+}
+
+#[serde_as]
+#[derive(Debug, Clone, Deserialize)]
+pub struct OutboxSettings {
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "poll_interval_ms")]
+    pub poll_interval: Duration,
+    pub batch_size: i64,
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "backoff_base_ms")]
+    pub backoff_base: Duration,
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "backoff_max_ms")]
+    pub backoff_max: Duration,
+    /// Run the background dispatcher in this process.
+    pub run_dispatcher: bool,
+    /// Delivered outbox rows are deleted after this many hours.
+    pub retention_hours: u64,
+}
+
+impl OutboxSettings {
+    /// How long delivered rows are kept.
+    pub fn retention(&self) -> Duration {
+        Duration::from_secs(self.retention_hours * 3600)
+    }
+}

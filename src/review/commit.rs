@@ -1,0 +1,32 @@
+//! The one seam where a write becomes visible: a staged write, the lease it ran under and
+//! the request's idempotency claim go in; the write comes out committed, or rolled back
+//! with the reason.
+
+use crate::lock::lease::Lease;
+use crate::store::{Claim, Staged};
+
+use super::error::Error;
+use super::idempotency::Reply;
+
+/// Records `reply` under `claim` in the write's own transaction, checks that the outer lock
+/// is still ours, and commits. A key taken over or a lease lost rolls the write back.
+pub(super) async fn commit<T>(
+    mut staged: Staged<T>,
+    lease: Option<&Lease>,
+    claim: Option<&Claim>,
+    reply: &Reply,
+) -> Result<T, Error> {
+    if let Some(claim) = claim {
+        if !staged.record(claim, reply.status, &reply.body).await? {
+            // This request ran past its in-flight time and a retry owns the key now: the
+            // change happens once, under whoever owns the key.
+            staged.rollback().await?;
+            return Err(Error::KeyTakenOver);
+        }
+    }
+    if lease.is_some_and(|l| l.check().is_err()) {
+        staged.rollback().await?;
+        return Err(Error::LockLost);
+    }
+    Ok(staged.commit().await?)
+}

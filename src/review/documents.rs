@@ -1,0 +1,152 @@
+//! Documents: create, edit, read with the body from the MongoDB projection when it holds
+//! the current version, and the review history. Create and edit take no outer lock (create
+//! has no rows to contend for; an edit is guarded by its row lock alone).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use crate::domain::{
+    preview_of, Document, DocumentBody, DocumentTitle, Guard, Refusal, Review, UserId,
+};
+use crate::outbox::Dispatcher;
+use crate::store::mongo::MongoProjection;
+use crate::store::{PgStore, StoreError, WriteContext};
+
+use super::commit::commit;
+use super::error::Error;
+use super::idempotency::Reply;
+use super::transitions::Context;
+
+/// Where a document's body and preview were read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodySource {
+    /// The projection holds the current version.
+    MongoDb,
+    /// The projection lags or is unreachable.
+    PostgreSql,
+}
+
+impl BodySource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BodySource::MongoDb => "mongodb",
+            BodySource::PostgreSql => "postgresql",
+        }
+    }
+}
+
+/// A document as `GET /documents/{id}` shows it.
+#[derive(Debug, Clone)]
+pub struct DocumentRead {
+    pub document: Document,
+    pub body: String,
+    pub preview: String,
+    pub source: BodySource,
+}
+
+pub struct DocumentService {
+    store: PgStore,
+    mongo: MongoProjection,
+    dispatcher: Arc<Dispatcher>,
+}
+
+impl DocumentService {
+    pub fn new(store: PgStore, mongo: MongoProjection, dispatcher: Arc<Dispatcher>) -> Self {
+        Self {
+            store,
+            mongo,
+            dispatcher,
+        }
+    }
+
+    /// Creates a DRAFT document; `reply` renders the response (recorded under the key).
+    pub async fn create(
+        &self,
+        ctx: Context,
+        title: DocumentTitle,
+        body: DocumentBody,
+        reply: impl FnOnce(&Document) -> Reply,
+    ) -> Result<Reply, Error> {
+        let id = Uuid::now_v7();
+        let wctx = WriteContext {
+            actor: &ctx.actor,
+            request_id: &ctx.request_id,
+            guard: Guard::Unlocked,
+        };
+        let (doc, reply) = self
+            .store
+            .bounded(async {
+                let staged = self.store.create_document(id, title, body, &wctx).await?;
+                let reply = reply(staged.value());
+                let doc = commit(staged, None, ctx.claim.as_ref(), &reply).await?;
+                Ok::<_, Error>((doc, reply))
+            })
+            .await?;
+        tracing::info!(document_id = %doc.id, "document created");
+        if ctx.hooks.fail_after_commit {
+            return Err(StoreError::TimedOut(Duration::ZERO).into());
+        }
+        self.dispatcher.dispatch_document_now(doc.id).await;
+        Ok(reply)
+    }
+
+    /// Edits title and/or body (the author, in DRAFT or REJECTED).
+    pub async fn edit(
+        &self,
+        actor: &UserId,
+        request_id: &str,
+        id: Uuid,
+        title: Option<DocumentTitle>,
+        body: Option<DocumentBody>,
+    ) -> Result<Document, Error> {
+        let wctx = WriteContext {
+            actor,
+            request_id,
+            guard: Guard::Unlocked,
+        };
+        let doc = self
+            .store
+            .bounded(async {
+                let staged = self.store.edit_document(id, title, body, &wctx).await??;
+                Ok::<_, Error>(staged.commit().await?)
+            })
+            .await?;
+        self.dispatcher.dispatch_document_now(doc.id).await;
+        Ok(doc)
+    }
+
+    /// The document, with body and preview from MongoDB when it holds this version.
+    pub async fn get(&self, id: Uuid) -> Result<DocumentRead, Error> {
+        let document = self.store.document(id).await?.ok_or(Refusal::NotFound)?;
+        match self.mongo.get(id).await {
+            Ok(Some(p)) if p.version == document.version => Ok(DocumentRead {
+                document,
+                body: p.body,
+                preview: p.preview,
+                source: BodySource::MongoDb,
+            }),
+            other => {
+                if let Err(e) = other {
+                    tracing::warn!(error = %e, "mongodb unavailable; serving the body from postgresql");
+                }
+                Ok(DocumentRead {
+                    preview: preview_of(&document.body),
+                    body: document.body.clone(),
+                    document,
+                    source: BodySource::PostgreSql,
+                })
+            }
+        }
+    }
+
+    /// Every review of the document, oldest first.
+    pub async fn history(&self, id: Uuid) -> Result<Vec<Review>, Error> {
+        Ok(self
+            .store
+            .document_reviews(id)
+            .await?
+            .ok_or(Refusal::NotFound)?)
+    }
+}

@@ -1,0 +1,25 @@
+//! Why a use case did not complete: the rules refused it, the outer lock was contended or
+//! lost, an idempotency key moved on, or a store failed. `http::error` maps each to the
+//! error envelope, in one place.
+
+use crate::domain::Refusal;
+use crate::lock::gate::Contended;
+use crate::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The rules refused the change; nothing was written.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// Another request holds the outer lock.
+    #[error(transparent)]
+    Contended(#[from] Contended),
+    /// The outer lock was lost before COMMIT; the change was rolled back.
+    #[error("the outer lock was lost before commit")]
+    LockLost,
+    /// A retry with the same idempotency key took it over; the change was rolled back.
+    #[error("the idempotency key was taken over by a retry")]
+    KeyTakenOver,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

@@ -1,0 +1,66 @@
+//! Fault injection for tests: per-request hooks that pause, freeze or fail a transition at
+//! a chosen step. The HTTP layer reads them from request headers, and only when
+//! `server.test_hooks` is on (refused in production); otherwise every hook is off.
+
+use std::time::Duration;
+
+/// Pause a transition after its row locks, right before the lease check and COMMIT.
+pub const PAUSE_HEADER: &str = "x-test-pause-before-commit-ms";
+/// Pause a transition after the outer lock is taken, before its transaction begins.
+pub const PAUSE_AFTER_LOCK_HEADER: &str = "x-test-pause-after-lock-ms";
+/// Stop renewing the lease, as if the whole process were frozen.
+pub const SUSPEND_RENEWAL_HEADER: &str = "x-test-suspend-renewal";
+/// Skip the delivery attempt after COMMIT, as if the instance died right after it.
+pub const SKIP_DISPATCH_HEADER: &str = "x-test-skip-dispatch";
+/// Answer 503 after a successful COMMIT, as if the reply had been lost.
+pub const FAIL_AFTER_COMMIT_HEADER: &str = "x-test-fail-after-commit";
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Hooks {
+    pub pause_before_commit: Option<Duration>,
+    pub pause_after_lock: Option<Duration>,
+    pub suspend_renewal: bool,
+    pub skip_dispatch: bool,
+    /// Report a (retryable) failure after a successful COMMIT, as a lost reply would.
+    pub fail_after_commit: bool,
+}
+
+impl Hooks {
+    /// The hooks named by a request's headers; `header` looks one up by its name.
+    pub fn from_headers<'a>(header: impl Fn(&str) -> Option<&'a str>) -> Self {
+        let ms = |name: &str| {
+            header(name)
+                .and_then(|v| v.parse::<u64>().ok())
+                .map(Duration::from_millis)
+        };
+        Hooks {
+            pause_before_commit: ms(PAUSE_HEADER),
+            pause_after_lock: ms(PAUSE_AFTER_LOCK_HEADER),
+            suspend_renewal: header(SUSPEND_RENEWAL_HEADER) == Some("true"),
+            skip_dispatch: header(SKIP_DISPATCH_HEADER) == Some("true"),
+            fail_after_commit: header(FAIL_AFTER_COMMIT_HEADER) == Some("true"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_turn_hooks_on_and_garbage_leaves_them_off() {
+        let hooks = Hooks::from_headers(|name| match name {
+            PAUSE_HEADER => Some("250"),
+            PAUSE_AFTER_LOCK_HEADER => Some("soon"),
+            SKIP_DISPATCH_HEADER => Some("true"),
+            SUSPEND_RENEWAL_HEADER => Some("yes"),
+            _ => None,
+        });
+        assert_eq!(hooks.pause_before_commit, Some(Duration::from_millis(250)));
+        assert_eq!(hooks.pause_after_lock, None);
+        assert!(hooks.skip_dispatch);
+        assert!(!hooks.suspend_renewal);
+        assert!(!hooks.fail_after_commit);
+        assert_eq!(Hooks::from_headers(|_| None), Hooks::default());
+    }
+}

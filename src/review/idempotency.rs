@@ -1,0 +1,223 @@
+//! The idempotency policy of POSTs. With a key, the first request runs and its reply is
+//! recorded; a retry with the same key and the same request replays that reply; with
+//! another request it is refused; while the first still runs it is told so; and a key whose
+//! request never finished (its instance died) is taken over after `in_flight_timeout_ms`.
+//! Keys are scoped to the caller. Retryable failures are not recorded: a retry runs again.
+//!
+//! A success is recorded in the same transaction as its change (`commit.rs`), so a reply
+//! lost after COMMIT is replayed, never run twice. The HTTP layer only reads the header and
+//! writes the reply.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+use serde_with::{serde_as, DurationMilliSeconds, DurationSeconds};
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use crate::domain::{InputError, UserId};
+use crate::store::{Claim, PgStore, StoreError};
+
+/// `[idempotency]` in `config/default.toml`.
+#[serde_as]
+#[derive(Debug, Clone, Deserialize)]
+pub struct IdempotencySettings {
+    /// How long a recorded reply is replayed for the same key.
+    #[serde_as(as = "DurationSeconds<u64>")]
+    #[serde(rename = "ttl_secs")]
+    pub ttl: Duration,
+    /// How long a request may hold its key before a retry may take it over. Must exceed
+    /// `lock.max_hold_ms`.
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "in_flight_timeout_ms")]
+    pub in_flight_timeout: Duration,
+}
+
+/// An `Idempotency-Key`: 1 to 255 printable ASCII characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    pub fn parse(s: &str) -> Result<Self, InputError> {
+        if s.is_empty() || s.len() > 255 || !s.chars().all(|c| c.is_ascii_graphic()) {
+            return Err(InputError {
+                field: "Idempotency-Key",
+                problem: "must be 1 to 255 printable ASCII characters".into(),
+            });
+        }
+        Ok(Self(s.to_string()))
+    }
+}
+
+/// What makes two requests "the same": method, path and body, with JSON bodies
+/// canonicalised so that key order and whitespace do not matter.
+pub fn fingerprint(method: &str, path: &str, body: &[u8]) -> String {
+    let canonical = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| serde_json::to_vec(&sorted(v)).ok())
+        .unwrap_or_else(|| body.to_vec());
+    let mut h = Sha256::new();
+    h.update(method);
+    h.update(b"\n");
+    h.update(path);
+    h.update(b"\n");
+    h.update(&canonical);
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `v` with the members of every object in key order. (serde_json keeps insertion order in
+/// this build: a dependency turns on its `preserve_order` feature.)
+fn sorted(v: Value) -> Value {
+    match v {
+        Value::Object(map) => {
+            let mut members: Vec<(String, Value)> = map.into_iter().collect();
+            members.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(members.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
+/// A reply as the client gets it, and as a key replays it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    pub status: u16,
+    pub body: Value,
+}
+
+/// What to do with a request that carries a key.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Begin {
+    /// This request holds the key now: run it, then [`Idempotency::settle`].
+    Proceed(Claim),
+    /// The key already ran with this request: replay its reply.
+    Replay(Reply),
+    /// The key was used with a different request.
+    Mismatch,
+    /// The first request with this key is still running.
+    InFlight,
+}
+
+/// How a request that held a key ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Settle {
+    /// It committed (its reply was recorded with the change).
+    Committed,
+    /// It was refused for good: replay this refusal to retries.
+    Refused(Reply),
+    /// It failed in a way a retry may not: forget the key.
+    Retryable,
+}
+
+#[derive(Clone)]
+pub struct Idempotency {
+    store: PgStore,
+    settings: IdempotencySettings,
+}
+
+impl Idempotency {
+    pub fn from_settings(store: PgStore, settings: &IdempotencySettings) -> Self {
+        Self {
+            store,
+            settings: settings.clone(),
+        }
+    }
+
+    /// Claims `key` for `owner`, or says why not.
+    pub async fn begin(
+        &self,
+        owner: &UserId,
+        key: &IdempotencyKey,
+        fingerprint: &str,
+    ) -> Result<Begin, StoreError> {
+        let (owner, key) = (owner.as_str(), key.0.as_str());
+        let in_flight = self.settings.in_flight_timeout;
+        self.store.delete_expired_key(owner, key).await?;
+        let claim = Claim {
+            owner: owner.to_string(),
+            key: key.to_string(),
+            token: Uuid::new_v4(),
+        };
+        for _ in 0..3 {
+            let ttl = self.settings.ttl;
+            if self
+                .store
+                .insert_key(&claim, fingerprint, in_flight, ttl)
+                .await?
+            {
+                return Ok(Begin::Proceed(claim));
+            }
+            let Some(found) = self.store.find_key(owner, key).await? else {
+                continue; // purged between the two statements: try the insert again
+            };
+            if found.fingerprint != fingerprint {
+                return Ok(Begin::Mismatch);
+            }
+            if found.done {
+                return Ok(Begin::Replay(Reply {
+                    status: found.response_status.unwrap_or(200) as u16,
+                    body: found.response_body.unwrap_or(Value::Null),
+                }));
+            }
+            if !found.stale {
+                return Ok(Begin::InFlight);
+            }
+            // The first request never finished (its instance died): take the key over.
+            return Ok(if self.store.take_over_key(&claim, in_flight).await? {
+                Begin::Proceed(claim)
+            } else {
+                Begin::InFlight
+            });
+        }
+        Ok(Begin::InFlight)
+    }
+
+    /// Records how the request that held `claim` ended. Never fails the request: the work
+    /// is done, and an unrecorded key is taken over after its in-flight time.
+    pub async fn settle(&self, claim: &Claim, outcome: Settle) {
+        let saved = match outcome {
+            Settle::Committed => Ok(()),
+            Settle::Refused(reply) => {
+                self.store
+                    .finish_key(claim, reply.status, &reply.body)
+                    .await
+            }
+            Settle::Retryable => self.store.abandon_key(claim).await,
+        };
+        if let Err(e) = saved {
+            tracing::error!(error = %e, "could not record the idempotency outcome");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_printable_ascii_up_to_255() {
+        assert!(IdempotencyKey::parse("click-1").is_ok());
+        assert!(IdempotencyKey::parse(&"k".repeat(255)).is_ok());
+        for bad in ["", "has space", "tab\t", "ünï"] {
+            assert!(IdempotencyKey::parse(bad).is_err(), "{bad:?}");
+        }
+        assert!(IdempotencyKey::parse(&"k".repeat(256)).is_err());
+    }
+
+    #[test]
+    fn fingerprints_ignore_json_key_order_only() {
+        let a = fingerprint("POST", "/x", br#"{"a":1,"b":{"c":[{"d":1,"e":2}],"f":3}}"#);
+        let reordered = br#"{ "b": {"f": 3, "c": [{"e": 2, "d": 1}]}, "a": 1 }"#;
+        assert_eq!(a, fingerprint("POST", "/x", reordered));
+        assert_ne!(
+            a,
+            fingerprint("POST", "/y", br#"{"a":1,"b":{"c":[{"d":1,"e":2}],"f":3}}"#)
+        );
+        assert_ne!(
+            a,
+            fingerprint("POST", "/x", br#"{"a":1,"b":{"c":[{"d":1,"e":3}],"f":3}}"#)
+        );
+    }
+}

@@ -1,0 +1,193 @@
+//! The review transitions (submit, approve, reject), end to end: pass the outer-lock gate
+//! (or degrade to the row lock alone), stage the write in one PostgreSQL transaction, commit
+//! it through the one seam (lease check, idempotency record), release the lock, then try
+//! the outbox delivery at once.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::domain::{Decision, Guard, Review, ReviewStatus, Transitioned, UserId};
+use crate::lock::gate::{LockGate, Passage};
+use crate::lock::LockKeys;
+use crate::outbox::Dispatcher;
+use crate::store::{Claim, PgStore, Staging, StoreError, WriteContext};
+
+use super::commit::commit;
+use super::error::Error;
+use super::hooks::Hooks;
+use super::idempotency::Reply;
+use super::stats::ReviewStats;
+
+/// Who asks, for which request, with which test hooks and idempotency claim.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub actor: UserId,
+    pub request_id: String,
+    pub hooks: Hooks,
+    pub claim: Option<Claim>,
+}
+
+/// A transition to run.
+enum Step {
+    Submit(Uuid),
+    Decide(Uuid, Decision),
+}
+
+impl Step {
+    fn kind(&self) -> &'static str {
+        match self {
+            Step::Submit(_) => "submit",
+            Step::Decide(_, d) => d.action().as_str(),
+        }
+    }
+}
+
+pub struct ReviewService {
+    store: PgStore,
+    gate: Arc<LockGate>,
+    keys: LockKeys,
+    dispatcher: Arc<Dispatcher>,
+    stats: Arc<ReviewStats>,
+}
+
+impl ReviewService {
+    pub fn new(
+        store: PgStore,
+        gate: Arc<LockGate>,
+        keys: LockKeys,
+        dispatcher: Arc<Dispatcher>,
+        stats: Arc<ReviewStats>,
+    ) -> Self {
+        Self {
+            store,
+            gate,
+            keys,
+            dispatcher,
+            stats,
+        }
+    }
+
+    /// DRAFT|REJECTED -> PENDING_REVIEW with a new review. `reply` renders the response
+    /// (recorded under the request's key in the same transaction).
+    pub async fn submit(
+        &self,
+        ctx: Context,
+        document_id: Uuid,
+        reply: impl FnOnce(&Transitioned) -> Reply,
+    ) -> Result<Reply, Error> {
+        let key = self.keys.submit(document_id);
+        self.guarded(&key, ctx, Step::Submit(document_id), reply)
+            .await
+    }
+
+    /// Approves or rejects a pending review, and its document with it.
+    pub async fn decide(
+        &self,
+        ctx: Context,
+        review_id: Uuid,
+        decision: Decision,
+        reply: impl FnOnce(&Transitioned) -> Reply,
+    ) -> Result<Reply, Error> {
+        let key = self.keys.review(review_id);
+        self.guarded(&key, ctx, Step::Decide(review_id, decision), reply)
+            .await
+    }
+
+    /// Reviews in `status`, oldest submission first, after the keyset `after`.
+    pub async fn list(
+        &self,
+        status: ReviewStatus,
+        after: Option<(DateTime<Utc>, Uuid)>,
+        limit: i64,
+    ) -> Result<Vec<Review>, Error> {
+        Ok(self.store.list_reviews(status, after, limit).await?)
+    }
+
+    /// Lock, run the transaction under it, release, deliver.
+    async fn guarded(
+        &self,
+        key: &str,
+        ctx: Context,
+        step: Step,
+        reply: impl FnOnce(&Transitioned) -> Reply,
+    ) -> Result<Reply, Error> {
+        let kind = step.kind();
+        let passage = self.enter(key, &ctx.hooks).await?;
+        if let Some(pause) = ctx.hooks.pause_after_lock {
+            tokio::time::sleep(pause).await;
+        }
+        let result = self
+            .store
+            .bounded(self.transaction(&ctx, step, &passage, reply))
+            .await;
+        passage.release().await;
+        let (done, reply) = result?;
+        self.stats.transition(kind);
+        if ctx.hooks.fail_after_commit {
+            return Err(StoreError::TimedOut(Duration::ZERO).into());
+        }
+        tracing::info!(
+            document_id = %done.document.id,
+            review_id = %done.review.id,
+            status = %done.document.status.as_str(),
+            version = done.document.version,
+            "transition committed"
+        );
+        if !ctx.hooks.skip_dispatch {
+            self.dispatcher
+                .dispatch_document_now(done.document.id)
+                .await;
+        }
+        Ok(reply)
+    }
+
+    /// Passes the gate, counting how long it took and how it ended.
+    async fn enter(&self, key: &str, hooks: &Hooks) -> Result<Passage, Error> {
+        let started = Instant::now();
+        let entered = self.gate.enter(key).await;
+        let outcome = match &entered {
+            Ok(Passage::Held(_)) => "acquired",
+            Ok(Passage::Degraded) => "degraded",
+            Err(_) => "contended",
+        };
+        self.stats.lock_acquire(outcome, started.elapsed());
+        let passage = entered?;
+        if let (true, Some(lease)) = (hooks.suspend_renewal, passage.lease()) {
+            lease.suspend_renewal();
+        }
+        Ok(passage)
+    }
+
+    /// Stage, render the reply, commit (lease check and idempotency record first).
+    async fn transaction(
+        &self,
+        ctx: &Context,
+        step: Step,
+        passage: &Passage,
+        reply: impl FnOnce(&Transitioned) -> Reply,
+    ) -> Result<(Transitioned, Reply), Error> {
+        let lease = passage.lease();
+        let wctx = WriteContext {
+            actor: &ctx.actor,
+            request_id: &ctx.request_id,
+            guard: match lease {
+                Some(l) => Guard::Outer(l.fencing_token()),
+                None => Guard::RowLockOnly,
+            },
+        };
+        let staged: Staging = match step {
+            Step::Submit(document_id) => self.store.submit(document_id, &wctx).await?,
+            Step::Decide(review_id, d) => self.store.decide(review_id, d, &wctx).await?,
+        };
+        let staged = staged?;
+        if let Some(pause) = ctx.hooks.pause_before_commit {
+            tokio::time::sleep(pause).await;
+        }
+        let reply = reply(staged.value());
+        let done = commit(staged, lease, ctx.claim.as_ref(), &reply).await?;
+        Ok((done, reply))
+    }
+}

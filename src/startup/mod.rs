@@ -1,0 +1,78 @@
+//! Wiring: the only module that sees every layer. `AppStateBuilder` builds the stores, the
+//! lock gate, the dispatcher and the services from `Settings`; `Application` binds the
+//! listener (port 0 in tests) and serves until stopped.
+
+mod builder;
+
+use std::net::TcpListener;
+
+use actix_web::dev::{Server, ServerHandle};
+use actix_web::middleware::from_fn;
+use actix_web::{web, App, HttpServer};
+use anyhow::Context;
+use tokio::task::JoinHandle;
+
+use crate::config::Settings;
+use crate::http::auth::JwtVerifier;
+pub use builder::{AppStateBuilder, Core};
+
+pub struct Application {
+    port: u16,
+    server: Server,
+    core: Core,
+    dispatcher: Option<JoinHandle<()>>,
+}
+
+impl Application {
+    /// Binds `server.host:server.port` (0 picks a free port) and wires everything.
+    pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        let core = AppStateBuilder::new(&settings).build().await?;
+        let server = &settings.server;
+        let listener = TcpListener::bind((server.host.as_str(), server.port))
+            .with_context(|| format!("could not bind {}:{}", server.host, server.port))?;
+        let port = listener.local_addr()?.port();
+        let state = core.state.clone();
+        let verifier = web::Data::new(JwtVerifier::from_settings(&settings.auth));
+        let http = HttpServer::new(move || {
+            App::new()
+                .wrap(from_fn(crate::http::middleware::middleware))
+                .app_data(state.clone())
+                .app_data(verifier.clone())
+                .configure(crate::http::configure)
+        })
+        .shutdown_timeout(server.shutdown_grace.as_secs_f64().ceil() as u64)
+        .disable_signals()
+        .listen(listener)?
+        .run();
+        let dispatcher = settings
+            .outbox
+            .run_dispatcher
+            .then(|| core.spawn_dispatcher());
+        Ok(Self {
+            port,
+            server: http,
+            core,
+            dispatcher,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn handle(&self) -> ServerHandle {
+        self.server.handle()
+    }
+
+    /// Serves until the server is stopped (via [`Application::handle`] or a signal wired
+    /// by the caller), then stops the dispatcher after its batch and closes the pools.
+    pub async fn run_until_stopped(self) -> anyhow::Result<()> {
+        let result = self.server.await;
+        self.core.shutdown.cancel();
+        if let Some(d) = self.dispatcher {
+            let _ = d.await;
+        }
+        self.core.close().await;
+        result.context("http server failed")
+    }
+}

@@ -1,0 +1,150 @@
+//! Statements on `documents`: create, read, lock, and write a planned change; and the edit,
+//! the one change to a document that is not a review transition.
+
+use sqlx::{Postgres, Transaction};
+use uuid::Uuid;
+
+use super::error::StoreError;
+use super::pg::PgStore;
+use super::tx::{audit, enqueue, Staged, WriteContext};
+use crate::domain::rules::{self, DocumentChange};
+use crate::domain::{
+    Command, Document, DocumentBody, DocumentStatus, DocumentTitle, Locked, Refusal,
+};
+
+impl PgStore {
+    /// Inserts a DRAFT document (version 1) with its audit and outbox rows, uncommitted.
+    #[tracing::instrument(skip_all, fields(document_id = %id))]
+    pub async fn create_document(
+        &self,
+        id: Uuid,
+        title: DocumentTitle,
+        body: DocumentBody,
+        ctx: &WriteContext<'_>,
+    ) -> Result<Staged<Document>, StoreError> {
+        let new = rules::create(id, title, body);
+        let mut tx = self.pool.begin().await?;
+        let row = sqlx::query!(
+            "INSERT INTO documents (id, title, body, status, version, author_id) \
+             VALUES ($1, $2, $3, $4, $5, $6) RETURNING created_at, updated_at",
+            new.id,
+            new.title.as_str(),
+            new.body.as_str(),
+            new.status as DocumentStatus,
+            new.version,
+            ctx.actor.as_str(),
+        )
+        .fetch_one(&mut *tx)
+        .await?;
+        let doc = Document {
+            id: new.id,
+            title: new.title.into_string(),
+            body: new.body.into_string(),
+            status: new.status,
+            version: new.version,
+            author_id: ctx.actor.as_str().to_string(),
+            current_review_id: None,
+            fence_token: None,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        };
+        audit(&mut tx, &doc, &new.audit, ctx).await?;
+        enqueue(&mut tx, &doc, None, &new.outbox, ctx).await?;
+        Ok(Staged::new(tx, doc))
+    }
+
+    /// The document as committed, if it exists.
+    pub async fn document(&self, id: Uuid) -> Result<Option<Document>, StoreError> {
+        Ok(sqlx::query_as!(
+            Document,
+            r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
+                      current_review_id, fence_token, created_at, updated_at
+               FROM documents WHERE id = $1"#,
+            id
+        )
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    /// Edits title and/or body under the row lock, as the rules allow; uncommitted.
+    #[tracing::instrument(skip_all, fields(document_id = %id))]
+    pub async fn edit_document(
+        &self,
+        id: Uuid,
+        title: Option<DocumentTitle>,
+        body: Option<DocumentBody>,
+        ctx: &WriteContext<'_>,
+    ) -> Result<Result<Staged<Document>, Refusal>, StoreError> {
+        let mut tx = self.begin().await?;
+        let locked = Locked {
+            document: lock_document(&mut tx, id).await?,
+            review: None,
+        };
+        let plan = match rules::plan(&locked, ctx.actor, Command::Edit { title, body }, ctx.guard) {
+            Ok(plan) => plan,
+            Err(refusal) => return Ok(Err(refusal)),
+        };
+        let before = planned_document(locked.document)?;
+        let doc = write_document(&mut tx, before, plan.document).await?;
+        audit(&mut tx, &doc, &plan.audit, ctx).await?;
+        enqueue(&mut tx, &doc, None, &plan.outbox, ctx).await?;
+        Ok(Ok(Staged::new(tx, doc)))
+    }
+}
+
+/// The document row, locked for the rest of the transaction (`None`: no such document).
+pub(super) async fn lock_document(
+    tx: &mut Transaction<'static, Postgres>,
+    id: Uuid,
+) -> Result<Option<Document>, StoreError> {
+    Ok(sqlx::query_as!(
+        Document,
+        r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
+                  current_review_id, fence_token, created_at, updated_at
+           FROM documents WHERE id = $1 FOR UPDATE"#,
+        id
+    )
+    .fetch_optional(&mut **tx)
+    .await?)
+}
+
+/// The locked document a successful plan was made on.
+pub(super) fn planned_document(document: Option<Document>) -> Result<Document, StoreError> {
+    document.ok_or_else(|| anyhow::anyhow!("the rules planned a change without a document").into())
+}
+
+/// Writes the planned state of the document row; returns the row as it now is.
+pub(super) async fn write_document(
+    tx: &mut Transaction<'static, Postgres>,
+    before: Document,
+    change: DocumentChange,
+) -> Result<Document, StoreError> {
+    let title = change.title.map(DocumentTitle::into_string);
+    let body = change.body.map(DocumentBody::into_string);
+    let updated_at = sqlx::query_scalar!(
+        "UPDATE documents SET title = COALESCE($2, title), body = COALESCE($3, body), \
+         status = $4, version = $5, current_review_id = $6, fence_token = $7, \
+         updated_at = clock_timestamp() WHERE id = $1 RETURNING updated_at",
+        change.id,
+        title.as_deref(),
+        body.as_deref(),
+        change.status as DocumentStatus,
+        change.version,
+        change.current_review_id,
+        change.fence_token,
+    )
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(Document {
+        id: change.id,
+        title: title.unwrap_or(before.title),
+        body: body.unwrap_or(before.body),
+        status: change.status,
+        version: change.version,
+        author_id: before.author_id,
+        current_review_id: change.current_review_id,
+        fence_token: change.fence_token,
+        created_at: before.created_at,
+        updated_at,
+    })
+}

@@ -1,0 +1,50 @@
+//! What can go wrong talking to PostgreSQL. These are infrastructure failures only: a
+//! change the rules refuse is a [`crate::domain::Refusal`], never a `StoreError`.
+
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The row lock was not granted within `lock_timeout` (or a deadlock or serialization
+    /// failure was detected): another transaction holds the rows. Retryable.
+    #[error("the row is locked by another transaction")]
+    RowLocked,
+    #[error("database unavailable")]
+    Unavailable(#[source] sqlx::Error),
+    /// The database stopped answering mid-transaction (for example a network partition:
+    /// the server-side statement_timeout cannot fire then). The transaction is rolled back.
+    #[error("database did not answer within {0:?}")]
+    TimedOut(Duration),
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        match &e {
+            sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::Protocol(_)
+            | sqlx::Error::WorkerCrashed => StoreError::Unavailable(e),
+            sqlx::Error::Database(db) => match db.code().as_deref() {
+                // lock_not_available (lock_timeout), deadlock, serialization failure
+                Some("55P03") | Some("40P01") | Some("40001") => StoreError::RowLocked,
+                // cannot_connect_now, admin_shutdown, crash_shutdown, too_many_connections,
+                // query_canceled (statement_timeout), and every connection_exception (08xxx)
+                Some("57P03") | Some("57P01") | Some("57P02") | Some("53300") | Some("57014") => {
+                    StoreError::Unavailable(e)
+                }
+                Some(code) if code.starts_with("08") => StoreError::Unavailable(e),
+                _ => StoreError::Unexpected(anyhow::Error::new(e).context("database error")),
+            },
+            _ => StoreError::Unexpected(anyhow::Error::new(e).context("database error")),
+        }
+    }
+}
+
+/// Whether `e` is a violation of the named constraint (or unique index).
+pub(crate) fn violates(e: &sqlx::Error, constraint: &str) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.constraint() == Some(constraint))
+}

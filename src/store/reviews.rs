@@ -1,0 +1,265 @@
+//! Statements on `reviews`, and the two review transitions: submit (open a review) and
+//! decide (approve or reject it). Each locks its rows (document first, then review: one
+//! global order, so two transitions never deadlock), asks the rules for a plan, and writes
+//! the plan uncommitted.
+
+use chrono::{DateTime, Utc};
+use sqlx::{Postgres, Transaction};
+use uuid::Uuid;
+
+use super::documents::{lock_document, planned_document, write_document};
+use super::error::{violates, StoreError};
+use super::pg::PgStore;
+use super::tx::{audit, enqueue, Staged, WriteContext};
+use crate::domain::rules::{self, ReviewChange};
+use crate::domain::{
+    Command, Decision, Document, Locked, Plan, Refusal, Review, ReviewStatus, Transitioned,
+};
+
+/// A transition the rules allowed, staged; or the rules' refusal.
+pub type Staging = Result<Staged<Transitioned>, Refusal>;
+
+impl PgStore {
+    /// DRAFT|REJECTED -> PENDING_REVIEW with a new pending review.
+    #[tracing::instrument(skip_all, fields(document_id = %document_id))]
+    pub async fn submit(
+        &self,
+        document_id: Uuid,
+        ctx: &WriteContext<'_>,
+    ) -> Result<Staging, StoreError> {
+        let mut tx = self.begin().await?;
+        let locked = Locked {
+            document: lock_document(&mut tx, document_id).await?,
+            review: None,
+        };
+        let command = Command::Submit {
+            new_review_id: Uuid::now_v7(),
+        };
+        match rules::plan(&locked, ctx.actor, command, ctx.guard) {
+            Ok(plan) => write_transition(tx, locked, plan, ctx).await,
+            Err(refusal) => Ok(Err(refusal)),
+        }
+    }
+
+    /// PENDING -> APPROVED | REJECTED for the review, and the document with it.
+    #[tracing::instrument(skip_all, fields(review_id = %review_id, action = decision.action().as_str()))]
+    pub async fn decide(
+        &self,
+        review_id: Uuid,
+        decision: Decision,
+        ctx: &WriteContext<'_>,
+    ) -> Result<Staging, StoreError> {
+        let mut tx = self.begin().await?;
+        // Find the document without locking, then lock document then review.
+        let document_id =
+            sqlx::query_scalar!("SELECT document_id FROM reviews WHERE id = $1", review_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let locked = match document_id {
+            None => Locked::default(),
+            Some(document_id) => Locked {
+                document: lock_document(&mut tx, document_id).await?,
+                review: lock_review(&mut tx, review_id).await?,
+            },
+        };
+        match rules::plan(&locked, ctx.actor, Command::Decide(decision), ctx.guard) {
+            Ok(plan) => write_transition(tx, locked, plan, ctx).await,
+            Err(refusal) => Ok(Err(refusal)),
+        }
+    }
+
+    /// Reviews in `status`, oldest submission first, after the keyset `after`.
+    pub async fn list_reviews(
+        &self,
+        status: ReviewStatus,
+        after: Option<(DateTime<Utc>, Uuid)>,
+        limit: i64,
+    ) -> Result<Vec<Review>, StoreError> {
+        let (at, id) = after.unzip();
+        Ok(sqlx::query_as!(
+            Review,
+            r#"SELECT id, document_id, status AS "status: ReviewStatus", document_version,
+                      submitted_by, submitted_at, decided_by, decided_at, comment, reason,
+                      fence_token
+               FROM reviews
+               WHERE status = $1
+                 AND ($2::timestamptz IS NULL OR (submitted_at, id) > ($2, $3::uuid))
+               ORDER BY submitted_at, id LIMIT $4"#,
+            status as ReviewStatus,
+            at,
+            id,
+            limit
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Every review of a document, oldest first; `None` when the document does not exist.
+    pub async fn document_reviews(
+        &self,
+        document_id: Uuid,
+    ) -> Result<Option<Vec<Review>>, StoreError> {
+        let exists = sqlx::query_scalar!(
+            r#"SELECT EXISTS (SELECT 1 FROM documents WHERE id = $1) AS "exists!""#,
+            document_id
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        if !exists {
+            return Ok(None);
+        }
+        Ok(Some(
+            sqlx::query_as!(
+                Review,
+                r#"SELECT id, document_id, status AS "status: ReviewStatus", document_version,
+                          submitted_by, submitted_at, decided_by, decided_at, comment, reason,
+                          fence_token
+                   FROM reviews WHERE document_id = $1 ORDER BY submitted_at, id"#,
+                document_id
+            )
+            .fetch_all(&self.pool)
+            .await?,
+        ))
+    }
+}
+
+async fn lock_review(
+    tx: &mut Transaction<'static, Postgres>,
+    id: Uuid,
+) -> Result<Option<Review>, StoreError> {
+    Ok(sqlx::query_as!(
+        Review,
+        r#"SELECT id, document_id, status AS "status: ReviewStatus", document_version,
+                  submitted_by, submitted_at, decided_by, decided_at, comment, reason,
+                  fence_token
+           FROM reviews WHERE id = $1 FOR UPDATE"#,
+        id
+    )
+    .fetch_optional(&mut **tx)
+    .await?)
+}
+
+/// Writes a planned transition: the review row first (the document refers to it), then
+/// the document, the audit row and the outbox row.
+async fn write_transition(
+    mut tx: Transaction<'static, Postgres>,
+    locked: Locked,
+    plan: Plan,
+    ctx: &WriteContext<'_>,
+) -> Result<Staging, StoreError> {
+    let Locked { document, review } = locked;
+    let before = planned_document(document)?;
+    let review = match plan.review {
+        Some(ReviewChange::Open {
+            id,
+            document_version,
+            submitted_by,
+            fence_token,
+        }) => {
+            let opened = open_review(
+                &mut tx,
+                &before,
+                id,
+                document_version,
+                submitted_by,
+                fence_token,
+            );
+            match opened.await {
+                Err(e) if violates(&e, "reviews_one_pending_per_document") => {
+                    return Ok(Err(Refusal::AlreadyPending))
+                }
+                r => r?,
+            }
+        }
+        Some(change @ ReviewChange::Decide { .. }) => {
+            let review = review.ok_or_else(|| anyhow::anyhow!("a decision without a review"))?;
+            decide_review(&mut tx, review, change).await?
+        }
+        None => return Err(anyhow::anyhow!("a transition without a review").into()),
+    };
+    let doc = write_document(&mut tx, before, plan.document).await?;
+    audit(&mut tx, &doc, &plan.audit, ctx).await?;
+    enqueue(&mut tx, &doc, Some(review.id), &plan.outbox, ctx).await?;
+    Ok(Ok(Staged::new(
+        tx,
+        Transitioned {
+            document: doc,
+            review,
+        },
+    )))
+}
+
+async fn open_review(
+    tx: &mut Transaction<'static, Postgres>,
+    doc: &Document,
+    id: Uuid,
+    document_version: i64,
+    submitted_by: String,
+    fence_token: Option<i64>,
+) -> Result<Review, sqlx::Error> {
+    let status = ReviewStatus::Pending;
+    let submitted_at = sqlx::query_scalar!(
+        "INSERT INTO reviews (id, document_id, status, document_version, submitted_by, \
+         fence_token) VALUES ($1, $2, $3, $4, $5, $6) RETURNING submitted_at",
+        id,
+        doc.id,
+        status as ReviewStatus,
+        document_version,
+        &submitted_by,
+        fence_token,
+    )
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(Review {
+        id,
+        document_id: doc.id,
+        status,
+        document_version,
+        submitted_by,
+        submitted_at,
+        decided_by: None,
+        decided_at: None,
+        comment: None,
+        reason: None,
+        fence_token,
+    })
+}
+
+async fn decide_review(
+    tx: &mut Transaction<'static, Postgres>,
+    before: Review,
+    change: ReviewChange,
+) -> Result<Review, StoreError> {
+    let ReviewChange::Decide {
+        id,
+        status,
+        decided_by,
+        comment,
+        reason,
+        fence_token,
+    } = change
+    else {
+        return Err(anyhow::anyhow!("not a decision").into());
+    };
+    let decided_at = sqlx::query_scalar!(
+        "UPDATE reviews SET status = $2, decided_by = $3, decided_at = clock_timestamp(), \
+         comment = $4, reason = $5, fence_token = $6 WHERE id = $1 RETURNING decided_at",
+        id,
+        status as ReviewStatus,
+        &decided_by,
+        comment.as_deref(),
+        reason.as_deref(),
+        fence_token,
+    )
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(Review {
+        status,
+        decided_by: Some(decided_by),
+        decided_at,
+        comment,
+        reason,
+        fence_token,
+        ..before
+    })
+}

@@ -1,0 +1,245 @@
+//! `spawn_app()` and the `TestApp` every integration test drives (its requests here, its
+//! views of the stores in `inspect.rs`).
+//!
+//! Each app gets its own PostgreSQL database (copied from a migrated template), Redis key
+//! prefix, MongoDB database and AMQP exchange + queue, so tests run in parallel. The
+//! services must be running (`make services`); a missing one fails the test loudly.
+//! Teardown (`teardown.rs`) runs when the app is dropped, whether the test passed or not.
+
+use std::time::Duration;
+
+use kh_review::config::Settings;
+use kh_review::http::auth::{sign, Role};
+use kh_review::startup::Application;
+use lapin::{Channel, Connection};
+use reqwest::{Response, StatusCode};
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+use super::stores::*;
+use super::views::Document;
+
+/// How to build one test app.
+pub struct AppOptions {
+    pub redis_url: Option<String>,
+    pub amqp_url: Option<String>,
+    pub mongo_url: Option<String>,
+    pub database_url: Option<String>,
+    pub lock_ttl_ms: u64,
+    pub redis_timeout_ms: u64,
+    pub breaker_open_ms: u64,
+    pub run_dispatcher: bool,
+    pub db_pool: u32,
+    pub amqp_timeout_ms: u64,
+    /// Reuse the stores of another app (several instances of one deployment).
+    pub share_with: Option<Shared>,
+}
+
+impl Default for AppOptions {
+    fn default() -> Self {
+        Self {
+            redis_url: None,
+            amqp_url: None,
+            mongo_url: None,
+            database_url: None,
+            lock_ttl_ms: 10_000,
+            redis_timeout_ms: 300,
+            breaker_open_ms: 2000,
+            run_dispatcher: true,
+            db_pool: 30,
+            amqp_timeout_ms: 1500,
+            share_with: None,
+        }
+    }
+}
+
+pub struct TestApp {
+    pub address: String,
+    pub client: reqwest::Client,
+    pub settings: Settings,
+    pub shared: Shared,
+    pub pg: PgPool,
+    pub redis: redis::Client,
+    pub amqp: Channel,
+    /// Keeps `amqp` open.
+    _amqp_conn: Connection,
+    pub mongo: mongodb::Database,
+    pub server: actix_web::dev::ServerHandle,
+    pub(super) task: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+    pub(super) owns_stores: bool,
+    /// Leftover checks on teardown (off for apps a test stops on purpose mid-way).
+    pub(super) checks: bool,
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(AppOptions::default()).await
+}
+
+pub async fn spawn_app_with(opts: AppOptions) -> TestApp {
+    let (shared, owns) = match opts.share_with.clone() {
+        Some(s) => (s, false),
+        None => (Shared::create().await, true),
+    };
+    let settings = settings_for(&opts, &shared);
+    kh_review::telemetry::init(&settings.log);
+    let (views, amqp_conn) = Views::connect(&shared).await;
+    let app = Application::build(settings.clone())
+        .await
+        .expect("application builds");
+    let port = app.port();
+    let server = app.handle();
+    let task = tokio::spawn(app.run_until_stopped());
+    TestApp {
+        address: format!("http://127.0.0.1:{port}"),
+        client: reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap(),
+        settings,
+        shared,
+        pg: views.pg,
+        redis: views.redis,
+        amqp: views.amqp,
+        _amqp_conn: amqp_conn,
+        mongo: views.mongo,
+        server,
+        task: Some(task),
+        owns_stores: owns,
+        checks: true,
+    }
+}
+
+/// `config/default.toml`, pointed at the test's stores, with short timings.
+fn settings_for(opts: &AppOptions, shared: &Shared) -> Settings {
+    let url = |given: &Option<String>, default: fn() -> String| {
+        SecretString::from(given.clone().unwrap_or_else(default))
+    };
+    let config_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+    let mut s = Settings::load_from(&config_dir).expect("config/default.toml loads");
+    s.server.port = 0;
+    s.server.test_hooks = true;
+    let db_url = opts.database_url.clone();
+    s.database.url =
+        SecretString::from(db_url.unwrap_or_else(|| with_db(&pg_url(), &shared.db_name)));
+    s.database.max_connections = opts.db_pool;
+    s.database.migrate_on_start = opts.database_url.is_none();
+    s.redis.url = url(&opts.redis_url, redis_url);
+    s.redis.key_prefix = shared.prefix.clone();
+    s.redis.op_timeout = ms(opts.redis_timeout_ms.min(opts.lock_ttl_ms / 4));
+    s.lock.ttl = ms(opts.lock_ttl_ms);
+    s.lock.breaker_open = ms(opts.breaker_open_ms);
+    s.lock.max_hold = ms(opts.lock_ttl_ms.max(30_000));
+    s.mongo.url = url(&opts.mongo_url, mongo_url);
+    s.mongo.database = shared.mongo_db.clone();
+    s.amqp.url = url(&opts.amqp_url, amqp_url);
+    s.amqp.exchange = shared.exchange.clone();
+    s.amqp.bind_queue = String::new();
+    s.amqp.timeout = ms(opts.amqp_timeout_ms);
+    s.outbox.poll_interval = ms(100);
+    s.outbox.backoff_base = ms(100);
+    s.outbox.backoff_max = ms(1000);
+    s.outbox.run_dispatcher = opts.run_dispatcher;
+    s.log.level = env_or("KH_TEST_LOG", "off");
+    s.validate().expect("test settings are valid");
+    s
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+pub const AUTHOR: &str = "alice";
+pub const REVIEWER: &str = "bob";
+pub const REVIEWER2: &str = "carol";
+
+impl TestApp {
+    pub fn token(&self, sub: &str, roles: &[Role]) -> String {
+        sign(&self.settings.auth.jwt_secret, sub, roles, 600)
+    }
+    pub fn author(&self) -> String {
+        self.token(AUTHOR, &[Role::Author])
+    }
+    pub fn reviewer(&self) -> String {
+        self.token(REVIEWER, &[Role::Reviewer])
+    }
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.address)
+    }
+
+    pub async fn post(&self, path: &str, token: &str, body: Value) -> Response {
+        self.client
+            .post(self.url(path))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    pub async fn get(&self, path: &str, token: &str) -> Response {
+        self.client
+            .get(self.url(path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    pub async fn create_document(&self, title: &str, body: &str) -> Document {
+        let r = self
+            .post(
+                "/api/v1/documents",
+                &self.author(),
+                json!({"title": title, "body": body}),
+            )
+            .await;
+        assert_eq!(r.status(), StatusCode::CREATED);
+        r.json().await.unwrap()
+    }
+
+    /// Creates and submits a document; returns (document_id, review_id).
+    pub async fn pending_review(&self) -> (String, String) {
+        let doc = self
+            .create_document("Quarterly report", "Numbers and words.")
+            .await;
+        let id = doc.id.to_string();
+        let r = self
+            .post(
+                &format!("/api/v1/documents/{id}/submit"),
+                &self.author(),
+                json!({}),
+            )
+            .await;
+        assert_eq!(
+            r.status(),
+            StatusCode::CREATED,
+            "{}",
+            r.text().await.unwrap()
+        );
+        let v: Value = r.json().await.unwrap();
+        (id, v["review"]["id"].as_str().unwrap().to_string())
+    }
+
+    pub async fn approve(&self, review_id: &str, token: &str) -> Response {
+        self.post(
+            &format!("/api/v1/reviews/{review_id}/approve"),
+            token,
+            json!({"comment": "ok"}),
+        )
+        .await
+    }
+
+    pub async fn reject(&self, review_id: &str, token: &str) -> Response {
+        self.post(
+            &format!("/api/v1/reviews/{review_id}/reject"),
+            token,
+            json!({"reason": "needs work"}),
+        )
+        .await
+    }
+}
+
+pub fn expose(s: &SecretString) -> &str {
+    s.expose_secret()
+}

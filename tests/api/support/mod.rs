@@ -1,0 +1,18 @@
+//! Everything the integration tests share: the app they drive (`app`), what they read back
+//! from the real stores (`inspect`), the faults they inject (`proxy`, `own_redis`), and the
+//! service's replies as typed structs (`views`).
+
+pub mod app;
+pub mod inspect;
+pub mod own_redis;
+pub mod proxy;
+pub mod stores;
+mod teardown;
+pub mod views;
+
+pub use app::*;
+pub use inspect::*;
+pub use own_redis::OwnRedis;
+pub use proxy::{blackhole, dead_port, Proxy};
+pub use stores::{amqp_url, mongo_url, pg_url, redis_url};
+pub use views::*;

@@ -1,0 +1,227 @@
+//! The stores a test runs against: where they are, a fresh database per test (copied from
+//! a migrated template), and the test's own connections to each, declared and checked at
+//! start so that a missing service fails loudly with how to start it.
+
+use lapin::options::{
+    ExchangeDeclareOptions, ExchangeDeleteOptions, QueueBindOptions, QueueDeclareOptions,
+    QueueDeleteOptions,
+};
+use lapin::types::FieldTable;
+use lapin::{Channel, Connection, ConnectionProperties, ExchangeKind};
+use sqlx::{Connection as _, PgConnection, PgPool};
+use tokio::sync::OnceCell;
+use uuid::Uuid;
+
+const HOW_TO_START: &str = "start the services with `make services` (scripts/services.sh up), \
+                            or point APP__DATABASE__URL / APP__REDIS__URL / APP__AMQP__URL / \
+                            APP__MONGO__URL at running servers";
+
+pub fn env_or(key: &str, default: &str) -> String {
+    std::env::var(key).unwrap_or_else(|_| default.to_string())
+}
+
+pub fn pg_url() -> String {
+    env_or(
+        "APP__DATABASE__URL",
+        "postgres://kh:kh@127.0.0.1:5432/kh_review",
+    )
+}
+pub fn redis_url() -> String {
+    env_or("APP__REDIS__URL", "redis://127.0.0.1:6379")
+}
+pub fn amqp_url() -> String {
+    env_or("APP__AMQP__URL", "amqp://guest:guest@127.0.0.1:5672/%2f")
+}
+pub fn mongo_url() -> String {
+    env_or("APP__MONGO__URL", "mongodb://127.0.0.1:27017")
+}
+
+pub fn with_db(url: &str, db: &str) -> String {
+    let (base, _) = url.rsplit_once('/').expect("database url has a path");
+    format!("{base}/{db}")
+}
+
+static TEMPLATE: OnceCell<String> = OnceCell::const_new();
+
+/// A migrated template database, made once per test process.
+async fn template() -> &'static str {
+    TEMPLATE
+        .get_or_init(|| async {
+            let name = "kh_review_test_template".to_string();
+            let mut admin = PgConnection::connect(&pg_url())
+                .await
+                .unwrap_or_else(|e| panic!("PostgreSQL unreachable ({e}): {HOW_TO_START}"));
+            sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(&mut admin)
+                .await
+                .unwrap();
+            sqlx::query(&format!("CREATE DATABASE {name}"))
+                .execute(&mut admin)
+                .await
+                .unwrap();
+            // Leftovers of earlier runs that died before their teardown.
+            let stale: Vec<String> = sqlx::query_scalar(
+                "SELECT datname FROM pg_database WHERE datname LIKE 'kh_t_%' \
+                 AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = pg_database.datname)",
+            )
+            .fetch_all(&mut admin)
+            .await
+            .unwrap();
+            for db in stale {
+                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {db}"))
+                    .execute(&mut admin)
+                    .await;
+            }
+            admin.close().await.unwrap();
+            let pool = PgPool::connect(&with_db(&pg_url(), &name)).await.unwrap();
+            kh_review::store::migrate(&pool).await.unwrap();
+            pool.close().await;
+            name
+        })
+        .await
+}
+
+/// PostgreSQL refuses to copy a template that another CREATE DATABASE is copying at the
+/// same moment, so the copies of this process take turns.
+static TEMPLATE_COPY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+async fn create_test_database() -> String {
+    let tpl = template().await;
+    let name = format!("kh_t_{}", Uuid::new_v4().simple());
+    let mut admin = PgConnection::connect(&pg_url()).await.unwrap();
+    {
+        let _turn = TEMPLATE_COPY.lock().await;
+        sqlx::query(&format!("CREATE DATABASE {name} TEMPLATE {tpl}"))
+            .execute(&mut admin)
+            .await
+            .unwrap_or_else(|e| panic!("could not create test database: {e}"));
+    }
+    admin.close().await.unwrap();
+    name
+}
+
+/// The per-test names of every store, shareable between instances.
+#[derive(Clone)]
+pub struct Shared {
+    pub db_name: String,
+    pub prefix: String,
+    pub mongo_db: String,
+    pub exchange: String,
+    pub queue: String,
+}
+
+impl Shared {
+    /// Fresh names for every store, and a database copied from the template.
+    pub async fn create() -> Self {
+        let id = Uuid::new_v4().simple().to_string();
+        Shared {
+            db_name: create_test_database().await,
+            prefix: format!("t:{id}:"),
+            mongo_db: format!("kh_t_{}", &id[..16]),
+            exchange: format!("kh.test.{id}"),
+            queue: format!("kh.test.{id}.all"),
+        }
+    }
+}
+
+/// The test's own view of every store (the real ones, not through any proxy).
+pub struct Views {
+    pub pg: PgPool,
+    pub redis: redis::Client,
+    pub amqp: Channel,
+    pub mongo: mongodb::Database,
+}
+
+impl Views {
+    /// Connects to every store (failing loudly when one is missing) and declares the
+    /// test's exchange and queue; the AMQP connection must outlive the views.
+    pub async fn connect(shared: &Shared) -> (Self, Connection) {
+        let pg = PgPool::connect(&with_db(&pg_url(), &shared.db_name))
+            .await
+            .unwrap_or_else(|e| panic!("PostgreSQL unreachable ({e}): {HOW_TO_START}"));
+        let redis = redis::Client::open(redis_url()).unwrap();
+        let mut rc = redis
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap_or_else(|e| panic!("Redis unreachable ({e}): {HOW_TO_START}"));
+        let _: String = redis::cmd("PING").query_async(&mut rc).await.unwrap();
+        let mongo = mongodb::Client::with_uri_str(mongo_url())
+            .await
+            .unwrap()
+            .database(&shared.mongo_db);
+        mongo
+            .run_command(mongodb::bson::doc! {"ping": 1})
+            .await
+            .unwrap_or_else(|e| {
+                panic!("MongoDB-compatible server unreachable ({e}): {HOW_TO_START}")
+            });
+        let (amqp_conn, amqp) = declare_queue(shared).await;
+        let views = Self {
+            pg,
+            redis,
+            amqp,
+            mongo,
+        };
+        (views, amqp_conn)
+    }
+
+    /// Drops the test's database, MongoDB database, exchange, queue and Redis keys.
+    pub async fn drop_stores(&self, shared: &Shared) {
+        self.pg.close().await;
+        if let Ok(mut admin) = PgConnection::connect(&pg_url()).await {
+            let drop = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", shared.db_name);
+            let _ = sqlx::query(&drop).execute(&mut admin).await;
+        }
+        let _ = self.mongo.drop().await;
+        let _ = (self.amqp)
+            .queue_delete(&shared.queue, QueueDeleteOptions::default())
+            .await;
+        let _ = (self.amqp)
+            .exchange_delete(&shared.exchange, ExchangeDeleteOptions::default())
+            .await;
+        if let Ok(mut c) = self.redis.get_multiplexed_async_connection().await {
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(format!("{}*", shared.prefix))
+                .query_async(&mut c)
+                .await
+                .unwrap_or_default();
+            if !keys.is_empty() {
+                let _: Result<i64, _> = redis::cmd("DEL").arg(keys).query_async(&mut c).await;
+            }
+        }
+    }
+}
+
+/// The test's exchange, and a queue bound to every routing key on it.
+async fn declare_queue(shared: &Shared) -> (Connection, Channel) {
+    let conn = Connection::connect(
+        &amqp_url(),
+        ConnectionProperties::default()
+            .with_executor(tokio_executor_trait::Tokio::current())
+            .with_reactor(tokio_reactor_trait::Tokio),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("RabbitMQ unreachable ({e}): {HOW_TO_START}"));
+    let amqp = conn.create_channel().await.unwrap();
+    let durable = ExchangeDeclareOptions {
+        durable: true,
+        ..Default::default()
+    };
+    let (exchange, queue) = (&shared.exchange, &shared.queue);
+    amqp.exchange_declare(
+        exchange,
+        ExchangeKind::Topic,
+        durable,
+        FieldTable::default(),
+    )
+    .await
+    .unwrap();
+    amqp.queue_declare(queue, QueueDeclareOptions::default(), FieldTable::default())
+        .await
+        .unwrap();
+    let bind = QueueBindOptions::default();
+    amqp.queue_bind(queue, exchange, "document.#", bind, FieldTable::default())
+        .await
+        .unwrap();
+    (conn, amqp)
+}

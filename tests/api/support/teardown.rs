@@ -1,0 +1,92 @@
+//! Teardown of a test app, run when it is dropped, whether the test passed or panicked: the
+//! server stops and the test's stores are dropped. A test that passed is also checked for
+//! leftovers (undelivered outbox rows, lock keys in Redis) and fails if it left any. Tests
+//! run on the multi-threaded runtime so that the teardown can wait for the service there.
+
+use std::time::{Duration, Instant};
+
+use super::app::TestApp;
+use super::stores::Views;
+
+impl TestApp {
+    /// Stops the server, checks nothing was left behind, and drops this test's stores.
+    /// (Dropping the app does the same; this spells it out at the end of a test.)
+    pub async fn finish(mut self) {
+        self.teardown().await;
+    }
+
+    /// Stops the server and drops the stores if owned, without the leftover checks.
+    pub async fn stop(mut self) {
+        self.checks = false;
+        self.teardown().await;
+    }
+
+    /// The leftover checks (when wanted and the test has not failed), then the clean-up;
+    /// a failed check fails the test after the clean-up. Runs once.
+    async fn teardown(&mut self) {
+        let Some(task) = self.task.take() else {
+            return;
+        };
+        let failed = if self.checks && self.owns_stores && !std::thread::panicking() {
+            self.leftovers().await.err()
+        } else {
+            None
+        };
+        self.server.stop(true).await;
+        let _ = task.await;
+        if self.owns_stores {
+            self.views().drop_stores(&self.shared).await;
+        }
+        if let Some(msg) = failed {
+            panic!("{msg}");
+        }
+    }
+
+    /// Undelivered outbox rows or lock keys left in Redis.
+    async fn leftovers(&self) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let undelivered = self.undelivered().await;
+            if undelivered == 0 {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(format!("{undelivered} outbox rows undelivered after 20 s"));
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        let left = self.lock_keys_left().await;
+        if !left.is_empty() {
+            return Err(format!("lock keys left behind: {left:?}"));
+        }
+        Ok(())
+    }
+
+    /// The app's views of the stores, to drop them.
+    fn views(&self) -> Views {
+        Views {
+            pg: self.pg.clone(),
+            redis: self.redis.clone(),
+            amqp: self.amqp.clone(),
+            mongo: self.mongo.clone(),
+        }
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if self.task.is_none() {
+            return;
+        }
+        let handle = tokio::runtime::Handle::current();
+        if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+            // Cannot wait for the service here; never panic while a test is unwinding.
+            assert!(
+                std::thread::panicking(),
+                "integration tests run on #[tokio::test(flavor = \"multi_thread\")] so that teardown can wait"
+            );
+            return;
+        }
+        tokio::task::block_in_place(|| handle.block_on(self.teardown()));
+    }
+}
