@@ -7,10 +7,10 @@ export CARGO_TARGET_DIR ?= /var/tmp/kh-review-target
 WITH_ENV := eval "$$(scripts/services.sh env)" &&
 TEST_THREADS ?= 8
 
-.PHONY: help services services-down services-status run test lint fmt migrate build token bench
+.PHONY: help services services-down services-status run test lint fmt migrate build token bench sqlx-prepare
 
 help:
-	@echo "make run | test | bench | lint | fmt | services | services-down | migrate | build | token SUB=.. ROLES=.."
+	@echo "make run | test | bench | lint | fmt | sqlx-prepare | services | services-down | migrate | build | token SUB=.. ROLES=.."
 
 services:
 	scripts/services.sh up
@@ -40,9 +40,17 @@ bench: services
 	cargo build --release --bin kh-review
 	$(WITH_ENV) cargo bench --bench review
 
-lint:
+# Formatting, clippy, and the compile-time SQL check: fails when .sqlx/ (the offline query
+# data builds use) no longer matches the queries and migrations. scripts/sqlx.sh installs the
+# pinned sqlx-cli on first use.
+lint: services
 	cargo fmt --all -- --check
 	cargo clippy --all-targets -- -D warnings
+	scripts/sqlx.sh check
+
+# After changing a query or a migration: refresh .sqlx/ (then commit it).
+sqlx-prepare: services
+	scripts/sqlx.sh prepare
 
 fmt:
 	cargo fmt --all
