@@ -11,8 +11,6 @@ use crate::outbox::{DispatchStats, Dispatcher};
 use crate::store::mongo::MongoProjection;
 use crate::store::PgStore;
 
-use super::stats::ReviewStats;
-
 /// One dependency's state. `reason` can name hosts: it is for the log, not the client.
 #[derive(Debug, Clone)]
 pub struct Check {
@@ -44,7 +42,6 @@ pub struct Probes {
     gate: Arc<LockGate>,
     mongo: MongoProjection,
     dispatcher: Arc<Dispatcher>,
-    stats: Arc<ReviewStats>,
 }
 
 async fn check<E: std::fmt::Display>(probe: impl Future<Output = Result<(), E>>) -> Check {
@@ -70,14 +67,12 @@ impl Probes {
         gate: Arc<LockGate>,
         mongo: MongoProjection,
         dispatcher: Arc<Dispatcher>,
-        stats: Arc<ReviewStats>,
     ) -> Self {
         Self {
             store,
             gate,
             mongo,
             dispatcher,
-            stats,
         }
     }
 
@@ -117,9 +112,5 @@ impl Probes {
 
     pub fn dispatch_stats(&self) -> &DispatchStats {
         self.dispatcher.stats()
-    }
-
-    pub fn review_stats(&self) -> &Arc<ReviewStats> {
-        &self.stats
     }
 }
