@@ -323,3 +323,35 @@ async fn a_lost_reply_after_commit_is_replayed_not_run_again() {
     );
     app.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_with_its_json_keys_in_another_order_is_the_same_request() {
+    let app = spawn_app().await;
+    let first = keyed(
+        &app,
+        "/api/v1/documents",
+        &app.author(),
+        "create-1",
+        json!({"title": "Runbook", "body": "Restart the indexer."}),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(first.status(), StatusCode::CREATED);
+    let created: Document = first.json().await.unwrap();
+    let retry = app
+        .client
+        .post(app.url("/api/v1/documents"))
+        .bearer_auth(app.author())
+        .header("idempotency-key", "create-1")
+        .header("content-type", "application/json")
+        .body(r#"{ "body": "Restart the indexer.", "title": "Runbook" }"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(retry.status(), StatusCode::CREATED);
+    assert_eq!(retry.headers().get("idempotent-replayed").unwrap(), "true");
+    assert_eq!(retry.json::<Document>().await.unwrap(), created);
+    assert_eq!(app.count("SELECT count(*) FROM documents").await, 1);
+    app.finish().await;
+}

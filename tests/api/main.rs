@@ -7,6 +7,7 @@ mod concurrency;
 mod consumer;
 mod degraded;
 mod documents;
+mod harness;
 mod idempotency;
 mod instances;
 mod leases;
