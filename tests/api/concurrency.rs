@@ -40,7 +40,7 @@ pub async fn timed_storm(
 }
 
 /// Exactly one 200, every other reply a 409 with a conflict code.
-pub fn exactly_one_winner(results: &[(StatusCode, Value)]) -> Value {
+pub fn exactly_one_winner(results: &[(StatusCode, Value)]) -> Transition {
     let winners: Vec<_> = results
         .iter()
         .filter(|(s, _)| *s == StatusCode::OK)
@@ -54,14 +54,14 @@ pub fn exactly_one_winner(results: &[(StatusCode, Value)]) -> Value {
             "{v}"
         );
     }
-    winners[0].1.clone()
+    serde_json::from_value(winners[0].1.clone()).expect("the winner's reply is a transition")
 }
 
 /// PostgreSQL, MongoDB and the queue agree on the one decision.
-pub async fn one_decision_everywhere(app: &TestApp, doc_id: &str, winner: &Value) {
+pub async fn one_decision_everywhere(app: &TestApp, doc_id: &str, winner: &Transition) {
     app.outbox_drained(Duration::from_secs(15)).await;
-    let status = winner["document"]["status"].as_str().unwrap();
-    let version = winner["document"]["version"].as_i64().unwrap();
+    let status = winner.document.status.as_str();
+    let version = winner.document.version;
     let (pg_status, pg_version): (String, i64) =
         sqlx::query_as("SELECT status, version FROM documents WHERE id = $1::uuid")
             .bind(doc_id)

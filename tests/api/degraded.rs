@@ -111,7 +111,7 @@ async fn redis_stopped_mid_test() {
             .fetch_one(&app.pg)
             .await
             .unwrap();
-    assert_eq!(s, winner["document"]["status"].as_str().unwrap());
+    assert_eq!(s, winner.document.status);
     assert_eq!(v, 3);
     assert_eq!(
         app.count("SELECT count(*) FROM audit_log WHERE lock_mode = 'row_lock_only'")

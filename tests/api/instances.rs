@@ -59,19 +59,20 @@ async fn three_instances_one_transition_per_review() {
         );
     }
     a.outbox_drained(Duration::from_secs(20)).await;
-    let events: Vec<Value> = a.take_events().await.into_iter().map(|(e, _)| e).collect();
+    let bodies: Vec<Value> = a.take_events().await.into_iter().map(|(e, _)| e).collect();
+    let events = typed_events(&bodies);
     assert_eq!(
         events.len(),
         10,
         "one event per transition (5 submits, 5 decisions)"
     );
-    let ids: std::collections::HashSet<_> = events.iter().map(|e| e["event_id"].clone()).collect();
+    let ids: std::collections::HashSet<_> = events.iter().map(|e| e.event_id).collect();
     assert_eq!(ids.len(), 10, "no duplicates");
     for (doc, _) in &reviews {
         let kinds: Vec<&str> = events
             .iter()
-            .filter(|e| e["document_id"] == doc.as_str())
-            .map(|e| e["event_type"].as_str().unwrap())
+            .filter(|e| e.document_id.to_string() == *doc)
+            .map(|e| e.event_type.as_str())
             .collect();
         assert_eq!(kinds.len(), 2);
         assert_eq!(kinds[0], "document.submitted", "in commit order for {doc}");

@@ -93,12 +93,12 @@ async fn a_holder_paused_past_its_ttl_is_fenced_off() {
             .reject(&review_id, &app.token(REVIEWER2, &[Role::Reviewer]))
             .await;
         assert_eq!(r.status(), StatusCode::OK, "the next holder proceeds");
-        let v: Value = r.json().await.unwrap();
+        let v: Transition = r.json().await.unwrap();
         v
     };
     let (stale, won) = tokio::join!(stale, newer);
     expect_error(stale.unwrap(), StatusCode::CONFLICT, "LOCK_LOST").await;
-    assert_eq!(won["document"]["status"], "REJECTED");
+    assert_eq!(won.document.status, "REJECTED");
     let (status, version, fence) = state_of(&app, &doc_id).await;
     assert_eq!((status.as_str(), version), ("REJECTED", 3));
     assert!(

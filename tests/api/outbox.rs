@@ -28,17 +28,13 @@ async fn run_two_documents(app: &TestApp) -> Vec<(String, String)> {
     out
 }
 
-fn assert_in_order(events: &[Value], docs: &[(String, String)]) {
+fn assert_in_order(bodies: &[Value], docs: &[(String, String)]) {
+    let events = typed_events(bodies);
     for (doc, _) in docs {
         let kinds: Vec<(&str, i64)> = events
             .iter()
-            .filter(|e| e["document_id"] == doc.as_str())
-            .map(|e| {
-                (
-                    e["event_type"].as_str().unwrap(),
-                    e["document_version"].as_i64().unwrap(),
-                )
-            })
+            .filter(|e| e.document_id.to_string() == *doc)
+            .map(|e| (e.event_type.as_str(), e.document_version))
             .collect();
         assert_eq!(
             kinds,

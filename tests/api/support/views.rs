@@ -57,3 +57,11 @@ pub struct Event {
     pub actor_id: String,
     pub data: serde_json::Value,
 }
+
+/// Event bodies as typed events.
+pub fn typed_events(bodies: &[serde_json::Value]) -> Vec<Event> {
+    bodies
+        .iter()
+        .map(|b| serde_json::from_value(b.clone()).expect("an event body"))
+        .collect()
+}
