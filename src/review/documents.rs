@@ -15,9 +15,9 @@ use crate::store::mongo::MongoProjection;
 use crate::store::{PgStore, StoreError, WriteContext};
 
 use super::commit::commit;
+use super::context::Context;
 use super::error::Error;
 use super::idempotency::Reply;
-use super::transitions::Context;
 
 /// Where a document's body and preview were read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

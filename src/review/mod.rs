@@ -6,6 +6,7 @@
 //! Nothing here knows HTTP: replies are rendered by a function the caller passes in.
 
 mod commit;
+mod context;
 mod documents;
 mod error;
 pub mod hooks;
@@ -14,10 +15,11 @@ mod probes;
 mod stats;
 mod transitions;
 
+pub use context::Context;
 pub use documents::{BodySource, DocumentRead, DocumentService};
 pub use error::Error;
 pub use hooks::Hooks;
 pub use idempotency::{Idempotency, IdempotencySettings, Reply};
 pub use probes::{Check, Probes, Readiness};
 pub use stats::{ReviewStats, LATENCY_BUCKETS};
-pub use transitions::{Context, ReviewService};
+pub use transitions::ReviewService;

@@ -9,26 +9,18 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::domain::{Decision, Guard, Review, ReviewStatus, Transitioned, UserId};
+use crate::domain::{Decision, Guard, Review, ReviewStatus, Transitioned};
 use crate::lock::gate::{LockGate, Passage};
 use crate::lock::LockKeys;
 use crate::outbox::Dispatcher;
-use crate::store::{Claim, PgStore, Staging, StoreError, WriteContext};
+use crate::store::{PgStore, Staging, StoreError, WriteContext};
 
 use super::commit::commit;
+use super::context::Context;
 use super::error::Error;
 use super::hooks::Hooks;
 use super::idempotency::Reply;
 use super::stats::ReviewStats;
-
-/// Who asks, for which request, with which test hooks and idempotency claim.
-#[derive(Debug, Clone)]
-pub struct Context {
-    pub actor: UserId,
-    pub request_id: String,
-    pub hooks: Hooks,
-    pub claim: Option<Claim>,
-}
 
 /// A transition to run.
 enum Step {
