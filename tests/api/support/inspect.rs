@@ -14,7 +14,18 @@ use serde_json::json;
 use super::app::{TestApp, AUTHOR};
 
 /// Waits for `check` to return Some, polling, until `deadline`; panics with `what`.
-pub async fn wait_for<T, F, Fut>(what: &str, deadline: Duration, mut check: F) -> T
+pub async fn wait_for<T, F, Fut>(what: &str, deadline: Duration, check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    poll_until(deadline, check)
+        .await
+        .unwrap_or_else(|| panic!("timed out after {deadline:?} waiting for {what}"))
+}
+
+/// Polls `check` until it returns Some or `deadline` passes (then None).
+pub async fn poll_until<T, F, Fut>(deadline: Duration, mut check: F) -> Option<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -25,12 +36,11 @@ where
     loop {
         every.tick().await;
         if let Some(v) = check().await {
-            return v;
+            return Some(v);
         }
-        assert!(
-            Instant::now() < end,
-            "timed out after {deadline:?} waiting for {what}"
-        );
+        if Instant::now() >= end {
+            return None;
+        }
     }
 }
 

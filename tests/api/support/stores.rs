@@ -2,10 +2,7 @@
 //! a migrated template), and the test's own connections to each, declared and checked at
 //! start so that a missing service fails loudly with how to start it.
 
-use lapin::options::{
-    ExchangeDeclareOptions, ExchangeDeleteOptions, QueueBindOptions, QueueDeclareOptions,
-    QueueDeleteOptions,
-};
+use lapin::options::{ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions};
 use lapin::types::FieldTable;
 use lapin::{Channel, Connection, ConnectionProperties, ExchangeKind};
 use sqlx::{Connection as _, PgConnection, PgPool};
@@ -163,32 +160,6 @@ impl Views {
             mongo,
         };
         (views, amqp_conn)
-    }
-
-    /// Drops the test's database, MongoDB database, exchange, queue and Redis keys.
-    pub async fn drop_stores(&self, shared: &Shared) {
-        self.pg.close().await;
-        if let Ok(mut admin) = PgConnection::connect(&pg_url()).await {
-            let drop = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", shared.db_name);
-            let _ = sqlx::query(&drop).execute(&mut admin).await;
-        }
-        let _ = self.mongo.drop().await;
-        let _ = (self.amqp)
-            .queue_delete(&shared.queue, QueueDeleteOptions::default())
-            .await;
-        let _ = (self.amqp)
-            .exchange_delete(&shared.exchange, ExchangeDeleteOptions::default())
-            .await;
-        if let Ok(mut c) = self.redis.get_multiplexed_async_connection().await {
-            let keys: Vec<String> = redis::cmd("KEYS")
-                .arg(format!("{}*", shared.prefix))
-                .query_async(&mut c)
-                .await
-                .unwrap_or_default();
-            if !keys.is_empty() {
-                let _: Result<i64, _> = redis::cmd("DEL").arg(keys).query_async(&mut c).await;
-            }
-        }
     }
 }
 

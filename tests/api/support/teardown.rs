@@ -3,10 +3,14 @@
 //! leftovers (undelivered outbox rows, lock keys in Redis) and fails if it left any. Tests
 //! run on the multi-threaded runtime so that the teardown can wait for the service there.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use lapin::options::{ExchangeDeleteOptions, QueueDeleteOptions};
+use sqlx::{Connection as _, PgConnection};
 
 use super::app::TestApp;
-use super::stores::Views;
+use super::inspect::poll_until;
+use super::stores::pg_url;
 
 impl TestApp {
     /// Stops the server, checks nothing was left behind, and drops this test's stores.
@@ -35,7 +39,7 @@ impl TestApp {
         self.server.stop(true).await;
         let _ = task.await;
         if self.owns_stores {
-            self.views().drop_stores(&self.shared).await;
+            self.drop_stores().await;
         }
         if let Some(msg) = failed {
             panic!("{msg}");
@@ -44,16 +48,12 @@ impl TestApp {
 
     /// Undelivered outbox rows or lock keys left in Redis.
     async fn leftovers(&self) -> Result<(), String> {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
+        let drained = poll_until(Duration::from_secs(20), || async {
+            (self.undelivered().await == 0).then_some(())
+        });
+        if drained.await.is_none() {
             let undelivered = self.undelivered().await;
-            if undelivered == 0 {
-                break;
-            }
-            if Instant::now() > deadline {
-                return Err(format!("{undelivered} outbox rows undelivered after 20 s"));
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
+            return Err(format!("{undelivered} outbox rows undelivered after 20 s"));
         }
         let left = self.lock_keys_left().await;
         if !left.is_empty() {
@@ -62,13 +62,34 @@ impl TestApp {
         Ok(())
     }
 
-    /// The app's views of the stores, to drop them.
-    fn views(&self) -> Views {
-        Views {
-            pg: self.pg.clone(),
-            redis: self.redis.clone(),
-            amqp: self.amqp.clone(),
-            mongo: self.mongo.clone(),
+    /// Drops the test's database, MongoDB database, exchange, queue and Redis keys.
+    async fn drop_stores(&self) {
+        self.pg.close().await;
+        if let Ok(mut admin) = PgConnection::connect(&pg_url()).await {
+            let drop = format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.shared.db_name
+            );
+            let _ = sqlx::query(&drop).execute(&mut admin).await;
+        }
+        let _ = self.mongo.drop().await;
+        let (queue, exchange) = (&self.shared.queue, &self.shared.exchange);
+        let _ = self
+            .amqp
+            .queue_delete(queue, QueueDeleteOptions::default())
+            .await;
+        let _ = (self.amqp)
+            .exchange_delete(exchange, ExchangeDeleteOptions::default())
+            .await;
+        if let Ok(mut c) = self.redis.get_multiplexed_async_connection().await {
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(format!("{}*", self.shared.prefix))
+                .query_async(&mut c)
+                .await
+                .unwrap_or_default();
+            if !keys.is_empty() {
+                let _: Result<i64, _> = redis::cmd("DEL").arg(keys).query_async(&mut c).await;
+            }
         }
     }
 }
