@@ -87,23 +87,31 @@ pub struct DocumentChange {
     pub fence_token: Option<i64>,
 }
 
+/// A new pending review, opened by a submit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenReview {
+    pub id: Uuid,
+    pub document_version: i64,
+    pub submitted_by: String,
+    pub fence_token: Option<i64>,
+}
+
+/// The decision written on a pending review.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecideReview {
+    pub id: Uuid,
+    pub status: ReviewStatus,
+    pub decided_by: String,
+    pub comment: Option<String>,
+    pub reason: Option<String>,
+    pub fence_token: Option<i64>,
+}
+
 /// The review row a command writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReviewChange {
-    Open {
-        id: Uuid,
-        document_version: i64,
-        submitted_by: String,
-        fence_token: Option<i64>,
-    },
-    Decide {
-        id: Uuid,
-        status: ReviewStatus,
-        decided_by: String,
-        comment: Option<String>,
-        reason: Option<String>,
-        fence_token: Option<i64>,
-    },
+    Open(OpenReview),
+    Decide(DecideReview),
 }
 
 /// The audit row of a change (actor and request id are added by the store).
@@ -221,12 +229,12 @@ fn submit(doc: &Document, actor: &UserId, review_id: Uuid, guard: Guard) -> Resu
     let version = doc.version + 1;
     Ok(Plan {
         document: transitioned(doc, status, Some(review_id), guard),
-        review: Some(ReviewChange::Open {
+        review: Some(ReviewChange::Open(OpenReview {
             id: review_id,
             document_version: version,
             submitted_by: actor.as_str().to_string(),
             fence_token: guard.fence(),
-        }),
+        })),
         audit: audit("submit", Some(review_id), doc, status, guard),
         outbox: OutboxEntry {
             event: EventType::Submitted,
@@ -278,14 +286,14 @@ fn decide(
     };
     Ok(Plan {
         document: transitioned(doc, status, doc.current_review_id, guard),
-        review: Some(ReviewChange::Decide {
+        review: Some(ReviewChange::Decide(DecideReview {
             id: review.id,
             status: decided,
             decided_by: actor.as_str().to_string(),
             comment,
             reason,
             fence_token: guard.fence(),
-        }),
+        })),
         audit: audit(action.as_str(), Some(review.id), doc, status, guard),
         outbox: OutboxEntry { event, data },
     })

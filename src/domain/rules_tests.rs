@@ -181,14 +181,14 @@ fn an_approval_writes_the_whole_transition() {
     assert_eq!(p.document.current_review_id, Some(r.id));
     assert_eq!(
         p.review,
-        Some(ReviewChange::Decide {
+        Some(ReviewChange::Decide(DecideReview {
             id: r.id,
             status: ReviewStatus::Approved,
             decided_by: REVIEWER.into(),
             comment: Some("fine".into()),
             reason: None,
             fence_token: Some(9),
-        })
+        }))
     );
     assert_eq!(p.audit.action, "approve");
     assert_eq!(p.audit.from_status, Some(DocumentStatus::PendingReview));
@@ -211,7 +211,7 @@ fn an_empty_comment_is_no_comment_and_a_lower_fence_keeps_the_higher() {
     let p = plan(&locked, &user(REVIEWER), empty, Guard::RowLockOnly).unwrap();
     assert!(matches!(
         p.review,
-        Some(ReviewChange::Decide { comment: None, .. })
+        Some(ReviewChange::Decide(DecideReview { comment: None, .. }))
     ));
     assert_eq!(p.document.fence_token, None);
     assert_eq!(p.audit.lock_mode, "row_lock_only");

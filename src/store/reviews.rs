@@ -11,7 +11,7 @@ use super::documents::{lock_document, planned_document, write_document};
 use super::error::{violates, StoreError};
 use super::pg::PgStore;
 use super::tx::{audit, enqueue, Staged, WriteContext};
-use crate::domain::rules::{self, ReviewChange};
+use crate::domain::rules::{self, DecideReview, OpenReview, ReviewChange};
 use crate::domain::{
     Command, Decision, Document, Locked, Plan, Refusal, Review, ReviewStatus, Transitioned,
 };
@@ -150,30 +150,15 @@ async fn write_transition(
     let Locked { document, review } = locked;
     let before = planned_document(document)?;
     let review = match plan.review {
-        Some(ReviewChange::Open {
-            id,
-            document_version,
-            submitted_by,
-            fence_token,
-        }) => {
-            let opened = open_review(
-                &mut tx,
-                &before,
-                id,
-                document_version,
-                submitted_by,
-                fence_token,
-            );
-            match opened.await {
-                Err(e) if violates(&e, "reviews_one_pending_per_document") => {
-                    return Ok(Err(Refusal::AlreadyPending))
-                }
-                r => r?,
+        Some(ReviewChange::Open(open)) => match open_review(&mut tx, &before, open).await {
+            Err(e) if violates(&e, "reviews_one_pending_per_document") => {
+                return Ok(Err(Refusal::AlreadyPending))
             }
-        }
-        Some(change @ ReviewChange::Decide { .. }) => {
+            opened => opened?,
+        },
+        Some(ReviewChange::Decide(decision)) => {
             let review = review.ok_or_else(|| anyhow::anyhow!("a decision without a review"))?;
-            decide_review(&mut tx, review, change).await?
+            decide_review(&mut tx, review, decision).await?
         }
         None => return Err(anyhow::anyhow!("a transition without a review").into()),
     };
@@ -192,55 +177,49 @@ async fn write_transition(
 async fn open_review(
     tx: &mut Transaction<'static, Postgres>,
     doc: &Document,
-    id: Uuid,
-    document_version: i64,
-    submitted_by: String,
-    fence_token: Option<i64>,
+    open: OpenReview,
 ) -> Result<Review, sqlx::Error> {
     let status = ReviewStatus::Pending;
     let submitted_at = sqlx::query_scalar!(
         "INSERT INTO reviews (id, document_id, status, document_version, submitted_by, \
          fence_token) VALUES ($1, $2, $3, $4, $5, $6) RETURNING submitted_at",
-        id,
+        open.id,
         doc.id,
         status as ReviewStatus,
-        document_version,
-        &submitted_by,
-        fence_token,
+        open.document_version,
+        &open.submitted_by,
+        open.fence_token,
     )
     .fetch_one(&mut **tx)
     .await?;
     Ok(Review {
-        id,
+        id: open.id,
         document_id: doc.id,
         status,
-        document_version,
-        submitted_by,
+        document_version: open.document_version,
+        submitted_by: open.submitted_by,
         submitted_at,
         decided_by: None,
         decided_at: None,
         comment: None,
         reason: None,
-        fence_token,
+        fence_token: open.fence_token,
     })
 }
 
 async fn decide_review(
     tx: &mut Transaction<'static, Postgres>,
     before: Review,
-    change: ReviewChange,
+    decision: DecideReview,
 ) -> Result<Review, StoreError> {
-    let ReviewChange::Decide {
+    let DecideReview {
         id,
         status,
         decided_by,
         comment,
         reason,
         fence_token,
-    } = change
-    else {
-        return Err(anyhow::anyhow!("not a decision").into());
-    };
+    } = decision;
     let decided_at = sqlx::query_scalar!(
         "UPDATE reviews SET status = $2, decided_by = $3, decided_at = clock_timestamp(), \
          comment = $4, reason = $5, fence_token = $6 WHERE id = $1 RETURNING decided_at",
