@@ -95,11 +95,12 @@ pub async fn get(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let read = state.documents.get(*path).await?;
+    let view = DocumentView::from(&read.document);
     Ok(HttpResponse::Ok().json(DocumentView {
-        body: Some(read.body),
+        body: Some(read.document.body),
         preview: Some(read.preview),
         body_source: Some(read.source.as_str()),
-        ..DocumentView::from(&read.document)
+        ..view
     }))
 }
 

@@ -3,7 +3,6 @@
 //! has no rows to contend for; an edit is guarded by its row lock alone).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use uuid::Uuid;
 
@@ -12,7 +11,7 @@ use crate::domain::{
 };
 use crate::outbox::Dispatcher;
 use crate::store::mongo::MongoProjection;
-use crate::store::{PgStore, StoreError, WriteContext};
+use crate::store::{PgStore, WriteContext};
 
 use super::commit::commit;
 use super::context::Context;
@@ -37,11 +36,11 @@ impl BodySource {
     }
 }
 
-/// A document as `GET /documents/{id}` shows it.
+/// A document as `GET /documents/{id}` shows it: `document.body` is the body read from
+/// `source`.
 #[derive(Debug, Clone)]
 pub struct DocumentRead {
     pub document: Document,
-    pub body: String,
     pub preview: String,
     pub source: BodySource,
 }
@@ -85,9 +84,7 @@ impl DocumentService {
             })
             .await?;
         tracing::info!(document_id = %doc.id, "document created");
-        if ctx.hooks.fail_after_commit {
-            return Err(StoreError::TimedOut(Duration::ZERO).into());
-        }
+        ctx.hooks.after_commit()?;
         self.dispatcher.dispatch_document_now(doc.id).await;
         Ok(reply)
     }
@@ -119,21 +116,22 @@ impl DocumentService {
 
     /// The document, with body and preview from MongoDB when it holds this version.
     pub async fn get(&self, id: Uuid) -> Result<DocumentRead, Error> {
-        let document = self.store.document(id).await?.ok_or(Refusal::NotFound)?;
+        let mut document = self.store.document(id).await?.ok_or(Refusal::NotFound)?;
         match self.mongo.get(id).await {
-            Ok(Some(p)) if p.version == document.version => Ok(DocumentRead {
-                document,
-                body: p.body,
-                preview: p.preview,
-                source: BodySource::MongoDb,
-            }),
+            Ok(Some(p)) if p.version == document.version => {
+                document.body = p.body;
+                Ok(DocumentRead {
+                    document,
+                    preview: p.preview,
+                    source: BodySource::MongoDb,
+                })
+            }
             other => {
                 if let Err(e) = other {
                     tracing::warn!(error = %e, "mongodb unavailable; serving the body from postgresql");
                 }
                 Ok(DocumentRead {
                     preview: preview_of(&document.body),
-                    body: document.body.clone(),
                     document,
                     source: BodySource::PostgreSql,
                 })

@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use crate::store::StoreError;
+
 /// Pause a transition after its row locks, right before the lease check and COMMIT.
 pub const PAUSE_HEADER: &str = "x-test-pause-before-commit-ms";
 /// Pause a transition after the outer lock is taken, before its transaction begins.
@@ -40,6 +42,15 @@ impl Hooks {
             skip_dispatch: header(SKIP_DISPATCH_HEADER) == Some("true"),
             fail_after_commit: header(FAIL_AFTER_COMMIT_HEADER) == Some("true"),
         }
+    }
+
+    /// Right after a COMMIT: the failure a lost reply would look like (a retryable 503),
+    /// when `fail_after_commit` asks for it.
+    pub fn after_commit(&self) -> Result<(), StoreError> {
+        if self.fail_after_commit {
+            return Err(StoreError::TimedOut(Duration::ZERO));
+        }
+        Ok(())
     }
 }
 

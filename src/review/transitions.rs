@@ -4,7 +4,7 @@
 //! the outbox delivery at once.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -13,7 +13,7 @@ use crate::domain::{Decision, Guard, Review, ReviewStatus, Transitioned};
 use crate::lock::gate::{LockGate, Passage};
 use crate::lock::LockKeys;
 use crate::outbox::Dispatcher;
-use crate::store::{PgStore, Staging, StoreError, WriteContext};
+use crate::store::{PgStore, Staging, WriteContext};
 
 use super::commit::commit;
 use super::context::Context;
@@ -118,9 +118,7 @@ impl ReviewService {
         passage.release().await;
         let (done, reply) = result?;
         self.stats.transition(kind);
-        if ctx.hooks.fail_after_commit {
-            return Err(StoreError::TimedOut(Duration::ZERO).into());
-        }
+        ctx.hooks.after_commit()?;
         tracing::info!(
             document_id = %done.document.id,
             review_id = %done.review.id,

@@ -339,16 +339,19 @@ async fn a_retry_with_its_json_keys_in_another_order_is_the_same_request() {
     .unwrap();
     assert_eq!(first.status(), StatusCode::CREATED);
     let created: Document = first.json().await.unwrap();
-    let retry = app
-        .client
-        .post(app.url("/api/v1/documents"))
-        .bearer_auth(app.author())
-        .header("idempotency-key", "create-1")
-        .header("content-type", "application/json")
-        .body(r#"{ "body": "Restart the indexer.", "title": "Runbook" }"#)
-        .send()
-        .await
-        .unwrap();
+    // The same fields, the keys in the other order, sent as written.
+    let reordered = r#"{ "body": "Restart the indexer.", "title": "Runbook" }"#;
+    let retry = keyed(
+        &app,
+        "/api/v1/documents",
+        &app.author(),
+        "create-1",
+        json!({}),
+    )
+    .body(reordered)
+    .send()
+    .await
+    .unwrap();
     assert_eq!(retry.status(), StatusCode::CREATED);
     assert_eq!(retry.headers().get("idempotent-replayed").unwrap(), "true");
     assert_eq!(retry.json::<Document>().await.unwrap(), created);
