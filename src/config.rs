@@ -163,6 +163,9 @@ impl Settings {
         if self.outbox.batch_size <= 0 {
             bad("outbox.batch_size", "must be greater than zero");
         }
+        if self.outbox.inline_lease.is_zero() {
+            bad("outbox.inline_lease_ms", "must be greater than zero");
+        }
         if self.amqp.exchange.trim().is_empty() {
             bad("amqp.exchange", "must not be empty");
         }

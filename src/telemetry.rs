@@ -15,7 +15,12 @@ pub struct LogSettings {
 pub fn init(settings: &LogSettings) {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&settings.level));
-    let builder = fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Colours only for a person at a terminal, never into a log file or collector.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr);
     let _ = if settings.format == "json" {
         builder
             .json()

@@ -119,7 +119,7 @@ impl LockGate {
     }
 
     /// Acquires `key` or says who holds it; never waits for a holder.
-    #[tracing::instrument(skip_all, fields(lock_key = %key))]
+    #[tracing::instrument(level = "debug", skip_all, fields(lock_key = %key))]
     pub async fn enter(&self, key: &str) -> Result<Passage, Contended> {
         if self.breaker.permit() == Permit::Rejected {
             self.stats.degraded.fetch_add(1, Ordering::Relaxed);

@@ -1,10 +1,16 @@
 //! Delivers the outbox: for each row, first the MongoDB projection, then (for events) the
-//! confirmed RabbitMQ publish. A request tries its own document's rows right after COMMIT;
-//! whatever fails is retried by the background loop with exponential backoff.
+//! confirmed RabbitMQ publish.
+//!
+//! The request that commits a change owns its row from the INSERT and delivers it right
+//! after COMMIT, then marks it with one statement: no claim on the happy path. Whatever it
+//! does not deliver (a dependency failed, the instance died, an earlier row of the document
+//! was still waiting) the background loop claims and retries with exponential backoff, in
+//! batches: projections run side by side, publishes are pipelined on one channel.
 //!
 //! Never publish an event before MongoDB holds its version, and never mark a row done
 //! before its publish is confirmed. Delivery is at least once.
 
+mod passes;
 pub mod publisher;
 mod settings;
 
@@ -15,6 +21,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::domain::Document;
 use crate::store::mongo::MongoProjection;
 use crate::store::{OutboxRow, PgStore, StoreError};
 use publisher::AmqpPublisher;
@@ -39,9 +46,11 @@ pub struct Dispatcher {
     stats: DispatchStats,
 }
 
-enum RowOutcome {
-    Done,
-    Failed,
+/// Which step of a delivery failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Projection,
+    Publish,
 }
 
 impl Dispatcher {
@@ -69,15 +78,57 @@ impl Dispatcher {
         &self.publisher
     }
 
-    /// The request path: deliver this document's due rows now, unless a dependency failed
-    /// moments ago. Errors are logged, never returned: the background loop retries.
-    pub async fn dispatch_document_now(&self, document_id: Uuid) {
-        let paused = self
-            .inline_paused_until
+    fn inline_paused(&self) -> bool {
+        self.inline_paused_until
             .lock()
             .expect("poisoned")
-            .is_some_and(|t| Instant::now() < t);
-        if paused {
+            .is_some_and(|t| Instant::now() < t)
+    }
+
+    fn pause_inline(&self) {
+        let until = Instant::now() + self.settings.backoff_base * 4;
+        *self.inline_paused_until.lock().expect("poisoned") = Some(until);
+    }
+
+    /// How long a committing request should own the outbox row it writes: the inline lease,
+    /// or None while inline delivery is paused (then the dispatchers take the row at once).
+    pub fn own_outbox_for(&self) -> Option<Duration> {
+        (!self.inline_paused()).then_some(self.settings.inline_lease)
+    }
+
+    /// The request path, right after COMMIT: deliver the row the request owns (`document` is
+    /// its state as committed), or, when it owns none, this document's due rows. Errors are
+    /// logged, never returned: the background loop retries.
+    pub async fn after_commit(&self, document: &Document, owned: Option<OutboxRow>) {
+        match owned {
+            Some(row) => self.deliver_owned(document, row).await,
+            None => self.dispatch_document_now(document.id).await,
+        }
+    }
+
+    /// Projects `document`, publishes the row's event, and marks the row done in one
+    /// statement. On a failure the row is marked for a retry (or, if even that fails, left
+    /// to the dispatchers once its lease ends).
+    async fn deliver_owned(&self, document: &Document, row: OutboxRow) {
+        let delivered = match self.mongo.project(document).await {
+            Err(e) => Err((Step::Projection, e)),
+            Ok(_) => {
+                self.stats.projected.fetch_add(1, Ordering::Relaxed);
+                self.publish(&row).await.map_err(|e| (Step::Publish, e))
+            }
+        };
+        let marked = match delivered {
+            Ok(()) => self.store.mark_done(&[row.id]).await,
+            Err((step, e)) => self.fail(&[&row], step, &e).await,
+        };
+        if let Err(e) = marked {
+            tracing::warn!(document_id = %row.document_id, error = %e, "could not mark an outbox row; a dispatcher retries it after its lease");
+        }
+    }
+
+    /// This document's due rows, now, unless a dependency failed moments ago.
+    pub async fn dispatch_document_now(&self, document_id: Uuid) {
+        if self.inline_paused() {
             return;
         }
         loop {
@@ -101,13 +152,9 @@ impl Dispatcher {
         } else {
             self.publish_pass(only_document).await?
         };
-        if proj_failed || pub_failed {
-            let pause = self.settings.backoff_base * 4;
-            *self.inline_paused_until.lock().expect("poisoned") = Some(Instant::now() + pause);
-            if only_document.is_some() {
-                // Stop the inline loop: the rows now wait for their retry time.
-                return Ok(0);
-            }
+        if (proj_failed || pub_failed) && only_document.is_some() {
+            // Stop the inline loop: the rows now wait for their retry time.
+            return Ok(0);
         }
         Ok(projected + published)
     }
@@ -117,120 +164,54 @@ impl Dispatcher {
         Duration::from_secs(30)
     }
 
-    /// Projects the current state of every document that has unprojected rows. Needs no
-    /// ordering: the projection is the document's latest version, under a version guard.
-    /// Stops at the first MongoDB failure (the rest are given back for later).
-    async fn project_pass(&self, only_document: Option<Uuid>) -> Result<(usize, bool), StoreError> {
-        let rows = self
-            .store
-            .claim_unprojected(only_document, self.settings.batch_size, self.claim_for())
-            .await?;
-        let mut by_doc: Vec<(Uuid, Vec<&OutboxRow>)> = Vec::new();
-        for row in &rows {
-            match by_doc.iter_mut().find(|(d, _)| *d == row.document_id) {
-                Some((_, v)) => v.push(row),
-                None => by_doc.push((row.document_id, vec![row])),
-            }
-        }
-        let mut done = 0;
-        let token = rows.first().map(|r| r.claim_token).unwrap_or_default();
-        for (i, (document_id, doc_rows)) in by_doc.iter().enumerate() {
-            let ids: Vec<i64> = doc_rows.iter().map(|r| r.id).collect();
-            if !self.store.renew(&ids, token, self.claim_for()).await? {
-                continue; // the claim ran out while earlier documents were projected
-            }
-            let doc =
-                self.store.document(*document_id).await?.ok_or_else(|| {
-                    anyhow::anyhow!("outbox row of a document that does not exist")
-                })?;
-            match self.mongo.project(&doc).await {
-                Ok(outcome) => {
-                    self.stats.projected.fetch_add(1, Ordering::Relaxed);
-                    tracing::debug!(%document_id, ?outcome, version = doc.version, "projected to mongodb");
-                    self.store.mark_projected(&ids, token).await?;
-                    done += ids.len();
-                }
-                Err(e) => {
-                    self.stats
-                        .projection_failures
-                        .fetch_add(1, Ordering::Relaxed);
-                    for row in doc_rows {
-                        self.fail(row, &format!("projection: {e:#}")).await?;
-                    }
-                    let rest: Vec<i64> = by_doc[i + 1..]
-                        .iter()
-                        .flat_map(|(_, rs)| rs.iter().map(|r| r.id))
-                        .collect();
-                    self.store.unclaim(&rest, token).await?;
-                    return Ok((done, true));
-                }
-            }
-        }
-        Ok((done, false))
-    }
-
-    /// Publishes the oldest projected, undone row of each document, marking each done as
-    /// soon as the broker confirms it. Stops at the first RabbitMQ failure.
-    async fn publish_pass(&self, only_document: Option<Uuid>) -> Result<(usize, bool), StoreError> {
-        let limit = if only_document.is_some() {
-            1
-        } else {
-            self.settings.batch_size
+    /// Publishes the row's event (if it has one) and waits for the broker's confirm.
+    async fn publish(&self, row: &OutboxRow) -> anyhow::Result<()> {
+        let Some(rk) = &row.routing_key else {
+            return Ok(());
         };
-        let rows = self
-            .store
-            .claim_publishable(only_document, limit, self.claim_for())
-            .await?;
-        for (i, row) in rows.iter().enumerate() {
-            if !self
-                .store
-                .renew(&[row.id], row.claim_token, self.claim_for())
-                .await?
-            {
-                continue; // the claim ran out while earlier rows were published
+        let body = serde_json::to_vec(&row.payload)?;
+        let published = self
+            .publisher
+            .publish(rk, &row.event_id.to_string(), &row.event_type, &body)
+            .await;
+        match &published {
+            Ok(()) => {
+                self.stats.published.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(document_id = %row.document_id, event_id = %row.event_id, version = row.document_version, "event published");
             }
-            if let RowOutcome::Failed = self.deliver(row).await? {
-                let rest: Vec<i64> = rows[i + 1..].iter().map(|r| r.id).collect();
-                self.store.unclaim(&rest, row.claim_token).await?;
-                return Ok((i + 1, true));
-            }
-        }
-        Ok((rows.len(), false))
-    }
-
-    #[tracing::instrument(skip_all, fields(document_id = %row.document_id, event_id = %row.event_id, event_type = %row.event_type))]
-    async fn deliver(&self, row: &OutboxRow) -> Result<RowOutcome, StoreError> {
-        if let Some(rk) = &row.routing_key {
-            let body = serde_json::to_vec(&row.payload).map_err(anyhow::Error::from)?;
-            if let Err(e) = self
-                .publisher
-                .publish(rk, &row.event_id.to_string(), &row.event_type, &body)
-                .await
-            {
+            Err(_) => {
                 self.stats.publish_failures.fetch_add(1, Ordering::Relaxed);
-                return self.fail(row, &format!("publish: {e:#}")).await;
             }
-            self.stats.published.fetch_add(1, Ordering::Relaxed);
-            tracing::info!(version = row.document_version, "event published");
         }
-        self.store
-            .mark_done(row.id, row.routing_key.is_some())
-            .await?;
-        Ok(RowOutcome::Done)
+        published
     }
 
-    async fn fail(&self, row: &OutboxRow, error: &str) -> Result<RowOutcome, StoreError> {
-        let retry_in = self.backoff(row.attempts);
-        tracing::warn!(
-            attempts = row.attempts + 1,
-            ?retry_in,
-            error,
-            "outbox delivery failed"
-        );
-        self.store
-            .mark_failed(row.id, row.claim_token, retry_in, error)
-            .await?;
-        Ok(RowOutcome::Failed)
+    /// Records a failed attempt on each row (retry with backoff) and pauses inline delivery.
+    async fn fail(
+        &self,
+        rows: &[&OutboxRow],
+        step: Step,
+        error: &anyhow::Error,
+    ) -> Result<(), StoreError> {
+        self.pause_inline();
+        if step == Step::Projection {
+            self.stats
+                .projection_failures
+                .fetch_add(rows.len() as u64, Ordering::Relaxed);
+        }
+        let error = match step {
+            Step::Projection => format!("projection: {error:#}"),
+            Step::Publish => format!("publish: {error:#}"),
+        };
+        for row in rows {
+            let retry_in = self.backoff(row.attempts);
+            tracing::warn!(document_id = %row.document_id, event_id = %row.event_id, attempts = row.attempts + 1, ?retry_in, error, "outbox delivery failed");
+            let projected = step == Step::Publish;
+            self.store
+                .mark_failed(row.id, row.claim_token, retry_in, &error, projected)
+                .await?;
+        }
+        Ok(())
     }
 
     fn backoff(&self, attempts: i32) -> Duration {

@@ -31,6 +31,12 @@ pub struct OutboxSettings {
     #[serde_as(as = "DurationMilliSeconds<u64>")]
     #[serde(rename = "backoff_max_ms")]
     pub backoff_max: Duration,
+    /// How long the request that commits a change owns its outbox row: it delivers the row
+    /// itself, and only after this may a dispatcher take the row over (the instance died
+    /// after COMMIT). Longer than one delivery attempt (MongoDB, then RabbitMQ).
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "inline_lease_ms")]
+    pub inline_lease: std::time::Duration,
     /// Run the background dispatcher in this process.
     pub run_dispatcher: bool,
     /// Delivered outbox rows are deleted after this many hours.

@@ -3,7 +3,7 @@
 //! with the reason.
 
 use crate::lock::lease::Lease;
-use crate::store::{Claim, Staged};
+use crate::store::{Claim, Committed, Staged};
 
 use super::error::Error;
 use super::idempotency::Reply;
@@ -15,7 +15,7 @@ pub(super) async fn commit<T>(
     lease: Option<&Lease>,
     claim: Option<&Claim>,
     reply: &Reply,
-) -> Result<T, Error> {
+) -> Result<Committed<T>, Error> {
     if let Some(claim) = claim {
         if !staged.record(claim, reply.status, &reply.body).await? {
             // This request ran past its in-flight time and a retry owns the key now: the

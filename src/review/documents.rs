@@ -73,19 +73,22 @@ impl DocumentService {
             actor: &ctx.actor,
             request_id: &ctx.request_id,
             guard: Guard::Unlocked,
+            own_outbox_for: self.dispatcher.own_outbox_for(),
         };
-        let (doc, reply) = self
+        let (committed, reply) = self
             .store
             .bounded(async {
                 let staged = self.store.create_document(id, title, body, &wctx).await?;
                 let reply = reply(staged.value());
-                let doc = commit(staged, None, ctx.claim.as_ref(), &reply).await?;
-                Ok::<_, Error>((doc, reply))
+                let committed = commit(staged, None, ctx.claim.as_ref(), &reply).await?;
+                Ok::<_, Error>((committed, reply))
             })
             .await?;
-        tracing::info!(document_id = %doc.id, "document created");
+        tracing::info!(document_id = %committed.value.id, "document created");
         ctx.hooks.after_commit()?;
-        self.dispatcher.dispatch_document_now(doc.id).await;
+        self.dispatcher
+            .after_commit(&committed.value, committed.owned)
+            .await;
         Ok(reply)
     }
 
@@ -102,16 +105,20 @@ impl DocumentService {
             actor,
             request_id,
             guard: Guard::Unlocked,
+            own_outbox_for: self.dispatcher.own_outbox_for(),
         };
-        let doc = self
+        let committed = self
             .store
             .bounded(async {
                 let staged = self.store.edit_document(id, title, body, &wctx).await??;
                 Ok::<_, Error>(staged.commit().await?)
             })
             .await?;
-        self.dispatcher.dispatch_document_now(doc.id).await;
-        Ok(doc)
+        tracing::info!(document_id = %id, version = committed.value.version, "document edited");
+        self.dispatcher
+            .after_commit(&committed.value, committed.owned)
+            .await;
+        Ok(committed.value)
     }
 
     /// The document, with body and preview from MongoDB when it holds this version.

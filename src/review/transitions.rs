@@ -13,7 +13,7 @@ use crate::domain::{Decision, Guard, Review, ReviewStatus, Transitioned};
 use crate::lock::gate::{LockGate, Passage};
 use crate::lock::LockKeys;
 use crate::outbox::Dispatcher;
-use crate::store::{PgStore, Staging, WriteContext};
+use crate::store::{Committed, PgStore, Staging, WriteContext};
 
 use super::commit::commit;
 use super::context::Context;
@@ -116,7 +116,8 @@ impl ReviewService {
             .bounded(self.transaction(&ctx, step, &passage, reply))
             .await;
         passage.release().await;
-        let (done, reply) = result?;
+        let (committed, reply) = result?;
+        let done = &committed.value;
         self.stats.transition(kind);
         ctx.hooks.after_commit()?;
         tracing::info!(
@@ -128,7 +129,7 @@ impl ReviewService {
         );
         if !ctx.hooks.skip_dispatch {
             self.dispatcher
-                .dispatch_document_now(done.document.id)
+                .after_commit(&done.document, committed.owned)
                 .await;
         }
         Ok(reply)
@@ -158,7 +159,7 @@ impl ReviewService {
         step: Step,
         passage: &Passage,
         reply: impl FnOnce(&Transitioned) -> Reply,
-    ) -> Result<(Transitioned, Reply), Error> {
+    ) -> Result<(Committed<Transitioned>, Reply), Error> {
         let lease = passage.lease();
         let wctx = WriteContext {
             actor: &ctx.actor,
@@ -167,6 +168,7 @@ impl ReviewService {
                 Some(l) => Guard::Outer(l.fencing_token()),
                 None => Guard::RowLockOnly,
             },
+            own_outbox_for: self.dispatcher.own_outbox_for(),
         };
         let staged: Staging = match step {
             Step::Submit(document_id) => self.store.submit(document_id, &wctx).await?,

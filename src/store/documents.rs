@@ -14,7 +14,7 @@ use crate::domain::{
 
 impl PgStore {
     /// Inserts a DRAFT document (version 1) with its audit and outbox rows, uncommitted.
-    #[tracing::instrument(skip_all, fields(document_id = %id))]
+    #[tracing::instrument(level = "debug", skip_all, fields(document_id = %id))]
     pub async fn create_document(
         &self,
         id: Uuid,
@@ -49,8 +49,8 @@ impl PgStore {
             updated_at: row.updated_at,
         };
         audit(&mut tx, &doc, &new.audit, ctx).await?;
-        enqueue(&mut tx, &doc, None, &new.outbox, ctx).await?;
-        Ok(Staged::new(tx, doc))
+        let owned = enqueue(&mut tx, &doc, None, &new.outbox, ctx).await?;
+        Ok(Staged::new(tx, doc, owned))
     }
 
     /// The document as committed, if it exists.
@@ -66,8 +66,21 @@ impl PgStore {
         .await?)
     }
 
+    /// The documents of `ids` as committed, in no particular order (missing ones left out).
+    pub async fn documents(&self, ids: &[Uuid]) -> Result<Vec<Document>, StoreError> {
+        Ok(sqlx::query_as!(
+            Document,
+            r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
+                      current_review_id, fence_token, created_at, updated_at
+               FROM documents WHERE id = ANY($1)"#,
+            ids
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     /// Edits title and/or body under the row lock, as the rules allow; uncommitted.
-    #[tracing::instrument(skip_all, fields(document_id = %id))]
+    #[tracing::instrument(level = "debug", skip_all, fields(document_id = %id))]
     pub async fn edit_document(
         &self,
         id: Uuid,
@@ -87,8 +100,8 @@ impl PgStore {
         let before = planned_document(locked.document)?;
         let doc = write_document(&mut tx, before, plan.document).await?;
         audit(&mut tx, &doc, &plan.audit, ctx).await?;
-        enqueue(&mut tx, &doc, None, &plan.outbox, ctx).await?;
-        Ok(Ok(Staged::new(tx, doc)))
+        let owned = enqueue(&mut tx, &doc, None, &plan.outbox, ctx).await?;
+        Ok(Ok(Staged::new(tx, doc, owned)))
     }
 }
 

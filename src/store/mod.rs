@@ -20,4 +20,4 @@ pub use idempotency::{Claim, KeyRecord};
 pub use outbox::OutboxRow;
 pub use pg::{migrate, DatabaseSettings, PgStore};
 pub use reviews::Staging;
-pub use tx::{Staged, WriteContext};
+pub use tx::{Committed, Staged, WriteContext};

@@ -94,7 +94,7 @@ impl MongoProjection {
     }
 
     /// Writes `doc` unless MongoDB already holds its version or a newer one.
-    #[tracing::instrument(skip_all, fields(document_id = %doc.id, version = doc.version))]
+    #[tracing::instrument(level = "debug", skip_all, fields(document_id = %doc.id, version = doc.version))]
     pub async fn project(&self, doc: &Document) -> anyhow::Result<Projected> {
         let id = doc.id.to_string();
         let fields = doc! {

@@ -1,7 +1,8 @@
-//! Statements of the transactional outbox. Rows are claimed in short transactions (a
-//! `claimed_until` lease, taken with `FOR UPDATE SKIP LOCKED`), delivered with no
-//! transaction open, then marked in another short statement: a slow or hung MongoDB or
-//! RabbitMQ never holds a PostgreSQL connection or row lock.
+//! Statements of the transactional outbox. A committing request owns its row from the
+//! INSERT (`tx::enqueue`); dispatchers claim the rest in short statements (a
+//! `claimed_until` lease, taken with `FOR UPDATE SKIP LOCKED`). Rows are delivered with no
+//! transaction open, then marked in one statement: a slow or hung MongoDB or RabbitMQ never
+//! holds a PostgreSQL connection or row lock.
 
 use std::time::Duration;
 
@@ -25,7 +26,8 @@ pub struct OutboxRow {
 }
 
 impl PgStore {
-    /// Claims up to `limit` due rows whose projection has not run. A projection writes the
+    /// Claims up to `limit` due rows whose projection has not run, half the oldest and half
+    /// the newest (a backlog of old rows never starves fresh ones). A projection writes the
     /// document's current state under a version guard, so it needs no ordering; dispatchers
     /// mostly avoid projecting one document at the same time (a per-document advisory lock
     /// while claiming, and no other live claim on its unprojected rows), which saves work
@@ -38,8 +40,7 @@ impl PgStore {
     ) -> Result<Vec<OutboxRow>, StoreError> {
         Ok(sqlx::query_as!(
             OutboxRow,
-            r#"UPDATE outbox SET claimed_until = now() + make_interval(secs => $3), claim_token = $4
-               WHERE id IN (
+            r#"WITH due AS (
                  SELECT o.id FROM outbox o
                  WHERE o.done_at IS NULL AND o.projected_at IS NULL AND o.next_attempt_at <= now()
                    AND (o.claimed_until IS NULL OR o.claimed_until < now())
@@ -48,7 +49,19 @@ impl PgStore {
                                    WHERE p.document_id = o.document_id AND p.done_at IS NULL
                                      AND p.projected_at IS NULL AND p.claimed_until >= now())
                    AND pg_try_advisory_xact_lock(hashtextextended(o.document_id::text, 7001))
-                 ORDER BY o.id LIMIT $2 FOR UPDATE SKIP LOCKED)
+                 ORDER BY o.id LIMIT ($2::int8 + 1) / 2 FOR UPDATE SKIP LOCKED),
+               fresh AS (
+                 SELECT o.id FROM outbox o
+                 WHERE o.done_at IS NULL AND o.projected_at IS NULL AND o.next_attempt_at <= now()
+                   AND (o.claimed_until IS NULL OR o.claimed_until < now())
+                   AND ($1::uuid IS NULL OR o.document_id = $1)
+                   AND NOT EXISTS (SELECT 1 FROM outbox p
+                                   WHERE p.document_id = o.document_id AND p.done_at IS NULL
+                                     AND p.projected_at IS NULL AND p.claimed_until >= now())
+                   AND pg_try_advisory_xact_lock(hashtextextended(o.document_id::text, 7001))
+                 ORDER BY o.id DESC LIMIT $2::int8 / 2 FOR UPDATE SKIP LOCKED)
+               UPDATE outbox SET claimed_until = now() + make_interval(secs => $3), claim_token = $4
+               WHERE id IN (SELECT id FROM due UNION SELECT id FROM fresh)
                RETURNING id, event_id, document_id, document_version, event_type, routing_key,
                          payload, attempts, claim_token AS "claim_token!""#,
             only_document,
@@ -62,7 +75,8 @@ impl PgStore {
 
     /// Claims up to `limit` projected, due rows, at most one per document: the oldest undone
     /// row of each document, and only when no older row of that document is undone (claimed
-    /// by another dispatcher, or waiting for its retry). That keeps per-document order.
+    /// by another dispatcher or a committing request, or waiting for its retry). That keeps
+    /// per-document order. Half the oldest such rows, half the newest.
     pub async fn claim_publishable(
         &self,
         only_document: Option<Uuid>,
@@ -71,8 +85,7 @@ impl PgStore {
     ) -> Result<Vec<OutboxRow>, StoreError> {
         let mut rows = sqlx::query_as!(
             OutboxRow,
-            r#"UPDATE outbox SET claimed_until = now() + make_interval(secs => $3), claim_token = $4
-               WHERE id IN (
+            r#"WITH due AS (
                  SELECT o.id FROM outbox o
                  WHERE o.done_at IS NULL AND o.projected_at IS NOT NULL AND o.next_attempt_at <= now()
                    AND (o.claimed_until IS NULL OR o.claimed_until < now())
@@ -80,7 +93,18 @@ impl PgStore {
                    AND NOT EXISTS (SELECT 1 FROM outbox p
                                    WHERE p.document_id = o.document_id AND p.done_at IS NULL
                                      AND p.id < o.id)
-                 ORDER BY o.id LIMIT $2 FOR UPDATE SKIP LOCKED)
+                 ORDER BY o.id LIMIT ($2::int8 + 1) / 2 FOR UPDATE SKIP LOCKED),
+               fresh AS (
+                 SELECT o.id FROM outbox o
+                 WHERE o.done_at IS NULL AND o.projected_at IS NOT NULL AND o.next_attempt_at <= now()
+                   AND (o.claimed_until IS NULL OR o.claimed_until < now())
+                   AND ($1::uuid IS NULL OR o.document_id = $1)
+                   AND NOT EXISTS (SELECT 1 FROM outbox p
+                                   WHERE p.document_id = o.document_id AND p.done_at IS NULL
+                                     AND p.id < o.id)
+                 ORDER BY o.id DESC LIMIT $2::int8 / 2 FOR UPDATE SKIP LOCKED)
+               UPDATE outbox SET claimed_until = now() + make_interval(secs => $3), claim_token = $4
+               WHERE id IN (SELECT id FROM due UNION SELECT id FROM fresh)
                RETURNING id, event_id, document_id, document_version, event_type, routing_key,
                          payload, attempts, claim_token AS "claim_token!""#,
             only_document,
@@ -95,6 +119,9 @@ impl PgStore {
     }
 
     pub async fn mark_projected(&self, ids: &[i64], token: Uuid) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
         sqlx::query!(
             "UPDATE outbox SET projected_at = now(), claimed_until = NULL, last_error = NULL \
              WHERE id = ANY($1) AND claim_token = $2",
@@ -106,36 +133,45 @@ impl PgStore {
         Ok(())
     }
 
-    /// Marks a delivered row done. Not filtered by claim: a confirmed publish is done,
-    /// whoever claims the row now.
-    pub async fn mark_done(&self, id: i64, published: bool) -> Result<(), StoreError> {
+    /// Marks delivered rows done (projected, and published when they carry an event), in one
+    /// statement. Not filtered by claim: a confirmed publish is done, whoever claims the row
+    /// now.
+    pub async fn mark_done(&self, ids: &[i64]) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
         sqlx::query!(
             "UPDATE outbox SET done_at = now(), claimed_until = NULL, \
-             published_at = CASE WHEN $2 THEN now() ELSE published_at END, last_error = NULL \
-             WHERE id = $1",
-            id,
-            published
+             projected_at = COALESCE(projected_at, now()), \
+             published_at = CASE WHEN routing_key IS NULL THEN NULL ELSE now() END, \
+             last_error = NULL WHERE id = ANY($1)",
+            ids
         )
         .execute(&self.pool)
         .await?;
         Ok(())
     }
 
+    /// Records a failed attempt on a row still claimed with `token`: retry after
+    /// `retry_in`. `projected`: its projection did succeed before the failure.
     pub async fn mark_failed(
         &self,
         id: i64,
         token: Uuid,
         retry_in: Duration,
         error: &str,
+        projected: bool,
     ) -> Result<(), StoreError> {
         sqlx::query!(
             "UPDATE outbox SET attempts = attempts + 1, claimed_until = NULL, \
-             next_attempt_at = now() + make_interval(secs => $2), last_error = left($3, 500) \
+             next_attempt_at = now() + make_interval(secs => $2), last_error = left($3, 500), \
+             projected_at = CASE WHEN $5 THEN COALESCE(projected_at, now()) ELSE projected_at END \
              WHERE id = $1 AND claim_token = $4",
             id,
             retry_in.as_secs_f64(),
             error,
-            token
+            token,
+            projected
         )
         .execute(&self.pool)
         .await?;
@@ -155,27 +191,6 @@ impl PgStore {
         .execute(&self.pool)
         .await?;
         Ok(())
-    }
-
-    /// Extends a claim right before its row's I/O; false when the claim expired and moved
-    /// on (then the row is someone else's and must be left alone).
-    pub async fn renew(
-        &self,
-        ids: &[i64],
-        token: Uuid,
-        claim_for: Duration,
-    ) -> Result<bool, StoreError> {
-        let n = sqlx::query!(
-            "UPDATE outbox SET claimed_until = now() + make_interval(secs => $3) \
-             WHERE id = ANY($1) AND claim_token = $2 AND done_at IS NULL",
-            ids,
-            token,
-            claim_for.as_secs_f64()
-        )
-        .execute(&self.pool)
-        .await?
-        .rows_affected();
-        Ok(n as usize == ids.len())
     }
 
     /// Undone rows and the age of the oldest, in seconds.

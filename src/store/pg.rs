@@ -23,7 +23,7 @@ pub struct DatabaseSettings {
     #[serde_as(as = "DurationMilliSeconds<u64>")]
     #[serde(rename = "acquire_timeout_ms")]
     pub acquire_timeout: Duration,
-    /// `SET LOCAL lock_timeout` of every write transaction.
+    /// `lock_timeout` of every pooled session: how long a statement waits for a row lock.
     #[serde_as(as = "DurationMilliSeconds<u64>")]
     #[serde(rename = "lock_timeout_ms")]
     pub lock_timeout: Duration,
@@ -44,20 +44,16 @@ impl DatabaseSettings {
 #[derive(Clone)]
 pub struct PgStore {
     pub(super) pool: PgPool,
-    /// `SET LOCAL lock_timeout` of every write transaction.
-    pub(super) lock_timeout: Duration,
     /// Client-side bound on a whole write transaction: a partitioned database never
     /// answers, and the server-side timeouts cannot fire then.
     tx_timeout: Duration,
 }
 
 impl PgStore {
-    pub fn new(pool: PgPool, lock_timeout: Duration, tx_timeout: Duration) -> Self {
-        Self {
-            pool,
-            lock_timeout,
-            tx_timeout,
-        }
+    /// A store over `pool`, whose sessions must already carry the `lock_timeout` wanted
+    /// (`from_settings` sets it).
+    pub fn new(pool: PgPool, tx_timeout: Duration) -> Self {
+        Self { pool, tx_timeout }
     }
 
     /// The store `[database]` describes. Connects lazily: nothing is dialled yet.
@@ -69,7 +65,13 @@ impl PgStore {
             .context("database.url is not a valid PostgreSQL URL")?;
         // A session left idle inside a transaction (its client stalled or vanished mid-way)
         // is ended by the server, so its row locks do not outlive the client's own bound.
+        // lock_timeout is a session setting, so a write transaction needs no statement to
+        // set it; the outbox claims skip locked rows and never wait on it.
         let opts = opts.options([
+            (
+                "lock_timeout",
+                settings.lock_timeout.as_millis().max(1).to_string(),
+            ),
             (
                 "statement_timeout",
                 settings.statement_timeout.as_millis().to_string(),
@@ -83,11 +85,7 @@ impl PgStore {
             .max_connections(settings.max_connections)
             .acquire_timeout(settings.acquire_timeout)
             .connect_lazy_with(opts);
-        Ok(Self::new(
-            pool,
-            settings.lock_timeout,
-            settings.tx_timeout(),
-        ))
+        Ok(Self::new(pool, settings.tx_timeout()))
     }
 
     /// Runs a write transaction (begin to COMMIT) under the client-side bound; on timeout
@@ -119,9 +117,19 @@ impl PgStore {
 }
 
 /// Applies the migrations in `migrations/` to `pool`'s database.
+/// Waits for another instance's migration however long it takes (the pool's sessions would
+/// give up on its advisory lock after `lock_timeout`).
 pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
-    sqlx::migrate!("./migrations")
-        .run(pool)
+    let mut conn = pool.acquire().await.context("could not reach PostgreSQL")?;
+    sqlx::query!("SELECT set_config('lock_timeout', '0', false)")
+        .fetch_one(&mut *conn)
+        .await?;
+    let ran = sqlx::migrate!("./migrations")
+        .run(&mut *conn)
         .await
-        .context("could not apply database migrations")
+        .context("could not apply database migrations");
+    sqlx::query!("RESET lock_timeout")
+        .execute(&mut *conn)
+        .await?;
+    ran
 }

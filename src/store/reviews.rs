@@ -21,7 +21,7 @@ pub type Staging = Result<Staged<Transitioned>, Refusal>;
 
 impl PgStore {
     /// DRAFT|REJECTED -> PENDING_REVIEW with a new pending review.
-    #[tracing::instrument(skip_all, fields(document_id = %document_id))]
+    #[tracing::instrument(level = "debug", skip_all, fields(document_id = %document_id))]
     pub async fn submit(
         &self,
         document_id: Uuid,
@@ -42,7 +42,7 @@ impl PgStore {
     }
 
     /// PENDING -> APPROVED | REJECTED for the review, and the document with it.
-    #[tracing::instrument(skip_all, fields(review_id = %review_id, action = decision.action().as_str()))]
+    #[tracing::instrument(level = "debug", skip_all, fields(review_id = %review_id, action = decision.action().as_str()))]
     pub async fn decide(
         &self,
         review_id: Uuid,
@@ -164,13 +164,14 @@ async fn write_transition(
     };
     let doc = write_document(&mut tx, before, plan.document).await?;
     audit(&mut tx, &doc, &plan.audit, ctx).await?;
-    enqueue(&mut tx, &doc, Some(review.id), &plan.outbox, ctx).await?;
+    let owned = enqueue(&mut tx, &doc, Some(review.id), &plan.outbox, ctx).await?;
     Ok(Ok(Staged::new(
         tx,
         Transitioned {
             document: doc,
             review,
         },
+        owned,
     )))
 }
 

@@ -1,12 +1,15 @@
-//! The pieces every write transaction is made of: begin (with `lock_timeout`), the audit
-//! row, the outbox row, and [`Staged`], the uncommitted result a write hands back so that
-//! its caller decides (lease check, idempotency record) whether it commits.
+//! The pieces every write transaction is made of: begin, the audit row, the outbox row, and
+//! [`Staged`], the uncommitted result a write hands back so that its caller decides (lease
+//! check, idempotency record) whether it commits.
+
+use std::time::Duration;
 
 use serde_json::json;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::error::StoreError;
+use super::outbox::OutboxRow;
 use super::pg::PgStore;
 use crate::domain::rules::AuditEntry;
 use crate::domain::{Document, Guard, OutboxEntry, UserId};
@@ -17,6 +20,10 @@ pub struct WriteContext<'a> {
     pub actor: &'a UserId,
     pub request_id: &'a str,
     pub guard: Guard,
+    /// Own the outbox row this write adds for this long, from its INSERT: the committing
+    /// request delivers it itself and no dispatcher touches it meanwhile. None (or an
+    /// earlier row of the document still undelivered) leaves it to the dispatchers.
+    pub own_outbox_for: Option<Duration>,
 }
 
 /// A write done in an open transaction: nothing is visible to anyone until [`Staged::commit`].
@@ -24,11 +31,24 @@ pub struct WriteContext<'a> {
 pub struct Staged<T> {
     pub(super) tx: Transaction<'static, Postgres>,
     value: T,
+    owned: Option<OutboxRow>,
+}
+
+/// A committed write, and the outbox row its request owns (see
+/// [`WriteContext::own_outbox_for`]), to deliver now.
+#[derive(Debug)]
+pub struct Committed<T> {
+    pub value: T,
+    pub owned: Option<OutboxRow>,
 }
 
 impl<T> Staged<T> {
-    pub(super) fn new(tx: Transaction<'static, Postgres>, value: T) -> Self {
-        Self { tx, value }
+    pub(super) fn new(
+        tx: Transaction<'static, Postgres>,
+        value: T,
+        owned: Option<OutboxRow>,
+    ) -> Self {
+        Self { tx, value, owned }
     }
 
     /// What the write will be once committed.
@@ -36,9 +56,12 @@ impl<T> Staged<T> {
         &self.value
     }
 
-    pub async fn commit(self) -> Result<T, StoreError> {
+    pub async fn commit(self) -> Result<Committed<T>, StoreError> {
         self.tx.commit().await?;
-        Ok(self.value)
+        Ok(Committed {
+            value: self.value,
+            owned: self.owned,
+        })
     }
 
     pub async fn rollback(self) -> Result<(), StoreError> {
@@ -48,14 +71,10 @@ impl<T> Staged<T> {
 }
 
 impl PgStore {
-    /// Opens a write transaction whose row locks wait at most `lock_timeout`.
+    /// Opens a write transaction. Its row locks wait at most `lock_timeout`, a setting of
+    /// every pooled session (see `PgStore::from_settings`), so it costs no statement here.
     pub(super) async fn begin(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
-        let mut tx = self.pool.begin().await?;
-        let timeout = format!("{}ms", self.lock_timeout.as_millis().max(1));
-        sqlx::query!("SELECT set_config('lock_timeout', $1, true)", timeout)
-            .fetch_one(&mut *tx)
-            .await?;
-        Ok(tx)
+        Ok(self.pool.begin().await?)
     }
 }
 
@@ -87,14 +106,16 @@ pub(super) async fn audit(
 }
 
 /// Writes the outbox row of a change to `doc` (as it is after the change). The event body
-/// is fixed here, at commit time.
+/// is fixed here, at commit time. The row is claimed for this request (returned) when
+/// `ctx.own_outbox_for` asks for it and no earlier row of the document is undelivered: the
+/// document's row lock, held here, keeps that answer true until COMMIT.
 pub(super) async fn enqueue(
     tx: &mut Transaction<'static, Postgres>,
     doc: &Document,
     review_id: Option<Uuid>,
     entry: &OutboxEntry,
     ctx: &WriteContext<'_>,
-) -> Result<(), StoreError> {
+) -> Result<Option<OutboxRow>, StoreError> {
     let event_id = Uuid::now_v7();
     let event_type = entry.event.as_str();
     let payload = json!({
@@ -107,17 +128,40 @@ pub(super) async fn enqueue(
         "actor_id": ctx.actor.as_str(),
         "data": entry.data,
     });
-    sqlx::query!(
-        "INSERT INTO outbox (event_id, document_id, document_version, event_type, routing_key, \
-         payload) VALUES ($1, $2, $3, $4, $5, $6)",
+    let routing_key = entry.event.routing_key();
+    let claim_token = Uuid::new_v4();
+    let row = sqlx::query!(
+        r#"WITH earlier AS (
+             SELECT EXISTS (SELECT 1 FROM outbox WHERE document_id = $2 AND done_at IS NULL)
+                    AS waiting)
+           INSERT INTO outbox (event_id, document_id, document_version, event_type,
+                               routing_key, payload, claimed_until, claim_token)
+           SELECT $1, $2, $3, $4, $5, $6,
+                  CASE WHEN $7::float8 IS NULL OR waiting THEN NULL
+                       ELSE now() + make_interval(secs => $7) END,
+                  CASE WHEN $7::float8 IS NULL OR waiting THEN NULL ELSE $8::uuid END
+           FROM earlier
+           RETURNING id, claim_token"#,
         event_id,
         doc.id,
         doc.version,
         event_type,
-        entry.event.routing_key(),
+        routing_key,
         payload,
+        ctx.own_outbox_for.map(|d| d.as_secs_f64()),
+        claim_token,
     )
-    .execute(&mut **tx)
+    .fetch_one(&mut **tx)
     .await?;
-    Ok(())
+    Ok(row.claim_token.map(|claim_token| OutboxRow {
+        id: row.id,
+        event_id,
+        document_id: doc.id,
+        document_version: doc.version,
+        event_type: event_type.to_string(),
+        routing_key: routing_key.map(str::to_string),
+        payload,
+        attempts: 0,
+        claim_token,
+    }))
 }

@@ -189,12 +189,15 @@ async fn a_hung_rabbitmq_never_starves_the_database_pool() {
     app.stop().await;
 }
 
-/// A dispatcher whose claim expired cannot touch the row any more: its marks and renewals
-/// are refused once another dispatcher holds the row.
+/// The request that commits owns its outbox row from the INSERT: no dispatcher can claim it
+/// while the request's lease runs. When the request never delivers (its instance died after
+/// COMMIT), a dispatcher takes the row over once the lease ends; and a dispatcher whose own
+/// claim expired cannot touch the row any more.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_expired_claim_cannot_mark_or_renew_the_new_claimants_row() {
+async fn an_owned_row_is_taken_over_after_its_lease_and_an_expired_claim_cannot_mark_it() {
     let app = spawn_app_with(AppOptions {
         run_dispatcher: false,
+        inline_lease_ms: 1500,
         ..Default::default()
     })
     .await;
@@ -209,16 +212,35 @@ async fn an_expired_claim_cannot_mark_or_renew_the_new_claimants_row() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
-    // Dispatcher A claims with a claim that is already over; B claims the row after it.
-    let repo = kh_review::store::PgStore::new(
-        app.pg.clone(),
-        Duration::from_secs(2),
-        Duration::from_secs(10),
-    );
-    let a = repo
-        .claim_unprojected(None, 10, Duration::ZERO)
+    let repo = kh_review::store::PgStore::new(app.pg.clone(), Duration::from_secs(10));
+    let owned: (bool, bool) = sqlx::query_as(
+        "SELECT claimed_until > now(), claim_token IS NOT NULL FROM outbox WHERE done_at IS NULL",
+    )
+    .fetch_one(&app.pg)
+    .await
+    .unwrap();
+    assert_eq!(owned, (true, true), "the committing request owns its row");
+    let early = repo
+        .claim_unprojected(None, 10, Duration::from_secs(30))
         .await
         .unwrap();
+    assert!(
+        early.is_empty(),
+        "no dispatcher may claim a row while its request owns it"
+    );
+    // Dispatcher A claims once the lease is over, with a claim that is itself already over.
+    let a = wait_for(
+        "the request's lease to end",
+        Duration::from_secs(10),
+        || async {
+            let rows = repo
+                .claim_unprojected(None, 10, Duration::ZERO)
+                .await
+                .unwrap();
+            (!rows.is_empty()).then_some(rows)
+        },
+    )
+    .await;
     assert_eq!(a.len(), 1);
     let b = repo
         .claim_unprojected(None, 10, Duration::from_secs(30))
@@ -227,13 +249,15 @@ async fn an_expired_claim_cannot_mark_or_renew_the_new_claimants_row() {
     assert_eq!(b.len(), 1, "an expired claim frees the row");
     assert_ne!(a[0].claim_token, b[0].claim_token);
     let ids = [a[0].id];
-    assert!(!repo
-        .renew(&ids, a[0].claim_token, Duration::from_secs(30))
-        .await
-        .unwrap());
-    repo.mark_failed(a[0].id, a[0].claim_token, Duration::from_secs(60), "late")
-        .await
-        .unwrap();
+    repo.mark_failed(
+        a[0].id,
+        a[0].claim_token,
+        Duration::from_secs(60),
+        "late",
+        true,
+    )
+    .await
+    .unwrap();
     repo.unclaim(&ids, a[0].claim_token).await.unwrap();
     repo.mark_projected(&ids, a[0].claim_token).await.unwrap();
     let (attempts, claimed, projected): (i32, bool, bool) = sqlx::query_as(
@@ -248,10 +272,6 @@ async fn an_expired_claim_cannot_mark_or_renew_the_new_claimants_row() {
         (0, true, false),
         "B's claim is untouched"
     );
-    assert!(repo
-        .renew(&ids, b[0].claim_token, Duration::from_secs(30))
-        .await
-        .unwrap());
     repo.unclaim(&ids, b[0].claim_token).await.unwrap();
     app.stop().await;
 }

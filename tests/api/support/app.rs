@@ -32,6 +32,8 @@ pub struct AppOptions {
     pub run_dispatcher: bool,
     pub db_pool: u32,
     pub amqp_timeout_ms: u64,
+    /// How long a committing request owns its outbox row (`outbox.inline_lease_ms`).
+    pub inline_lease_ms: u64,
     /// Reuse the stores of another app (several instances of one deployment).
     pub share_with: Option<Shared>,
 }
@@ -49,6 +51,7 @@ impl Default for AppOptions {
             run_dispatcher: true,
             db_pool: 30,
             amqp_timeout_ms: 1500,
+            inline_lease_ms: 3000,
             share_with: None,
         }
     }
@@ -140,6 +143,7 @@ fn settings_for(opts: &AppOptions, shared: &Shared) -> Settings {
     s.outbox.backoff_base = ms(100);
     s.outbox.backoff_max = ms(1000);
     s.outbox.run_dispatcher = opts.run_dispatcher;
+    s.outbox.inline_lease = ms(opts.inline_lease_ms);
     s.log.level = env_or("KH_TEST_LOG", "off");
     s.validate().expect("test settings are valid");
     s
