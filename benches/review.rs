@@ -15,13 +15,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bench_support::*;
-use hdrhistogram::Histogram;
 use kh_review::lock::redis::RedisLockProvider;
 use kh_review::lock::{LockProvider, Ttl};
 use serde_json::json;
 use uuid::Uuid;
-
-pub(crate) const ROUNDS: usize = 3;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 4)]
 async fn main() -> anyhow::Result<()> {
@@ -29,14 +26,17 @@ async fn main() -> anyhow::Result<()> {
     let env = BenchEnv::prepare().await?;
     let mut report = Report::default();
 
-    lock_rows(&mut report, &env).await?;
+    let lock_ratio = lock_rows(&mut report, &env).await?;
+    // First, while no other instance polls the benchmark's database.
+    let cost = cost_row(&mut report, &env).await?;
     let up = env.spawn_service("up", &[]).await?;
     let down = env
         .spawn_service("redis-down", &[("APP__REDIS__URL", env.dead_redis_url())])
         .await?;
-    approve_rows(&mut report, &env, &up, &down).await?;
+    let approve = approve_rows(&mut report, &env, &up, &down).await?;
+    drop(down);
 
-    // 3. Contention: 64 clients on one review.
+    // Contention: 64 clients on one review.
     let contention = rounds(|| contention(&env, &up, 64)).await?;
     report.row(
         "contention: 64 approvals of one review, the 409 replies",
@@ -44,22 +44,30 @@ async fn main() -> anyhow::Result<()> {
         &contention,
         None,
     );
+    let starved = starvation_row(&mut report, &env, &up).await?;
+    let sustained = sustained_row(&mut report, &env, &up).await?;
 
-    // 6. Memory, before the services go away.
+    // Memory, before the service goes away.
     let peak_rss_mib = up.peak_rss_mib()?;
     report.note(format!(
-        "service peak resident memory (VmHWM, Redis-up instance): {peak_rss_mib:.1} MiB"
+        "service peak resident memory (VmHWM, Redis-up instance, after every row above): {peak_rss_mib:.1} MiB"
     ));
     drop(up);
-    drop(down);
 
-    // 5. Outbox drain after RabbitMQ comes back.
-    let drain = outbox_drain(&env, 500).await?;
-    report.note(format!(
-        "outbox drain: {} events committed while RabbitMQ was unreachable, delivered in {:.2} s after it returned: {:.0} events/s",
-        drain.0, drain.1, drain.0 as f64 / drain.1
-    ));
+    let drain = drain_row(&mut report, &env).await?;
+    let grown = data_size_row(&mut report, &env, approve.p50_c1).await?;
 
+    let goals = Goals {
+        approve,
+        lock_ratio,
+        cost,
+        drain,
+        grown,
+        sustained,
+        starved,
+        peak_rss_mib,
+    };
+    goals.report(&mut report);
     report.note(format!(
         "total benchmark time: {:.0} s",
         started.elapsed().as_secs_f64()
@@ -69,8 +77,9 @@ async fn main() -> anyhow::Result<()> {
 }
 
 /// 1. Lock floor: raw SET NX PX + DEL, then the provider's acquire + release.
-async fn lock_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result<()> {
+async fn lock_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result<f64> {
     let provider = RedisLockProvider::new(&env.redis_url, 64, Duration::from_millis(500))?;
+    let mut at_one = 0.0;
     for conc in [1usize, 32] {
         let ops = if conc == 1 { 2_000 } else { 8_000 };
         let raw = rounds(|| lock_raw(&provider, conc, ops)).await?;
@@ -82,9 +91,11 @@ async fn lock_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result<()> {
             &prov,
             Some(("vs floor", prov.p50_ms / raw.p50_ms)),
         );
+        if conc == 1 {
+            at_one = prov.p50_ms / raw.p50_ms;
+        }
     }
-
-    Ok(())
+    Ok(at_one)
 }
 
 /// 2. Review path over HTTP, Redis up, and Redis down (circuit open), and 4. the floor.
@@ -93,7 +104,8 @@ async fn approve_rows(
     env: &BenchEnv,
     up: &Service,
     down: &Service,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<ApproveFigures> {
+    let mut out = ApproveFigures::default();
     for conc in [1usize, 16, 64] {
         let n = match conc {
             1 => 150,
@@ -117,91 +129,19 @@ async fn approve_rows(
             &floor,
             Some(("service p50 / floor p50", with_redis.p50_ms / floor.p50_ms)),
         );
-        report.ratio(
-            &format!("throughput service / floor at {conc}"),
-            with_redis.ops_per_sec / floor.ops_per_sec,
-        );
-    }
-
-    Ok(())
-}
-
-/// One warm-up round, then the median of ROUNDS rounds.
-async fn rounds<F, Fut>(mut f: F) -> anyhow::Result<Figures>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<Figures>>,
-{
-    f().await?;
-    let mut all = Vec::new();
-    for _ in 0..ROUNDS {
-        all.push(f().await?);
-    }
-    Ok(Figures::median(&all))
-}
-
-/// How one operation went.
-enum Rec {
-    Ok,
-    Failed,
-    /// Succeeded but is left out of the latency figures.
-    Unrecorded,
-}
-
-impl From<bool> for Rec {
-    fn from(ok: bool) -> Self {
-        if ok {
-            Rec::Ok
-        } else {
-            Rec::Failed
+        let throughput = with_redis.ops_per_sec / floor.ops_per_sec;
+        report.ratio(&format!("throughput service / floor at {conc}"), throughput);
+        match conc {
+            1 => {
+                out.p50_c1 = with_redis.p50_ms;
+                out.p50_vs_floor_c1 = with_redis.p50_ms / floor.p50_ms;
+                out.degraded_c1 = without.p50_ms / with_redis.p50_ms;
+            }
+            16 => out.throughput_c16 = throughput,
+            _ => out.throughput_c64 = throughput,
         }
     }
-}
-
-/// Runs `n` operations over `conc` workers.
-async fn drive<F, Fut, R>(conc: usize, n: usize, op: F) -> anyhow::Result<Figures>
-where
-    F: Fn(usize) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = anyhow::Result<R>> + Send,
-    R: Into<Rec>,
-{
-    let op = Arc::new(op);
-    let next = Arc::new(AtomicUsize::new(0));
-    let started = Instant::now();
-    let mut workers = Vec::new();
-    for _ in 0..conc {
-        let (op, next) = (op.clone(), next.clone());
-        workers.push(tokio::spawn(async move {
-            let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("histogram");
-            let mut errors = 0usize;
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n {
-                    break;
-                }
-                let t = Instant::now();
-                let rec: Rec = op(i).await?.into();
-                let micros = t.elapsed().as_micros().max(1) as u64;
-                match rec {
-                    Rec::Ok => h.record(micros).expect("in range"),
-                    Rec::Failed => {
-                        h.record(micros).expect("in range");
-                        errors += 1;
-                    }
-                    Rec::Unrecorded => {}
-                }
-            }
-            anyhow::Ok((h, errors))
-        }));
-    }
-    let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("histogram");
-    let mut errors = 0;
-    for w in workers {
-        let (h, e) = w.await??;
-        hist.add(h).expect("same bounds");
-        errors += e;
-    }
-    Ok(Figures::from_hist(&hist, n, errors, started.elapsed()))
+    Ok(out)
 }
 
 async fn lock_raw(p: &RedisLockProvider, conc: usize, ops: usize) -> anyhow::Result<Figures> {
@@ -244,55 +184,6 @@ async fn lock_provider(p: &RedisLockProvider, conc: usize, ops: usize) -> anyhow
         }
     })
     .await
-}
-
-/// Approves every review over HTTP, `conc` at a time; a non-200 counts as an error.
-async fn approve_each(
-    env: &BenchEnv,
-    svc: &Service,
-    conc: usize,
-    reviews: Vec<Uuid>,
-) -> anyhow::Result<Figures> {
-    let n = reviews.len();
-    let reviews = Arc::new(reviews);
-    let (client, base, token) = (
-        env.http.clone(),
-        svc.base.clone(),
-        env.reviewer_token.clone(),
-    );
-    drive(conc, n, move |i| {
-        let (client, base, token, reviews) =
-            (client.clone(), base.clone(), token.clone(), reviews.clone());
-        async move {
-            let r = client
-                .post(format!("{base}/api/v1/reviews/{}/approve", reviews[i]))
-                .bearer_auth(&token)
-                .json(&json!({}))
-                .send()
-                .await?;
-            anyhow::Ok(r.status() == reqwest::StatusCode::OK)
-        }
-    })
-    .await
-}
-
-async fn approve_load(
-    env: &BenchEnv,
-    svc: &Service,
-    conc: usize,
-    n: usize,
-) -> anyhow::Result<Figures> {
-    let reviews = env.make_pending(n).await?;
-    env.purge_queue().await?;
-    let figures = approve_each(env, svc, conc, reviews).await?;
-    anyhow::ensure!(
-        figures.errors == 0,
-        "{} approvals failed at concurrency {conc} ({})",
-        figures.errors,
-        svc.name
-    );
-    env.expect_delivered(n).await?;
-    Ok(figures)
 }
 
 async fn review_floor(env: &BenchEnv, conc: usize, n: usize) -> anyhow::Result<Figures> {
@@ -356,32 +247,4 @@ async fn contention(env: &BenchEnv, svc: &Service, clients: usize) -> anyhow::Re
     env.expect_delivered(1).await?;
     figures.note = "one 200, the rest 409".into();
     Ok(figures)
-}
-
-/// Commits `n` approvals while RabbitMQ is unreachable, brings it back, and times delivery.
-async fn outbox_drain(env: &BenchEnv, n: usize) -> anyhow::Result<(usize, f64)> {
-    let proxy = Proxy::start(env.amqp_host_port()).await;
-    proxy.cut();
-    let svc = env
-        .spawn_service("drain", &[("APP__AMQP__URL", env.amqp_url_via(proxy.port))])
-        .await?;
-    let reviews = env.make_pending(n).await?;
-    env.purge_queue().await?;
-    let f = approve_each(env, &svc, 16, reviews).await?;
-    anyhow::ensure!(f.errors == 0, "approvals failed while RabbitMQ was down");
-    anyhow::ensure!(
-        env.queue_len().await? == 0,
-        "events were published while RabbitMQ was unreachable"
-    );
-    let backlog = env.backlog().await?;
-    anyhow::ensure!(
-        backlog as usize >= n,
-        "only {backlog} events waiting in the outbox"
-    );
-    let t = Instant::now();
-    proxy.restore();
-    env.expect_queue(n).await?;
-    let secs = t.elapsed().as_secs_f64();
-    drop(svc);
-    Ok((n, secs))
 }

@@ -19,7 +19,8 @@
 # and `up` will not install/start that piece, only check that it answers; `env`
 # prints the given URL, `down` leaves it alone.
 #
-# State (logs, pid files, FerretDB data): ${KH_STATE_DIR:-/var/tmp/kh-review}
+# State (logs, pid files): ${KH_STATE_DIR:-/var/tmp/kh-review}. FerretDB keeps its
+# data in the local PostgreSQL (database ferretdb), so it needs that cluster.
 set -euo pipefail
 
 STATE="${KH_STATE_DIR:-/var/tmp/kh-review}"
@@ -40,6 +41,11 @@ DEFAULT_DATABASE_URL="postgres://kh:kh@127.0.0.1:${PG_PORT}/kh_review"
 DEFAULT_REDIS_URL="redis://127.0.0.1:${REDIS_PORT}"
 DEFAULT_AMQP_URL="amqp://guest:guest@127.0.0.1:${AMQP_PORT}/%2f"
 DEFAULT_MONGO_URL="mongodb://127.0.0.1:${MONGO_PORT}"
+
+# FerretDB's own storage: database, role and password in the local PostgreSQL.
+FERRET_PG_DB=ferretdb
+FERRET_PG_USER=ferretdb
+FERRET_PG_URL="postgres://${FERRET_PG_USER}:${FERRET_PG_USER}@127.0.0.1:${PG_PORT}/${FERRET_PG_DB}"
 
 RABBIT_LIB_BIN=/usr/lib/rabbitmq/bin
 RABBIT_HOME=/var/lib/rabbitmq
@@ -327,7 +333,12 @@ pg_cluster() {
 }
 
 pg_admin_sql() { # run SQL as the postgres superuser over the local socket
-  (cd / && as_root runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 -p "$PG_PORT" -d postgres "$@")
+  pg_admin_sql_in postgres "$@"
+}
+
+pg_admin_sql_in() { # pg_admin_sql_in DATABASE PSQL_ARGS... — same, in DATABASE
+  local db=$1; shift
+  (cd / && as_root runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 -p "$PG_PORT" -d "$db" "$@")
 }
 
 pg_ensure_role_db() {
@@ -564,8 +575,115 @@ down_rabbitmq() {
 }
 
 # ----------------------------------------------------------------------------
-# FerretDB (SQLite backend)
+# FerretDB (PostgreSQL backend, in the local cluster)
 # ----------------------------------------------------------------------------
+# FerretDB keeps each collection in a table of the database ferretdb (one
+# schema per MongoDB database) and filters on _id with JSON containment,
+# `_jsonb->'_id' @> $1`, which its own btree index on _id cannot serve. An
+# event trigger, installed below as the superuser, gives every new collection
+# table a GIN index on _jsonb->'_id' that can; the service knows nothing of it.
+
+# Role, database, event trigger and the GIN index on existing collection
+# tables; idempotent, cheap when all is in place. Needs the local cluster.
+ferret_pg_ensure() {
+  pg_admin_sql -c "DO \$\$ BEGIN
+      IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$FERRET_PG_USER') THEN
+        CREATE ROLE $FERRET_PG_USER LOGIN PASSWORD '$FERRET_PG_USER';
+      ELSE
+        ALTER ROLE $FERRET_PG_USER LOGIN PASSWORD '$FERRET_PG_USER';
+      END IF;
+    END \$\$;" || return 1
+  if [[ -z $(pg_admin_sql -tA -c "SELECT 1 FROM pg_database WHERE datname = '$FERRET_PG_DB'") ]]; then
+    pg_admin_sql -c "CREATE DATABASE $FERRET_PG_DB OWNER $FERRET_PG_USER" || return 1
+  fi
+  # kh_ferretdb is no FerretDB database (it has no _ferretdb_database_metadata
+  # table), so FerretDB does not list it. The trigger's CREATE INDEX has the tag
+  # CREATE INDEX, so it does not fire the trigger again; an error in it is only
+  # a WARNING (in the PostgreSQL log), never a failed collection create.
+  pg_admin_sql_in "$FERRET_PG_DB" <<'SQL' || return 1
+SET client_min_messages = warning;
+CREATE SCHEMA IF NOT EXISTS kh_ferretdb;
+GRANT USAGE ON SCHEMA kh_ferretdb TO PUBLIC;
+
+-- GIN index on _jsonb->'_id' for one FerretDB collection table, if it has none
+CREATE OR REPLACE FUNCTION kh_ferretdb.id_gin_index(tbl regclass) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog AS $f$
+BEGIN
+  IF NOT EXISTS (
+      SELECT FROM pg_class c
+      JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = '_jsonb' AND NOT a.attisdropped
+      WHERE c.oid = tbl AND c.relkind = 'r' AND a.atttypid = 'jsonb'::regtype
+        AND c.relname NOT LIKE '\_ferretdb\_%'   -- FerretDB's metadata table
+        AND EXISTS (SELECT FROM pg_class m WHERE m.relnamespace = c.relnamespace
+                      AND m.relname = '_ferretdb_database_metadata')) THEN
+    RETURN;
+  END IF;
+  IF EXISTS (
+      SELECT FROM pg_index i
+      WHERE i.indrelid = tbl
+        AND pg_get_indexdef(i.indexrelid) LIKE '%USING gin (((_jsonb -> ''\_id''::text)) jsonb\_path\_ops)%') THEN
+    RETURN;
+  END IF;
+  EXECUTE format('CREATE INDEX ON %s USING gin ((_jsonb -> %L) jsonb_path_ops) WITH (fastupdate = off)', tbl, '_id');
+END $f$;
+
+CREATE OR REPLACE FUNCTION kh_ferretdb.on_create_table() RETURNS event_trigger
+LANGUAGE plpgsql SET search_path = pg_catalog AS $f$
+DECLARE r record;
+BEGIN
+  FOR r IN SELECT objid FROM pg_event_trigger_ddl_commands()
+           WHERE command_tag = 'CREATE TABLE' AND object_type = 'table' LOOP
+    BEGIN
+      PERFORM kh_ferretdb.id_gin_index(r.objid::regclass);
+    EXCEPTION WHEN OTHERS THEN
+      RAISE WARNING 'kh_ferretdb: no GIN index on _id for %: %', r.objid::regclass, SQLERRM;
+    END;
+  END LOOP;
+END $f$;
+
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT FROM pg_event_trigger
+                 WHERE evtname = 'kh_ferretdb_id_gin' AND evtevent = 'ddl_command_end'
+                   AND evtfoid = 'kh_ferretdb.on_create_table()'::regprocedure
+                   AND evttags = ARRAY['CREATE TABLE']) THEN
+    DROP EVENT TRIGGER IF EXISTS kh_ferretdb_id_gin;
+    CREATE EVENT TRIGGER kh_ferretdb_id_gin ON ddl_command_end
+      WHEN TAG IN ('CREATE TABLE') EXECUTE FUNCTION kh_ferretdb.on_create_table();
+  END IF;
+END $$;
+ALTER EVENT TRIGGER kh_ferretdb_id_gin ENABLE;
+
+-- collection tables made while the trigger was missing
+SELECT count(kh_ferretdb.id_gin_index(c.oid)) AS checked
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind = 'r' AND n.nspname NOT IN ('information_schema', 'kh_ferretdb')
+  AND n.nspname NOT LIKE 'pg\_%' \gset
+SQL
+  # FerretDB logs in over TCP with the password: check that works too.
+  PGCONNECT_TIMEOUT=5 psql -X -q -v ON_ERROR_STOP=1 -d "$FERRET_PG_URL" -tA -c 'SELECT 1' >/dev/null
+}
+
+# ferret_flags PID — the flags a running ferretdb was started with, one a line
+ferret_flags() { tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | grep -- '^--' || true; }
+
+# Did this script start the running FerretDB (pid file) with another storage,
+# e.g. --handler=sqlite (before the PostgreSQL backend)?
+ferret_stale() {
+  local pidf="$STATE/ferretdb.pid" flags
+  pid_alive "$pidf" ferretdb || return 1
+  flags=$(ferret_flags "$(cat "$pidf")")
+  [[ -n $flags ]] || return 1
+  ! grep -qx -- "--handler=postgresql" <<<"$flags" || ! grep -qxF -- "--postgresql-url=$FERRET_PG_URL" <<<"$flags"
+}
+
+ferret_stop() { # ferret_stop PID
+  kill "$1" 2>/dev/null || true
+  if ! WAIT_PID="" wait_for 15 pid_gone "$1"; then
+    warn "ferretdb (pid $1) ignored TERM; sending KILL"
+    kill -9 "$1" 2>/dev/null || true
+    WAIT_PID="" wait_for 5 pid_gone "$1" || return 1
+  fi
+}
 
 up_ferretdb() {
   local t0=$SECONDS logf="$STATE/ferretdb.log" pidf="$STATE/ferretdb.pid" bin
@@ -574,20 +692,42 @@ up_ferretdb() {
     fail_ext ferretdb KH_MONGO_URL 27017
     return 1
   fi
+  if ferret_stale; then
+    log "ferretdb: running (pid $(cat "$pidf")) with $(ferret_flags "$(cat "$pidf")" | grep -m1 -- '^--handler=' || echo 'other flags'); restarting it on PostgreSQL..."
+    if ! ferret_stop "$(cat "$pidf")"; then
+      fail ferretdb "$logf" KH_MONGO_URL "$DEFAULT_MONGO_URL" "could not stop the old ferretdb (pid $(cat "$pidf"))"
+      return 1
+    fi
+    rm -f "$pidf"
+  fi
+  if mongo_local_up && ! pid_alive "$pidf" ferretdb; then
+    log "ferretdb: already up (not started by this script, left as it is)"; return 0
+  fi
+  # Data left by the SQLite backend (older versions of this script): unused.
+  if [[ -d $STATE/ferretdb ]] && ! mongo_local_up; then
+    log "ferretdb: removing old SQLite data $STATE/ferretdb"
+    rm -rf "$STATE/ferretdb"
+  fi
+  if ! ferret_pg_ensure >>"$STATE/postgres-admin.log" 2>&1; then
+    local why="could not set up role/database $FERRET_PG_DB (and its event trigger) in the local PostgreSQL on 127.0.0.1:$PG_PORT, where FerretDB keeps its data"
+    [[ -n ${KH_DATABASE_URL:-} ]] && why+="; with KH_DATABASE_URL set this script does not run that PostgreSQL: set KH_MONGO_URL too"
+    fail ferretdb "$STATE/postgres-admin.log" KH_MONGO_URL "$DEFAULT_MONGO_URL" "$why"
+    return 1
+  fi
   if mongo_local_up; then log "ferretdb: already up"; return 0; fi
   if ! pid_alive "$pidf" ferretdb; then
     if ! bin=$(ferret_find); then
       fail ferretdb "$STATE/ferretdb-build.log" KH_MONGO_URL "$DEFAULT_MONGO_URL" "no working ferretdb ${FERRETDB_VERSION} binary and the build failed"
       return 1
     fi
-    log "ferretdb: starting $bin..."
-    mkdir -p "$STATE/ferretdb" "$STATE/ferretdb-state"
+    log "ferretdb: starting $bin (PostgreSQL backend, database $FERRET_PG_DB)..."
+    mkdir -p "$STATE/ferretdb-state"
     # --debug-addr=- disables the metrics/pprof HTTP listener (default 127.0.0.1:8088)
     # setsid: own session, survives this script; bash has no job control here,
     # so setsid execs in place and $! is FerretDB's pid.
     FERRETDB_TELEMETRY=disable nohup setsid "$bin" \
-      --handler=sqlite \
-      --sqlite-url="file:$STATE/ferretdb/" \
+      --handler=postgresql \
+      --postgresql-url="$FERRET_PG_URL" \
       --listen-addr="127.0.0.1:$MONGO_PORT" \
       --state-dir="$STATE/ferretdb-state" \
       --debug-addr=- \
@@ -615,11 +755,7 @@ down_ferretdb() {
   if pid_alive "$pidf" ferretdb; then
     pid=$(cat "$pidf")
     log "ferretdb: stopping (pid $pid)..."
-    kill "$pid" 2>/dev/null || true
-    if ! WAIT_PID="" wait_for 15 pid_gone "$pid"; then
-      warn "ferretdb (pid $pid) ignored TERM; sending KILL"
-      kill -9 "$pid" 2>/dev/null || true
-    fi
+    ferret_stop "$pid" || { warn "ferretdb (pid $pid) still alive"; return 1; }
     rm -f "$pidf"
     log "ferretdb: stopped"
   else
@@ -719,7 +855,7 @@ main() {
     down)   cmd_down ;;
     status) cmd_status ;;
     env)    cmd_env ;;
-    -h|--help|help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' ;;
+    -h|--help|help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' ;;
     *) echo "usage: $0 [up|down|status|env]" >&2; exit 2 ;;
   esac
 }

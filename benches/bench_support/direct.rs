@@ -47,10 +47,8 @@ impl Direct {
 
     /// The transaction: row locks, the two updates, the audit row and the outbox row.
     async fn commit_approval(&self, review_id: Uuid) -> anyhow::Result<Approval> {
+        // lock_timeout is a session setting in the service too: no statement for it here.
         let mut tx = self.pg.begin().await?;
-        sqlx::query("SELECT set_config('lock_timeout', '2000ms', true)")
-            .execute(&mut *tx)
-            .await?;
         let doc: Uuid = sqlx::query_scalar("SELECT document_id FROM reviews WHERE id = $1")
             .bind(review_id)
             .fetch_one(&mut *tx)
@@ -90,10 +88,15 @@ impl Direct {
         let payload = json!({"event_id": event_id, "event_type": "document.approved", "document_id": doc,
                              "review_id": review_id, "document_version": version + 1, "actor_id": "floor", "data": {}});
         let outbox_id: i64 = sqlx::query_scalar(
-            // Claimed at once, as the service's dispatcher would: the service instances running
-            // on this database must not deliver the floor's rows.
-            "INSERT INTO outbox (event_id, document_id, document_version, event_type, routing_key, payload, claimed_until) \
-             VALUES ($1, $2, $3, 'document.approved', 'document.approved', $4, now() + interval '1 hour') RETURNING id",
+            // The service's INSERT: owned by the committing request unless an earlier row of
+            // the document is undelivered; here for an hour, so that the service instances
+            // running on this database never deliver the floor's rows.
+            "WITH earlier AS (SELECT EXISTS (SELECT 1 FROM outbox WHERE document_id = $2 AND done_at IS NULL) AS waiting) \
+             INSERT INTO outbox (event_id, document_id, document_version, event_type, routing_key, payload, claimed_until, claim_token) \
+             SELECT $1, $2, $3, 'document.approved', 'document.approved', $4, \
+                    CASE WHEN waiting THEN NULL ELSE now() + interval '1 hour' END, \
+                    CASE WHEN waiting THEN NULL ELSE gen_random_uuid() END \
+             FROM earlier RETURNING id",
         )
         .bind(event_id)
         .bind(doc)

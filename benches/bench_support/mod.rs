@@ -1,15 +1,34 @@
 //! The benchmark's environment: its own database, queue and service processes.
 
+mod approve;
+mod cost;
+mod data;
 mod direct;
+mod drain;
+mod drive;
+mod goals;
+mod growth;
+mod listen;
 #[allow(dead_code)] // the tests' helpers beside the proxy
 #[path = "../../tests/api/support/proxy.rs"]
 mod proxy;
+mod publish;
 mod report;
+mod rows;
 mod service;
+mod sustained;
 
+pub use approve::{approve_each, approve_load};
+pub use cost::CostSample;
+pub use drain::outbox_drain;
+pub use drive::{drive, drive_for, rounds, Rec, ROUNDS};
+pub use goals::{ApproveFigures, Goals};
+pub use growth::{data_size_row, drain_row};
 pub use proxy::Proxy;
 pub use report::{Figures, Report};
+pub use rows::{cost_row, starvation_row};
 pub use service::Service;
+pub use sustained::sustained_row;
 
 use std::time::{Duration, Instant};
 
@@ -96,6 +115,9 @@ pub(crate) async fn connect_amqp(url: &str) -> lapin::Result<Connection> {
 
 pub struct BenchEnv {
     pub pg_url: String,
+    /// A pool on another database than the benchmark's (its statistics are read from
+    /// there, so that reading them does not count).
+    pub admin: PgPool,
     pub redis_url: String,
     pub amqp_url: String,
     pub mongo_url: String,
@@ -103,7 +125,7 @@ pub struct BenchEnv {
     pub http: reqwest::Client,
     pub reviewer_token: String,
     amqp: Channel,
-    _amqp_conn: Connection,
+    amqp_conn: Connection,
 }
 
 impl BenchEnv {
@@ -144,8 +166,17 @@ impl BenchEnv {
                 3600,
             ),
             amqp,
-            _amqp_conn: conn,
+            amqp_conn: conn,
+            admin: PgPool::connect(&base).await?,
         })
+    }
+
+    pub fn amqp_conn(&self) -> &Connection {
+        &self.amqp_conn
+    }
+
+    pub fn redis(&self) -> anyhow::Result<redis::Client> {
+        Ok(redis::Client::open(self.redis_url.as_str())?)
     }
 
     pub fn dead_redis_url(&self) -> String {
@@ -162,37 +193,6 @@ impl BenchEnv {
     pub fn amqp_url_via(&self, port: u16) -> String {
         self.amqp_url
             .replacen(&self.amqp_host_port(), &format!("127.0.0.1:{port}"), 1)
-    }
-
-    /// `n` documents in PENDING_REVIEW with a pending review each, written directly.
-    pub async fn make_pending(&self, n: usize) -> anyhow::Result<Vec<Uuid>> {
-        let docs: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
-        let reviews: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
-        let mut tx = self.pg.begin().await?;
-        sqlx::query(
-            "INSERT INTO documents (id, title, body, status, version, author_id) \
-             SELECT unnest($1::uuid[]), 'Benchmark document', 'Body of a benchmark document.', 'PENDING_REVIEW', 2, 'bench-author'",
-        )
-        .bind(&docs)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "INSERT INTO reviews (id, document_id, status, document_version, submitted_by) \
-             SELECT r, d, 'PENDING', 2, 'bench-author' FROM unnest($1::uuid[], $2::uuid[]) AS t(r, d)",
-        )
-        .bind(&reviews)
-        .bind(&docs)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "UPDATE documents d SET current_review_id = t.r FROM unnest($1::uuid[], $2::uuid[]) AS t(r, id) WHERE d.id = t.id",
-        )
-        .bind(&reviews)
-        .bind(&docs)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(reviews)
     }
 
     pub async fn backlog(&self) -> anyhow::Result<i64> {

@@ -52,6 +52,16 @@ pub struct Report {
     rows: Vec<Row>,
     ratios: Vec<(String, f64)>,
     notes: Vec<String>,
+    goals: Vec<Goal>,
+}
+
+/// One figure of this run against its target.
+#[derive(Serialize)]
+struct Goal {
+    figure: String,
+    measured: String,
+    goal: String,
+    met: bool,
 }
 
 #[derive(Serialize)]
@@ -87,7 +97,34 @@ impl Report {
     }
 
     pub fn note(&mut self, s: String) {
+        eprintln!("  {s}");
         self.notes.push(s);
+    }
+
+    /// A figure of this run, its target, and whether it meets it.
+    pub fn goal(&mut self, figure: &str, measured: String, goal: &str, met: bool) {
+        eprintln!(
+            "  goal: {figure}: {measured} (goal {goal}): {}",
+            if met { "met" } else { "MISSED" }
+        );
+        self.goals.push(Goal {
+            figure: figure.into(),
+            measured,
+            goal: goal.into(),
+            met,
+        });
+    }
+
+    fn goals_table(&self) -> String {
+        let mut md = String::from("\n| figure | this run | goal | met |\n|---|---|---|---|\n");
+        for g in &self.goals {
+            let met = if g.met { "yes" } else { "**no**" };
+            md.push_str(&format!(
+                "| {} | {} | {} | {met} |\n",
+                g.figure, g.measured, g.goal
+            ));
+        }
+        md
     }
 
     pub fn write(&self, peak_rss_mib: f64) -> anyhow::Result<()> {
@@ -113,9 +150,10 @@ impl Report {
         for n in &self.notes {
             md.push_str(&format!("- {n}\n"));
         }
+        md.push_str(&self.goals_table());
         md.push_str(&format!(
             "\nMedians of {} rounds after one warm-up round; latencies in milliseconds.\n",
-            crate::ROUNDS
+            super::ROUNDS
         ));
         println!("{md}");
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

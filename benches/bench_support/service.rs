@@ -81,6 +81,10 @@ pub struct Service {
 }
 
 impl Service {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Peak resident memory of the process so far (VmHWM).
     pub fn peak_rss_mib(&self) -> anyhow::Result<f64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;

@@ -1,0 +1,122 @@
+//! What an approval costs its hosts: CPU time of the service process and of PostgreSQL
+//! (from `/proc`), and commits in the service's database (`pg_stat_database.xact_commit`).
+
+use std::time::{Duration, Instant};
+
+use sqlx::PgPool;
+
+/// Cumulative counters at one moment.
+#[derive(Debug, Clone, Copy)]
+pub struct CostSample {
+    /// CPU seconds of the service process.
+    pub service_cpu: f64,
+    /// CPU seconds of the PostgreSQL backends serving the service's database.
+    pub pg_db_cpu: f64,
+    /// CPU seconds of every PostgreSQL process (all databases, background workers).
+    pub pg_all_cpu: f64,
+    pub commits: i64,
+}
+
+/// Per approval, between two samples.
+#[derive(Debug, Clone, Copy)]
+pub struct CostPer {
+    pub service_cpu_ms: f64,
+    pub pg_db_cpu_ms: f64,
+    pub pg_all_cpu_ms: f64,
+    pub commits: f64,
+}
+
+fn ticks_per_second() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// utime + stime of a process, in clock ticks (0 when it is gone).
+fn cpu_ticks(pid: &str) -> u64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0;
+    };
+    // The command name may hold spaces and parentheses: fields start after the last ')'.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0;
+    };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let field = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    field(11) + field(12)
+}
+
+/// (ticks of the backends of `db`, ticks of every postgres process)
+fn postgres_ticks(db: &str) -> (u64, u64) {
+    let (mut of_db, mut all) = (0, 0);
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return (0, 0);
+    };
+    let needle = format!(" {db} ");
+    for p in procs.flatten() {
+        let pid = p.file_name().to_string_lossy().to_string();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        let cmdline = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if comm.trim() != "postgres" && !cmdline.starts_with("postgres") {
+            continue;
+        }
+        let t = cpu_ticks(&pid);
+        all += t;
+        if cmdline.contains(&needle) {
+            of_db += t;
+        }
+    }
+    (of_db, all)
+}
+
+async fn commits(admin: &PgPool, db: &str) -> anyhow::Result<i64> {
+    Ok(
+        sqlx::query_scalar("SELECT xact_commit FROM pg_stat_database WHERE datname = $1")
+            .bind(db)
+            .fetch_one(admin)
+            .await?,
+    )
+}
+
+impl CostSample {
+    /// Samples once the database's commit counter has settled: backends publish their
+    /// counts when they go idle, up to a few seconds late. `admin` must be connected to
+    /// another database, so that reading does not count.
+    pub async fn settled(admin: &PgPool, db: &str, service_pid: u32) -> anyhow::Result<Self> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut last = commits(admin, db).await?;
+        let mut unchanged = 0;
+        while unchanged < 4 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let now = commits(admin, db).await?;
+            unchanged = if now == last { unchanged + 1 } else { 0 };
+            last = now;
+        }
+        anyhow::ensure!(unchanged >= 4, "the commit counter of {db} never settled");
+        let hz = ticks_per_second();
+        let (of_db, all) = postgres_ticks(db);
+        Ok(Self {
+            service_cpu: cpu_ticks(&service_pid.to_string()) as f64 / hz,
+            pg_db_cpu: of_db as f64 / hz,
+            pg_all_cpu: all as f64 / hz,
+            commits: last,
+        })
+    }
+
+    pub fn per(&self, before: &CostSample, n: usize) -> CostPer {
+        let n = n as f64;
+        CostPer {
+            service_cpu_ms: (self.service_cpu - before.service_cpu) * 1000.0 / n,
+            pg_db_cpu_ms: (self.pg_db_cpu - before.pg_db_cpu) * 1000.0 / n,
+            pg_all_cpu_ms: (self.pg_all_cpu - before.pg_all_cpu) * 1000.0 / n,
+            commits: (self.commits - before.commits) as f64 / n,
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! Data the benchmark writes straight into the stores: pending reviews to approve, a backlog
+//! of other documents' undelivered events, and a knowledge base of a realistic size.
+
+use std::time::Instant;
+
+use kh_review::domain::preview_of;
+use kh_review::lock::LockKeys;
+use mongodb::bson::doc;
+use uuid::Uuid;
+
+use super::{BenchEnv, DB};
+
+const TITLE: &str = "Benchmark document";
+const BODY: &str = "Body of a benchmark document. It is long enough to have a preview, and \
+                    short enough that the benchmark measures the review path, not the body.";
+
+impl BenchEnv {
+    /// `n` documents in PENDING_REVIEW with a pending review each, written directly.
+    pub async fn make_pending(&self, n: usize) -> anyhow::Result<Vec<Uuid>> {
+        let docs: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
+        let reviews: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
+        let mut tx = self.pg.begin().await?;
+        sqlx::query(
+            "INSERT INTO documents (id, title, body, status, version, author_id) \
+             SELECT unnest($1::uuid[]), $2, $3, 'PENDING_REVIEW', 2, 'bench-author'",
+        )
+        .bind(&docs)
+        .bind(TITLE)
+        .bind(BODY)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO reviews (id, document_id, status, document_version, submitted_by) \
+             SELECT r, d, 'PENDING', 2, 'bench-author' FROM unnest($1::uuid[], $2::uuid[]) AS t(r, d)",
+        )
+        .bind(&reviews)
+        .bind(&docs)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "UPDATE documents d SET current_review_id = t.r FROM unnest($1::uuid[], $2::uuid[]) AS t(r, id) WHERE d.id = t.id",
+        )
+        .bind(&reviews)
+        .bind(&docs)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(reviews)
+    }
+
+    /// `n` documents, each with one undelivered `document.approved` outbox row (due now,
+    /// claimed by no one): the backlog an outage leaves behind.
+    pub async fn make_backlog(&self, n: usize) -> anyhow::Result<()> {
+        let docs: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
+        let mut tx = self.pg.begin().await?;
+        sqlx::query(
+            "INSERT INTO documents (id, title, body, status, version, author_id) \
+             SELECT unnest($1::uuid[]), $2, $3, 'APPROVED', 3, 'bench-author'",
+        )
+        .bind(&docs)
+        .bind(TITLE)
+        .bind(BODY)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO outbox (event_id, document_id, document_version, event_type, routing_key, payload) \
+             SELECT gen_random_uuid(), d, 3, 'document.approved', 'document.approved', \
+                    jsonb_build_object('document_id', d, 'event_type', 'document.approved', 'document_version', 3) \
+             FROM unnest($1::uuid[]) AS t(d)",
+        )
+        .bind(&docs)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// A knowledge base of `n` approved documents in every store: PostgreSQL (document, its
+    /// approved review, audit row and delivered outbox row), MongoDB (its projection, in the
+    /// shape the service writes) and Redis (its fence counter). Returns the seconds it took.
+    pub async fn preload(&self, n: usize) -> anyhow::Result<f64> {
+        let started = Instant::now();
+        let keys = LockKeys::new("bench:");
+        for chunk in (0..n).collect::<Vec<_>>().chunks(10_000) {
+            let docs: Vec<Uuid> = chunk.iter().map(|_| Uuid::now_v7()).collect();
+            let reviews: Vec<Uuid> = chunk.iter().map(|_| Uuid::now_v7()).collect();
+            self.preload_pg(&docs, &reviews).await?;
+            self.preload_mongo(&docs, &reviews).await?;
+            let mut redis = self.redis()?.get_multiplexed_async_connection().await?;
+            let mut pipe = redis::pipe();
+            for r in &reviews {
+                let fence = format!("{}:fence", keys.review(*r));
+                pipe.cmd("SET")
+                    .arg(fence)
+                    .arg(1)
+                    .arg("EX")
+                    .arg(86_400)
+                    .ignore();
+            }
+            let () = pipe.query_async(&mut redis).await?;
+        }
+        sqlx::query("ANALYZE").execute(&self.pg).await?;
+        Ok(started.elapsed().as_secs_f64())
+    }
+
+    async fn preload_pg(&self, docs: &[Uuid], reviews: &[Uuid]) -> anyhow::Result<()> {
+        let mut tx = self.pg.begin().await?;
+        sqlx::query(
+            "INSERT INTO documents (id, title, body, status, version, author_id) \
+             SELECT unnest($1::uuid[]), $2, $3, 'APPROVED', 3, 'bench-author'",
+        )
+        .bind(docs)
+        .bind(TITLE)
+        .bind(BODY)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO reviews (id, document_id, status, document_version, submitted_by, decided_by, decided_at) \
+             SELECT r, d, 'APPROVED', 2, 'bench-author', 'bench-reviewer', now() \
+             FROM unnest($1::uuid[], $2::uuid[]) AS t(r, d)",
+        )
+        .bind(reviews)
+        .bind(docs)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "UPDATE documents d SET current_review_id = t.r FROM unnest($1::uuid[], $2::uuid[]) AS t(r, id) WHERE d.id = t.id",
+        )
+        .bind(reviews)
+        .bind(docs)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status, to_status, document_version, lock_mode) \
+             SELECT d, r, 'approve', 'bench-reviewer', 'PENDING_REVIEW', 'APPROVED', 3, 'redis' \
+             FROM unnest($1::uuid[], $2::uuid[]) AS t(r, d)",
+        )
+        .bind(reviews)
+        .bind(docs)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO outbox (event_id, document_id, document_version, event_type, routing_key, payload, projected_at, published_at, done_at) \
+             SELECT gen_random_uuid(), d, 3, 'document.approved', 'document.approved', '{}'::jsonb, now(), now(), now() \
+             FROM unnest($1::uuid[]) AS t(d)",
+        )
+        .bind(docs)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn preload_mongo(&self, docs: &[Uuid], reviews: &[Uuid]) -> anyhow::Result<()> {
+        let client = mongodb::Client::with_uri_str(&self.mongo_url).await?;
+        let coll = client
+            .database(DB)
+            .collection::<mongodb::bson::Document>("documents");
+        let now = chrono::Utc::now().to_rfc3339();
+        let projections: Vec<_> = docs
+            .iter()
+            .zip(reviews)
+            .map(|(d, r)| {
+                doc! {
+                    "_id": d.to_string(), "title": TITLE, "body": BODY, "preview": preview_of(BODY),
+                    "status": "APPROVED", "version": 3_i64, "author_id": "bench-author",
+                    "current_review_id": r.to_string(), "updated_at": &now,
+                }
+            })
+            .collect();
+        for batch in projections.chunks(1000) {
+            coll.insert_many(batch.to_vec()).await?;
+        }
+        Ok(())
+    }
+}

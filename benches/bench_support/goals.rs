@@ -1,0 +1,126 @@
+//! The figures the review path is held to, each against its goal, from this run alone.
+
+use super::cost::CostPer;
+use super::sustained::Sustained;
+use super::Report;
+
+/// The approve rows' figures the goals use.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApproveFigures {
+    pub p50_c1: f64,
+    pub p50_vs_floor_c1: f64,
+    pub throughput_c16: f64,
+    pub throughput_c64: f64,
+    pub degraded_c1: f64,
+}
+
+pub struct Goals {
+    pub approve: ApproveFigures,
+    pub lock_ratio: f64,
+    pub cost: CostPer,
+    /// (drain events/s, raw publishes/s)
+    pub drain: (f64, f64),
+    pub grown: f64,
+    pub sustained: Sustained,
+    /// p50 ms from an approval's 200 to its event, behind a backlog.
+    pub starved: f64,
+    pub peak_rss_mib: f64,
+}
+
+impl Goals {
+    pub fn report(&self, r: &mut Report) {
+        self.review_path(r);
+        self.volume_and_cost(r);
+    }
+
+    fn review_path(&self, r: &mut Report) {
+        let a = &self.approve;
+        let x = |v: f64| format!("{v:.2}x");
+        r.goal(
+            "approve p50 ÷ floor p50, concurrency 1",
+            x(a.p50_vs_floor_c1),
+            "≤ 1.3x",
+            a.p50_vs_floor_c1 <= 1.3,
+        );
+        r.goal(
+            "approve throughput ÷ floor throughput, concurrency 16",
+            x(a.throughput_c16),
+            "≥ 0.8",
+            a.throughput_c16 >= 0.8,
+        );
+        r.goal(
+            "approve throughput ÷ floor throughput, concurrency 64",
+            x(a.throughput_c64),
+            "≥ 0.8",
+            a.throughput_c64 >= 0.8,
+        );
+        r.goal(
+            "lock acquire + release p50 ÷ raw SET NX PX + DEL, concurrency 1",
+            x(self.lock_ratio),
+            "≤ 1.2x",
+            self.lock_ratio <= 1.2,
+        );
+        r.goal(
+            "degraded (Redis down) p50 ÷ normal p50, concurrency 1",
+            x(a.degraded_c1),
+            "≤ 1.1x",
+            a.degraded_c1 <= 1.1,
+        );
+    }
+
+    fn volume_and_cost(&self, r: &mut Report) {
+        let x = |v: f64| format!("{v:.2}x");
+        let (drain, raw) = self.drain;
+        r.goal(
+            "outbox drain rate ÷ raw confirmed-publish rate",
+            x(drain / raw),
+            "≥ 0.5",
+            drain / raw >= 0.5,
+        );
+        r.goal(
+            "approve p50 with 100,000 documents ÷ on empty stores, concurrency 1",
+            x(self.grown),
+            "≤ 1.2x",
+            self.grown <= 1.2,
+        );
+        let s = &self.sustained;
+        let backlog_secs = s.max_backlog as f64 / s.throughput.max(1.0);
+        r.goal(
+            "outbox backlog during 60 s at concurrency 64 (in seconds of throughput), then time to drain",
+            format!("{} rows = {backlog_secs:.2} s; drained in {:.2} s", s.max_backlog, s.drain_secs),
+            "< 2 s; ≤ 5 s",
+            backlog_secs < 2.0 && s.drain_secs <= 5.0,
+        );
+        r.goal(
+            "event latency p50 behind 20,000 undelivered rows",
+            format!("{:.1} ms", self.starved),
+            "< 1 s",
+            self.starved < 1000.0,
+        );
+        r.goal(
+            "peak RSS of the service",
+            format!("{:.1} MiB", self.peak_rss_mib),
+            "≤ 64 MiB",
+            self.peak_rss_mib <= 64.0,
+        );
+        let c = &self.cost;
+        r.goal(
+            "CPU per approval: the service process",
+            format!("{:.3} ms", c.service_cpu_ms),
+            "≤ 0.5 ms",
+            c.service_cpu_ms <= 0.5,
+        );
+        r.goal(
+            "CPU per approval: PostgreSQL (the service database's backends)",
+            format!("{:.3} ms", c.pg_db_cpu_ms),
+            "≤ 3 ms",
+            c.pg_db_cpu_ms <= 3.0,
+        );
+        r.goal(
+            "commits per approval in the service's database",
+            format!("{:.2}", c.commits),
+            "≤ 2",
+            c.commits <= 2.0,
+        );
+    }
+}

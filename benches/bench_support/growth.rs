@@ -1,0 +1,45 @@
+//! The rows about volume: the outbox drain against a raw publish floor, and the review path
+//! once every store holds a knowledge base of a realistic size.
+
+use super::{approve_load, outbox_drain, rounds, BenchEnv, Report};
+
+/// (drain events per second, raw confirmed publishes per second)
+pub async fn drain_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<(f64, f64)> {
+    let n = 2_000;
+    let raw = env.raw_publish_rate(n).await?;
+    let (n, secs) = outbox_drain(env, n).await?;
+    let drain = n as f64 / secs;
+    report.note(format!(
+        "outbox drain: {n} events committed while RabbitMQ was unreachable, delivered in {secs:.2} s after it returned: {drain:.0} events/s; \
+         floor: {raw:.0} confirmed publishes/s straight to the broker, in batches of 50 ({:.2}x)",
+        drain / raw
+    ));
+    Ok((drain, raw))
+}
+
+/// Preloads the stores, then approves at concurrency 1 on a fresh instance. Returns its p50
+/// over `empty_p50` (the same row on empty stores).
+pub async fn data_size_row(
+    report: &mut Report,
+    env: &BenchEnv,
+    empty_p50: f64,
+) -> anyhow::Result<f64> {
+    let n = std::env::var("KH_BENCH_PRELOAD")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000usize);
+    let secs = env.preload(n).await?;
+    report.note(format!(
+        "preloaded {n} approved documents (PostgreSQL rows, MongoDB projections, Redis fence keys) in {secs:.0} s"
+    ));
+    let svc = env.spawn_service("grown", &[]).await?;
+    let grown = rounds(|| approve_load(env, &svc, 1, 150)).await?;
+    let ratio = grown.p50_ms / empty_p50;
+    report.row(
+        &format!("approve over HTTP, Redis up, {n} documents already in every store"),
+        1,
+        &grown,
+        Some(("p50 vs empty stores", ratio)),
+    );
+    Ok(ratio)
+}

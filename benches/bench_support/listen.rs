@@ -1,0 +1,77 @@
+//! Listens for events on a queue of its own and notes when each review's event arrived.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use futures_util::StreamExt;
+use lapin::options::{
+    BasicAckOptions, BasicConsumeOptions, QueueBindOptions, QueueDeclareOptions, QueueDeleteOptions,
+};
+use lapin::types::FieldTable;
+use lapin::Channel;
+use uuid::Uuid;
+
+use super::{BenchEnv, EXCHANGE};
+
+const QUEUE: &str = "kh-bench.arrivals";
+
+/// Arrival times of `document.approved` events, by review.
+pub struct Arrivals {
+    seen: Arc<Mutex<HashMap<Uuid, Instant>>>,
+    channel: Channel,
+}
+
+impl BenchEnv {
+    /// Starts listening (a fresh queue bound to `document.approved`).
+    pub async fn listen(&self) -> anyhow::Result<Arrivals> {
+        let ch = self.amqp_conn().create_channel().await?;
+        ch.queue_delete(QUEUE, QueueDeleteOptions::default())
+            .await?;
+        ch.queue_declare(QUEUE, QueueDeclareOptions::default(), FieldTable::default())
+            .await?;
+        ch.queue_bind(
+            QUEUE,
+            EXCHANGE,
+            "document.approved",
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await?;
+        let mut consumer = ch
+            .basic_consume(
+                QUEUE,
+                "arrivals",
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await?;
+        let seen = Arc::new(Mutex::new(HashMap::new()));
+        let noted = seen.clone();
+        tokio::spawn(async move {
+            while let Some(Ok(delivery)) = consumer.next().await {
+                let at = Instant::now();
+                let body: serde_json::Value =
+                    serde_json::from_slice(&delivery.data).unwrap_or_default();
+                if let Some(review) = body["review_id"].as_str().and_then(|s| s.parse().ok()) {
+                    noted.lock().unwrap().insert(review, at);
+                }
+                let _ = delivery.ack(BasicAckOptions::default()).await;
+            }
+        });
+        Ok(Arrivals { seen, channel: ch })
+    }
+}
+
+impl Arrivals {
+    pub fn arrived(&self, review: &Uuid) -> Option<Instant> {
+        self.seen.lock().unwrap().get(review).copied()
+    }
+
+    pub async fn close(self) -> anyhow::Result<()> {
+        self.channel
+            .queue_delete(QUEUE, QueueDeleteOptions::default())
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,51 @@
+//! The floor of an outbox drain: confirmed publishes straight to the broker, pipelined in
+//! batches of the dispatcher's batch size, with no outbox and no service.
+
+use std::time::Instant;
+
+use futures_util::future::try_join_all;
+use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
+use lapin::publisher_confirm::Confirmation;
+use lapin::BasicProperties;
+
+use super::{BenchEnv, EXCHANGE};
+
+/// The outbox's batch size (`outbox.batch_size` in config/default.toml).
+const BATCH: usize = 50;
+
+impl BenchEnv {
+    /// Publishes `n` persistent, mandatory events with confirms; returns events per second.
+    pub async fn raw_publish_rate(&self, n: usize) -> anyhow::Result<f64> {
+        let ch = self.amqp_conn().create_channel().await?;
+        ch.confirm_select(ConfirmSelectOptions::default()).await?;
+        let body = serde_json::to_vec(&serde_json::json!({
+            "event_type": "document.approved", "document_version": 3, "data": {}
+        }))?;
+        let started = Instant::now();
+        for batch in 0..n.div_ceil(BATCH) {
+            let size = BATCH.min(n - batch * BATCH);
+            let confirms = (0..size).map(|_| async {
+                let confirm = ch
+                    .basic_publish(
+                        EXCHANGE,
+                        "document.approved",
+                        BasicPublishOptions {
+                            mandatory: true,
+                            ..Default::default()
+                        },
+                        &body,
+                        BasicProperties::default().with_delivery_mode(2),
+                    )
+                    .await?
+                    .await?;
+                anyhow::ensure!(matches!(confirm, Confirmation::Ack(None)), "not confirmed");
+                anyhow::Ok(())
+            });
+            try_join_all(confirms).await?;
+        }
+        let rate = n as f64 / started.elapsed().as_secs_f64();
+        self.expect_queue(n).await?;
+        let _ = ch.close(200, "done").await;
+        Ok(rate)
+    }
+}

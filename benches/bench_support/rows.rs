@@ -1,0 +1,118 @@
+//! The rows that look past one approval on empty stores: what an approval costs its hosts,
+//! how fresh events fare behind a backlog, a sustained load, the outbox drain, and the
+//! review path on a knowledge base of a realistic size.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use serde_json::json;
+
+use super::cost::CostPer;
+use super::{approve_each, drive_for, BenchEnv, CostSample, Figures, Report, Service};
+
+fn env_usize(key: &str, default: usize) -> usize {
+    std::env::var(key)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// CPU and commits per approval, on an instance of its own whose background dispatcher is
+/// off: every event must then go out from the request that committed it.
+pub async fn cost_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<CostPer> {
+    let svc = env
+        .spawn_service("cost", &[("APP__OUTBOX__RUN_DISPATCHER", "false".into())])
+        .await?;
+    let warm = env.make_pending(200).await?;
+    anyhow::ensure!(approve_each(env, &svc, 16, warm).await?.errors == 0);
+    env.expect_delivered(200).await?;
+    let n = 960;
+    let reviews = env.make_pending(n).await?;
+    let before = CostSample::settled(&env.admin, super::DB, svc.pid()).await?;
+    let f = approve_each(env, &svc, 16, reviews).await?;
+    let after = CostSample::settled(&env.admin, super::DB, svc.pid()).await?;
+    anyhow::ensure!(f.errors == 0, "{} approvals failed", f.errors);
+    env.expect_delivered(n).await?;
+    let per = after.per(&before, n);
+    report.note(format!(
+        "cost per approval ({n} at concurrency 16, dispatcher off, every event delivered by its request): \
+         service CPU {:.3} ms, PostgreSQL CPU {:.3} ms in the service database's backends \
+         ({:.3} ms in all of PostgreSQL, which also stores FerretDB's data), {:.2} commits",
+        per.service_cpu_ms, per.pg_db_cpu_ms, per.pg_all_cpu_ms, per.commits
+    ));
+    Ok(per)
+}
+
+/// With `backlog` other documents' events undelivered, approvals at concurrency 4: the time
+/// from each approval's 200 to its event on a queue. Returns the p50 in milliseconds.
+pub async fn starvation_row(
+    report: &mut Report,
+    env: &BenchEnv,
+    svc: &Service,
+) -> anyhow::Result<f64> {
+    let backlog = env_usize("KH_BENCH_BACKLOG", 20_000);
+    let n = 200;
+    let arrivals = env.listen().await?;
+    let reviews = env.make_pending(n).await?;
+    env.purge_queue().await?;
+    env.make_backlog(backlog).await?;
+    let replied = Arc::new(Mutex::new(Vec::with_capacity(n)));
+    let (client, base, token) = (
+        env.http.clone(),
+        svc.base.clone(),
+        env.reviewer_token.clone(),
+    );
+    let (list, noted) = (Arc::new(reviews), replied.clone());
+    let f = drive_for(4, Duration::from_secs(600), n, move |i| {
+        let (client, base, token, list, noted) = (
+            client.clone(),
+            base.clone(),
+            token.clone(),
+            list.clone(),
+            noted.clone(),
+        );
+        async move {
+            let r = client
+                .post(format!("{base}/api/v1/reviews/{}/approve", list[i]))
+                .bearer_auth(&token)
+                .json(&json!({}))
+                .send()
+                .await?;
+            noted.lock().unwrap().push((list[i], Instant::now()));
+            anyhow::Ok(r.status() == reqwest::StatusCode::OK)
+        }
+    })
+    .await?;
+    anyhow::ensure!(
+        f.errors == 0,
+        "{} approvals failed behind the backlog",
+        f.errors
+    );
+    let left = env.backlog().await?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut h = Histogram::<u64>::new_with_bounds(1, 600_000_000, 3)?;
+    let replied = replied.lock().unwrap().clone();
+    for (review, at) in replied {
+        let arrived = loop {
+            if let Some(t) = arrivals.arrived(&review) {
+                break t;
+            }
+            anyhow::ensure!(Instant::now() < deadline, "no event for approval {review}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        h.record(arrived.saturating_duration_since(at).as_micros().max(1) as u64)?;
+    }
+    arrivals.close().await?;
+    let mut lat = Figures::from_hist(&h, n, 0, Duration::from_secs(1));
+    lat.ops_per_sec = f.ops_per_sec;
+    lat.note = format!("{left} rows of the backlog still undelivered when the approvals ended");
+    report.row(
+        &format!("event latency (200 to event on a queue), {backlog} other documents' events undelivered"),
+        4,
+        &lat,
+        None,
+    );
+    env.expect_delivered(backlog + n).await?;
+    Ok(lat.p50_ms)
+}
