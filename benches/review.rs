@@ -158,10 +158,10 @@ async fn lock_raw(p: &RedisLockProvider, conc: usize, ops: usize) -> anyhow::Res
                 .arg("NX")
                 .arg("PX")
                 .arg(10_000)
-                .query_async(&mut c)
+                .query_async(&mut *c)
                 .await?;
             if set.is_some() {
-                let _: i64 = redis::cmd("DEL").arg(&key).query_async(&mut c).await?;
+                let _: i64 = redis::cmd("DEL").arg(&key).query_async(&mut *c).await?;
             }
             anyhow::Ok(true)
         }

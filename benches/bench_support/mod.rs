@@ -138,6 +138,8 @@ impl BenchEnv {
         let pg_url = fresh_database(&base).await?;
         let pg = sqlx::postgres::PgPoolOptions::new()
             .max_connections(80)
+            // No health check round trip on checkout: the floor's connections never go stale.
+            .test_before_acquire(false)
             .connect(&pg_url)
             .await?;
         kh_review::store::migrate(&pg).await?;

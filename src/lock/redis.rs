@@ -12,8 +12,10 @@
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use deadpool_redis::{Config as PoolConfig, Pool, Runtime};
-use redis::Script;
+use deadpool::managed::{self, Metrics, Object, RecycleResult};
+use deadpool_redis::{Config as PoolConfig, Runtime};
+use redis::aio::MultiplexedConnection;
+use redis::{RedisError, Script};
 
 use secrecy::ExposeSecret;
 
@@ -53,6 +55,36 @@ return 0
 /// increasing after it expires; this only bounds memory.
 const FENCE_RETENTION: Duration = Duration::from_secs(24 * 3600);
 
+/// A connection used within this long is handed out again without a health check.
+const FRESH: Duration = Duration::from_secs(1);
+
+/// deadpool-redis's connection manager, minus its `PING` round trip on every checkout: a
+/// connection used within [`FRESH`] is handed out as it is, an older one is checked first.
+/// A connection that fails with a connection error is dropped from the pool (`run`).
+pub struct Connections(deadpool_redis::Manager);
+
+impl managed::Manager for Connections {
+    type Type = MultiplexedConnection;
+    type Error = RedisError;
+
+    async fn create(&self) -> Result<MultiplexedConnection, RedisError> {
+        self.0.create().await
+    }
+
+    async fn recycle(
+        &self,
+        conn: &mut MultiplexedConnection,
+        metrics: &Metrics,
+    ) -> RecycleResult<RedisError> {
+        if metrics.last_used() < FRESH {
+            return Ok(());
+        }
+        self.0.recycle(conn, metrics).await
+    }
+}
+
+pub type Pool = managed::Pool<Connections>;
+
 #[derive(Clone)]
 pub struct RedisLockProvider {
     pool: Pool,
@@ -65,14 +97,18 @@ pub struct RedisLockProvider {
 impl RedisLockProvider {
     /// Creates the pool; does not connect (Redis may be down at start-up).
     pub fn new(url: &str, pool_size: usize, op_timeout: Duration) -> anyhow::Result<Self> {
-        let mut cfg = PoolConfig::from_url(url);
-        let mut pool_cfg = deadpool_redis::PoolConfig::new(pool_size);
-        pool_cfg.timeouts.wait = Some(op_timeout);
-        pool_cfg.timeouts.create = Some(op_timeout);
-        pool_cfg.timeouts.recycle = Some(op_timeout);
-        cfg.pool = Some(pool_cfg);
-        let pool = cfg
-            .create_pool(Some(Runtime::Tokio1))
+        let url = PoolConfig::from_url(url)
+            .url
+            .ok_or_else(|| anyhow::anyhow!("invalid redis configuration: no url"))?;
+        let manager = deadpool_redis::Manager::new(url)
+            .map_err(|e| anyhow::anyhow!("invalid redis configuration: {e}"))?;
+        let pool = Pool::builder(Connections(manager))
+            .max_size(pool_size)
+            .wait_timeout(Some(op_timeout))
+            .create_timeout(Some(op_timeout))
+            .recycle_timeout(Some(op_timeout))
+            .runtime(Runtime::Tokio1)
+            .build()
             .map_err(|e| anyhow::anyhow!("invalid redis configuration: {e}"))?;
         Ok(Self {
             pool,
@@ -96,10 +132,11 @@ impl RedisLockProvider {
         &self.pool
     }
 
-    /// Runs one Redis operation under the op timeout.
+    /// Runs one Redis operation under the op timeout. A connection that failed with a
+    /// connection error leaves the pool, so the next call does not meet it again.
     async fn run<T, F, Fut>(&self, f: F) -> Result<T, LockError>
     where
-        F: FnOnce(deadpool_redis::Connection) -> Fut,
+        F: FnOnce(MultiplexedConnection) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
     {
         let work = async {
@@ -108,9 +145,13 @@ impl RedisLockProvider {
                 .get()
                 .await
                 .map_err(|e| LockError::Unavailable(format!("redis pool: {e}")))?;
-            f(conn)
-                .await
-                .map_err(|e| LockError::Unavailable(format!("redis: {e}")))
+            let result = f((*conn).clone()).await;
+            if let Err(e) = &result {
+                if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
+                    let _ = Object::take(conn);
+                }
+            }
+            result.map_err(|e| LockError::Unavailable(format!("redis: {e}")))
         };
         match tokio::time::timeout(self.op_timeout, work).await {
             Ok(r) => r,

@@ -224,17 +224,31 @@ impl Dispatcher {
         Duration::from_millis(ms + jitter)
     }
 
-    /// The background loop: poll, deliver, repeat until `shutdown`; finishes its batch first.
+    /// The background loops, until `shutdown` (each finishes its batch first): one projects,
+    /// one publishes, so MongoDB catches up while RabbitMQ is down or slow, and the other
+    /// way round. A pass that failed waits `backoff_base` before the next, so a dependency
+    /// that fails fast is not retried in a tight loop.
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
-        let idle = self.settings.poll_interval;
         tracing::info!("outbox dispatcher started");
+        let projector = tokio::spawn(self.clone().pass_loop(Step::Projection, shutdown.clone()));
+        self.clone().pass_loop(Step::Publish, shutdown).await;
+        let _ = projector.await;
+        tracing::info!("outbox dispatcher stopped");
+    }
+
+    async fn pass_loop(self: Arc<Self>, step: Step, shutdown: CancellationToken) {
         while !shutdown.is_cancelled() {
-            let wait = match self.dispatch_batch(None).await {
-                Ok(n) if n > 0 => Duration::ZERO,
-                Ok(_) => idle,
+            let pass = match step {
+                Step::Projection => self.project_pass(None).await,
+                Step::Publish => self.publish_pass(None).await,
+            };
+            let wait = match pass {
+                Ok((_, true)) => self.settings.backoff_base,
+                Ok((n, false)) if n > 0 => Duration::ZERO,
+                Ok(_) => self.settings.poll_interval,
                 Err(e) => {
-                    tracing::warn!(error = %e, "outbox poll failed");
-                    idle
+                    tracing::warn!(?step, error = %e, "outbox poll failed");
+                    self.settings.poll_interval
                 }
             };
             if !wait.is_zero() {
@@ -244,6 +258,5 @@ impl Dispatcher {
                 }
             }
         }
-        tracing::info!("outbox dispatcher stopped");
     }
 }

@@ -10,9 +10,12 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_with::{serde_as, DurationMilliSeconds};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::PgPool;
+use sqlx::{Connection, PgPool};
 
 use super::error::StoreError;
+
+/// A pooled connection used within this long is handed out again without a health check.
+const FRESH: Duration = Duration::from_secs(1);
 
 /// `[database]` in `config/default.toml`.
 #[serde_as]
@@ -84,6 +87,17 @@ impl PgStore {
         let pool = PgPoolOptions::new()
             .max_connections(settings.max_connections)
             .acquire_timeout(settings.acquire_timeout)
+            // A connection used within the last second is handed out without a round trip;
+            // one idle for longer is pinged first (a restarted server has closed it).
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for >= FRESH {
+                        conn.ping().await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect_lazy_with(opts);
         Ok(Self::new(pool, settings.tx_timeout()))
     }
