@@ -86,20 +86,26 @@ async fn commits(admin: &PgPool, db: &str) -> anyhow::Result<i64> {
 }
 
 impl CostSample {
-    /// Samples once the database's commit counter has settled: backends publish their
-    /// counts when they go idle, up to a few seconds late. `admin` must be connected to
-    /// another database, so that reading does not count.
+    /// Samples once the database's commit counter has settled. An idle backend publishes
+    /// its counts up to 10 s late (PostgreSQL's idle statistics interval), so the counter
+    /// must stand still for longer than that. `admin` must be connected to another
+    /// database, so that reading does not count.
     pub async fn settled(admin: &PgPool, db: &str, service_pid: u32) -> anyhow::Result<Self> {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let still_for = Duration::from_secs(11);
+        let deadline = Instant::now() + Duration::from_secs(60);
         let mut last = commits(admin, db).await?;
-        let mut unchanged = 0;
-        while unchanged < 4 && Instant::now() < deadline {
+        let mut since = Instant::now();
+        while since.elapsed() < still_for {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the commit counter of {db} never settled"
+            );
             tokio::time::sleep(Duration::from_millis(500)).await;
             let now = commits(admin, db).await?;
-            unchanged = if now == last { unchanged + 1 } else { 0 };
-            last = now;
+            if now != last {
+                (last, since) = (now, Instant::now());
+            }
         }
-        anyhow::ensure!(unchanged >= 4, "the commit counter of {db} never settled");
         let hz = ticks_per_second();
         let (of_db, all) = postgres_ticks(db);
         Ok(Self {

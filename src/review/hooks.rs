@@ -14,6 +14,9 @@ pub const PAUSE_AFTER_LOCK_HEADER: &str = "x-test-pause-after-lock-ms";
 pub const SUSPEND_RENEWAL_HEADER: &str = "x-test-suspend-renewal";
 /// Skip the delivery attempt after COMMIT, as if the instance died right after it.
 pub const SKIP_DISPATCH_HEADER: &str = "x-test-skip-dispatch";
+/// Leave the outbox row to the background dispatchers, as while inline delivery is paused
+/// after a dependency failed.
+pub const LEAVE_TO_DISPATCHER_HEADER: &str = "x-test-leave-to-dispatcher";
 /// Answer 503 after a successful COMMIT, as if the reply had been lost.
 pub const FAIL_AFTER_COMMIT_HEADER: &str = "x-test-fail-after-commit";
 
@@ -23,6 +26,7 @@ pub struct Hooks {
     pub pause_after_lock: Option<Duration>,
     pub suspend_renewal: bool,
     pub skip_dispatch: bool,
+    pub leave_to_dispatcher: bool,
     /// Report a (retryable) failure after a successful COMMIT, as a lost reply would.
     pub fail_after_commit: bool,
 }
@@ -40,6 +44,7 @@ impl Hooks {
             pause_after_lock: ms(PAUSE_AFTER_LOCK_HEADER),
             suspend_renewal: header(SUSPEND_RENEWAL_HEADER) == Some("true"),
             skip_dispatch: header(SKIP_DISPATCH_HEADER) == Some("true"),
+            leave_to_dispatcher: header(LEAVE_TO_DISPATCHER_HEADER) == Some("true"),
             fail_after_commit: header(FAIL_AFTER_COMMIT_HEADER) == Some("true"),
         }
     }

@@ -127,7 +127,7 @@ impl ReviewService {
             version = done.document.version,
             "transition committed"
         );
-        if !ctx.hooks.skip_dispatch {
+        if !ctx.hooks.skip_dispatch && !ctx.hooks.leave_to_dispatcher {
             self.dispatcher
                 .after_commit(&done.document, committed.owned)
                 .await;
@@ -168,7 +168,10 @@ impl ReviewService {
                 Some(l) => Guard::Outer(l.fencing_token()),
                 None => Guard::RowLockOnly,
             },
-            own_outbox_for: self.dispatcher.own_outbox_for(),
+            own_outbox_for: self
+                .dispatcher
+                .own_outbox_for()
+                .filter(|_| !ctx.hooks.leave_to_dispatcher),
         };
         let staged: Staging = match step {
             Step::Submit(document_id) => self.store.submit(document_id, &wctx).await?,

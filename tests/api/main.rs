@@ -2,6 +2,7 @@
 //! server. Start them with `make services`.
 
 mod architecture;
+mod backlog;
 mod bad_input;
 mod concurrency;
 mod consumer;
@@ -14,5 +15,6 @@ mod leases;
 mod lock_provider;
 mod operations;
 mod outbox;
+mod plans;
 mod reviews;
 mod support;
