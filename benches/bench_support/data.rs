@@ -45,6 +45,13 @@ impl BenchEnv {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
+        // Submitted documents are projected (at version 2), as the service's submit does.
+        let pending: Vec<_> = docs
+            .iter()
+            .zip(&reviews)
+            .map(|(d, r)| projection(*d, *r, "PENDING_REVIEW", 2))
+            .collect();
+        self.insert_projections(pending).await?;
         Ok(reviews)
     }
 
@@ -152,25 +159,31 @@ impl BenchEnv {
     }
 
     async fn preload_mongo(&self, docs: &[Uuid], reviews: &[Uuid]) -> anyhow::Result<()> {
+        let projections = docs
+            .iter()
+            .zip(reviews)
+            .map(|(d, r)| projection(*d, *r, "APPROVED", 3))
+            .collect();
+        self.insert_projections(projections).await
+    }
+
+    async fn insert_projections(&self, docs: Vec<mongodb::bson::Document>) -> anyhow::Result<()> {
         let client = mongodb::Client::with_uri_str(&self.mongo_url).await?;
         let coll = client
             .database(DB)
             .collection::<mongodb::bson::Document>("documents");
-        let now = chrono::Utc::now().to_rfc3339();
-        let projections: Vec<_> = docs
-            .iter()
-            .zip(reviews)
-            .map(|(d, r)| {
-                doc! {
-                    "_id": d.to_string(), "title": TITLE, "body": BODY, "preview": preview_of(BODY),
-                    "status": "APPROVED", "version": 3_i64, "author_id": "bench-author",
-                    "current_review_id": r.to_string(), "updated_at": &now,
-                }
-            })
-            .collect();
-        for batch in projections.chunks(1000) {
+        for batch in docs.chunks(1000) {
             coll.insert_many(batch.to_vec()).await?;
         }
         Ok(())
+    }
+}
+
+/// A document's projection, in the shape the service writes.
+fn projection(id: Uuid, review: Uuid, status: &str, version: i64) -> mongodb::bson::Document {
+    doc! {
+        "_id": id.to_string(), "title": TITLE, "body": BODY, "preview": preview_of(BODY),
+        "status": status, "version": version, "author_id": "bench-author",
+        "current_review_id": review.to_string(), "updated_at": chrono::Utc::now().to_rfc3339(),
     }
 }

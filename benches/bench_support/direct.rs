@@ -45,19 +45,18 @@ impl Direct {
             .await
     }
 
-    /// The transaction: row locks, the two updates, the audit row and the outbox row.
+    /// The transaction: row locks, the two updates, the audit row and the outbox row, in
+    /// the service's statements.
     async fn commit_approval(&self, review_id: Uuid) -> anyhow::Result<Approval> {
         // lock_timeout is a session setting in the service too: no statement for it here.
         let mut tx = self.pg.begin().await?;
-        let doc: Uuid = sqlx::query_scalar("SELECT document_id FROM reviews WHERE id = $1")
-            .bind(review_id)
-            .fetch_one(&mut *tx)
-            .await?;
-        let (version, status): (i64, String) =
-            sqlx::query_as("SELECT version, status FROM documents WHERE id = $1 FOR UPDATE")
-                .bind(doc)
-                .fetch_one(&mut *tx)
-                .await?;
+        let (doc, version, status): (Uuid, i64, String) = sqlx::query_as(
+            "SELECT id, version, status FROM documents \
+             WHERE id = (SELECT document_id FROM reviews WHERE id = $1) FOR UPDATE",
+        )
+        .bind(review_id)
+        .fetch_one(&mut *tx)
+        .await?;
         let rstatus: String =
             sqlx::query_scalar("SELECT status FROM reviews WHERE id = $1 FOR UPDATE")
                 .bind(review_id)
@@ -75,23 +74,17 @@ impl Direct {
             .bind(doc)
             .execute(&mut *tx)
             .await?;
-        sqlx::query(
-            "INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status, to_status, document_version, lock_mode) \
-             VALUES ($1, $2, 'approve', 'floor', 'PENDING_REVIEW', 'APPROVED', $3, 'none')",
-        )
-        .bind(doc)
-        .bind(review_id)
-        .bind(version + 1)
-        .execute(&mut *tx)
-        .await?;
         let event_id = Uuid::now_v7();
         let payload = json!({"event_id": event_id, "event_type": "document.approved", "document_id": doc,
                              "review_id": review_id, "document_version": version + 1, "actor_id": "floor", "data": {}});
         let outbox_id: i64 = sqlx::query_scalar(
-            // The service's INSERT: owned by the committing request unless an earlier row of
-            // the document is undelivered; here for an hour, so that the service instances
-            // running on this database never deliver the floor's rows.
-            "WITH earlier AS (SELECT EXISTS (SELECT 1 FROM outbox WHERE document_id = $2 AND done_at IS NULL) AS waiting) \
+            // The service's one statement for the audit row and the outbox row: the outbox
+            // row is owned by the committing request unless an earlier row of the document
+            // is undelivered; here for an hour, so that the service instances running on
+            // this database never deliver the floor's rows.
+            "WITH audit AS (INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status, to_status, document_version, lock_mode) \
+                            VALUES ($2, $5, 'approve', 'floor', 'PENDING_REVIEW', 'APPROVED', $3, 'none')), \
+                  earlier AS (SELECT EXISTS (SELECT 1 FROM outbox WHERE document_id = $2 AND done_at IS NULL) AS waiting) \
              INSERT INTO outbox (event_id, document_id, document_version, event_type, routing_key, payload, claimed_until, claim_token) \
              SELECT $1, $2, $3, 'document.approved', 'document.approved', $4, \
                     CASE WHEN waiting THEN NULL ELSE now() + interval '1 hour' END, \
@@ -102,6 +95,7 @@ impl Direct {
         .bind(doc)
         .bind(version + 1)
         .bind(&payload)
+        .bind(review_id)
         .fetch_one(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -117,17 +111,20 @@ impl Direct {
         payload: &serde_json::Value,
         outbox_id: i64,
     ) -> anyhow::Result<()> {
-        // The same MongoDB write the service makes: insert, or update by `_id` when present.
+        // The same MongoDB write the service makes: the guarded update, or an insert when
+        // nothing matched.
         let fields = mongodb::bson::doc! {"status": "APPROVED", "version": version + 1, "body": "Body of a benchmark document."};
-        let mut full = fields.clone();
-        full.insert("_id", doc.to_string());
-        if self.mongo.insert_one(full).await.is_err() {
-            self.mongo
-                .update_one(
-                    mongodb::bson::doc! {"_id": doc.to_string()},
-                    mongodb::bson::doc! {"$set": fields},
-                )
-                .await?;
+        let updated = self
+            .mongo
+            .update_one(
+                mongodb::bson::doc! {"_id": doc.to_string(), "version": {"$lt": version + 1}},
+                mongodb::bson::doc! {"$set": fields.clone()},
+            )
+            .await?;
+        if updated.matched_count == 0 {
+            let mut full = fields;
+            full.insert("_id", doc.to_string());
+            self.mongo.insert_one(full).await?;
         }
         let confirm = self
             .ch

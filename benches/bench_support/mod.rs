@@ -151,6 +151,9 @@ impl BenchEnv {
             .await?;
         let amqp_url = env_or("APP__AMQP__URL", "amqp://guest:guest@127.0.0.1:5672/%2f");
         let (conn, amqp) = declare_queue(&amqp_url).await?;
+        // Whatever an earlier run left on the queue is not this run's.
+        amqp.queue_purge(QUEUE, QueuePurgeOptions::default())
+            .await?;
         let redis_url = env_or("APP__REDIS__URL", "redis://127.0.0.1:6379");
         Ok(Self {
             pg_url,

@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::error::StoreError;
 use super::pg::PgStore;
-use super::tx::{audit, enqueue, Staged, WriteContext};
+use super::tx::{record, Staged, WriteContext};
 use crate::domain::rules::{self, DocumentChange};
 use crate::domain::{
     Command, Document, DocumentBody, DocumentStatus, DocumentTitle, Locked, Refusal,
@@ -48,8 +48,7 @@ impl PgStore {
             created_at: row.created_at,
             updated_at: row.updated_at,
         };
-        audit(&mut tx, &doc, &new.audit, ctx).await?;
-        let owned = enqueue(&mut tx, &doc, None, &new.outbox, ctx).await?;
+        let owned = record(&mut tx, &doc, None, &new.audit, &new.outbox, ctx).await?;
         Ok(Staged::new(tx, doc, owned))
     }
 
@@ -99,8 +98,7 @@ impl PgStore {
         };
         let before = planned_document(locked.document)?;
         let doc = write_document(&mut tx, before, plan.document).await?;
-        audit(&mut tx, &doc, &plan.audit, ctx).await?;
-        let owned = enqueue(&mut tx, &doc, None, &plan.outbox, ctx).await?;
+        let owned = record(&mut tx, &doc, None, &plan.audit, &plan.outbox, ctx).await?;
         Ok(Ok(Staged::new(tx, doc, owned)))
     }
 }
@@ -116,6 +114,23 @@ pub(super) async fn lock_document(
                   current_review_id, fence_token, created_at, updated_at
            FROM documents WHERE id = $1 FOR UPDATE"#,
         id
+    )
+    .fetch_optional(&mut **tx)
+    .await?)
+}
+
+/// Locks the document of a review (the review itself is only read), if the review exists.
+pub(super) async fn lock_document_of_review(
+    tx: &mut Transaction<'static, Postgres>,
+    review_id: Uuid,
+) -> Result<Option<Document>, StoreError> {
+    Ok(sqlx::query_as!(
+        Document,
+        r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
+                  current_review_id, fence_token, created_at, updated_at
+           FROM documents
+           WHERE id = (SELECT document_id FROM reviews WHERE id = $1) FOR UPDATE"#,
+        review_id
     )
     .fetch_optional(&mut **tx)
     .await?)

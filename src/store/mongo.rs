@@ -107,19 +107,11 @@ impl MongoProjection {
             "current_review_id": doc.current_review_id.map(|r| r.to_string()),
             "updated_at": doc.updated_at.to_rfc3339(),
         };
-        // Insert when absent; otherwise update only if the stored version is older, in one
-        // atomic write (`{_id, version: {$lt: v}}`). That filter is an `_id` index lookup on
-        // MongoDB; FerretDB scans the collection for it, which is why the insert comes first
-        // (a first projection, the common case under load, never pays the scan).
+        // Update only if the stored version is older, in one atomic write (`{_id, version:
+        // {$lt: v}}`, an `_id` index lookup); insert when the document is absent. Every
+        // document is projected at creation, so later versions take one round trip.
         let work = async {
             for _ in 0..3 {
-                let mut full = fields.clone();
-                full.insert("_id", &id);
-                match self.coll.insert_one(full).await {
-                    Ok(_) => return Ok(Projected::Inserted),
-                    Err(e) if is_duplicate_key(&e) => {}
-                    Err(e) => return Err(anyhow::Error::new(e).context("mongo insert")),
-                }
                 let r = self
                     .coll
                     .update_one(
@@ -131,10 +123,18 @@ impl MongoProjection {
                 if r.matched_count == 1 {
                     return Ok(Projected::Updated);
                 }
-                // Not older: stale, unless the document vanished in between (then insert).
+                let mut full = fields.clone();
+                full.insert("_id", &id);
+                match self.coll.insert_one(full).await {
+                    Ok(_) => return Ok(Projected::Inserted),
+                    Err(e) if is_duplicate_key(&e) => {}
+                    Err(e) => return Err(anyhow::Error::new(e).context("mongo insert")),
+                }
+                // Present: stale, unless it was written between the two calls with an older
+                // version (then the update goes round again).
                 let present = self
                     .coll
-                    .find_one(doc! { "_id": &id })
+                    .find_one(doc! { "_id": &id, "version": { "$gte": doc.version } })
                     .projection(doc! { "version": 1 })
                     .await
                     .context("mongo read")?;

@@ -7,10 +7,10 @@ use chrono::{DateTime, Utc};
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-use super::documents::{lock_document, planned_document, write_document};
+use super::documents::{lock_document, lock_document_of_review, planned_document, write_document};
 use super::error::{violates, StoreError};
 use super::pg::PgStore;
-use super::tx::{audit, enqueue, Staged, WriteContext};
+use super::tx::{record, Staged, WriteContext};
 use crate::domain::rules::{self, DecideReview, OpenReview, ReviewChange};
 use crate::domain::{
     Command, Decision, Document, Locked, Plan, Refusal, Review, ReviewStatus, Transitioned,
@@ -50,15 +50,11 @@ impl PgStore {
         ctx: &WriteContext<'_>,
     ) -> Result<Staging, StoreError> {
         let mut tx = self.begin().await?;
-        // Find the document without locking, then lock document then review.
-        let document_id =
-            sqlx::query_scalar!("SELECT document_id FROM reviews WHERE id = $1", review_id)
-                .fetch_optional(&mut *tx)
-                .await?;
-        let locked = match document_id {
+        // Lock the review's document (found without locking the review), then the review.
+        let locked = match lock_document_of_review(&mut tx, review_id).await? {
             None => Locked::default(),
-            Some(document_id) => Locked {
-                document: lock_document(&mut tx, document_id).await?,
+            Some(document) => Locked {
+                document: Some(document),
                 review: lock_review(&mut tx, review_id).await?,
             },
         };
@@ -163,8 +159,15 @@ async fn write_transition(
         None => return Err(anyhow::anyhow!("a transition without a review").into()),
     };
     let doc = write_document(&mut tx, before, plan.document).await?;
-    audit(&mut tx, &doc, &plan.audit, ctx).await?;
-    let owned = enqueue(&mut tx, &doc, Some(review.id), &plan.outbox, ctx).await?;
+    let owned = record(
+        &mut tx,
+        &doc,
+        Some(review.id),
+        &plan.audit,
+        &plan.outbox,
+        ctx,
+    )
+    .await?;
     Ok(Ok(Staged::new(
         tx,
         Transitioned {

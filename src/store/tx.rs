@@ -78,41 +78,16 @@ impl PgStore {
     }
 }
 
-/// Writes the audit row of a change to `doc` (as it is after the change).
-pub(super) async fn audit(
-    tx: &mut Transaction<'static, Postgres>,
-    doc: &Document,
-    entry: &AuditEntry,
-    ctx: &WriteContext<'_>,
-) -> Result<(), StoreError> {
-    sqlx::query!(
-        "INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status, \
-         to_status, document_version, request_id, lock_mode, fence_token) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        doc.id,
-        entry.review_id,
-        entry.action,
-        ctx.actor.as_str(),
-        entry.from_status.map(|s| s.as_str()),
-        entry.to_status.as_str(),
-        entry.version,
-        ctx.request_id,
-        entry.lock_mode,
-        entry.fence_token,
-    )
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
-}
-
-/// Writes the outbox row of a change to `doc` (as it is after the change). The event body
-/// is fixed here, at commit time. The row is claimed for this request (returned) when
-/// `ctx.own_outbox_for` asks for it and no earlier row of the document is undelivered: the
-/// document's row lock, held here, keeps that answer true until COMMIT.
-pub(super) async fn enqueue(
+/// Writes the audit row and the outbox row of a change to `doc` (as it is after the
+/// change), in one statement. The event body is fixed here, at commit time. The outbox row
+/// is claimed for this request (returned) when `ctx.own_outbox_for` asks for it and no
+/// earlier row of the document is undelivered: the document's row lock, held here, keeps
+/// that answer true until COMMIT.
+pub(super) async fn record(
     tx: &mut Transaction<'static, Postgres>,
     doc: &Document,
     review_id: Option<Uuid>,
+    audit: &AuditEntry,
     entry: &OutboxEntry,
     ctx: &WriteContext<'_>,
 ) -> Result<Option<OutboxRow>, StoreError> {
@@ -131,7 +106,11 @@ pub(super) async fn enqueue(
     let routing_key = entry.event.routing_key();
     let claim_token = Uuid::new_v4();
     let row = sqlx::query!(
-        r#"WITH earlier AS (
+        r#"WITH audit AS (
+             INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status,
+                                    to_status, document_version, request_id, lock_mode, fence_token)
+             VALUES ($2, $9, $10, $11, $12, $13, $3, $14, $15, $16)),
+           earlier AS (
              SELECT EXISTS (SELECT 1 FROM outbox WHERE document_id = $2 AND done_at IS NULL)
                     AS waiting)
            INSERT INTO outbox (event_id, document_id, document_version, event_type,
@@ -150,6 +129,14 @@ pub(super) async fn enqueue(
         payload,
         ctx.own_outbox_for.map(|d| d.as_secs_f64()),
         claim_token,
+        audit.review_id,
+        audit.action,
+        ctx.actor.as_str(),
+        audit.from_status.map(|s| s.as_str()),
+        audit.to_status.as_str(),
+        ctx.request_id,
+        audit.lock_mode,
+        audit.fence_token,
     )
     .fetch_one(&mut **tx)
     .await?;
