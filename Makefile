@@ -30,10 +30,14 @@ run: services
 migrate: services
 	$(WITH_ENV) cargo run --bin kh-review -- migrate
 
-# Unit tests (lib) then the integration suite; examples and the binary hold no tests.
+# Unit tests (lib), the integration suite, then the volume tests (a 20,000-row backlog, a
+# 100,000-document database) on their own, so that their load does not skew the timing of
+# the others. Examples and the binary hold no tests.
+VOLUME_TESTS := backlog:: plans::
 test: services
 	cargo build --example consumer
-	$(WITH_ENV) cargo test --lib --test api -- --test-threads=$(TEST_THREADS)
+	$(WITH_ENV) cargo test --lib --test api -- --test-threads=$(TEST_THREADS) $(addprefix --skip ,$(VOLUME_TESTS))
+	$(WITH_ENV) cargo test --test api -- --test-threads=1 $(VOLUME_TESTS)
 
 # Benchmarks (release build; not part of `make test`). Report: target/bench/report.md and .json
 bench: services

@@ -27,7 +27,10 @@ pub struct OutboxRow {
 
 impl PgStore {
     /// Claims up to `limit` due rows whose projection has not run, half the oldest and half
-    /// the newest (a backlog of old rows never starves fresh ones). A projection writes the
+    /// the newest (a backlog of old rows never starves fresh ones). The per-document checks
+    /// are scalar subqueries, not joins: the planner then always looks a document's rows up
+    /// by `outbox_undone_by_document`, even while a fast-growing backlog has outrun its
+    /// statistics (as a join, it scanned every undone row per candidate). A projection writes the
     /// document's current state under a version guard, so it needs no ordering; dispatchers
     /// mostly avoid projecting one document at the same time (a per-document advisory lock
     /// while claiming, and no other live claim on its unprojected rows), which saves work
@@ -45,9 +48,10 @@ impl PgStore {
                  WHERE o.done_at IS NULL AND o.projected_at IS NULL AND o.next_attempt_at <= now()
                    AND (o.claimed_until IS NULL OR o.claimed_until < now())
                    AND ($1::uuid IS NULL OR o.document_id = $1)
-                   AND NOT EXISTS (SELECT 1 FROM outbox p
-                                   WHERE p.document_id = o.document_id AND p.done_at IS NULL
-                                     AND p.projected_at IS NULL AND p.claimed_until >= now())
+                   AND (SELECT p.id FROM outbox p
+                        WHERE p.document_id = o.document_id AND p.done_at IS NULL
+                          AND p.projected_at IS NULL AND p.claimed_until >= now()
+                        LIMIT 1) IS NULL
                    AND pg_try_advisory_xact_lock(hashtextextended(o.document_id::text, 7001))
                  ORDER BY o.id LIMIT ($2::int8 + 1) / 2 FOR UPDATE SKIP LOCKED),
                fresh AS (
@@ -55,9 +59,10 @@ impl PgStore {
                  WHERE o.done_at IS NULL AND o.projected_at IS NULL AND o.next_attempt_at <= now()
                    AND (o.claimed_until IS NULL OR o.claimed_until < now())
                    AND ($1::uuid IS NULL OR o.document_id = $1)
-                   AND NOT EXISTS (SELECT 1 FROM outbox p
-                                   WHERE p.document_id = o.document_id AND p.done_at IS NULL
-                                     AND p.projected_at IS NULL AND p.claimed_until >= now())
+                   AND (SELECT p.id FROM outbox p
+                        WHERE p.document_id = o.document_id AND p.done_at IS NULL
+                          AND p.projected_at IS NULL AND p.claimed_until >= now()
+                        LIMIT 1) IS NULL
                    AND pg_try_advisory_xact_lock(hashtextextended(o.document_id::text, 7001))
                  ORDER BY o.id DESC LIMIT $2::int8 / 2 FOR UPDATE SKIP LOCKED)
                UPDATE outbox SET claimed_until = now() + make_interval(secs => $3), claim_token = $4
@@ -90,18 +95,18 @@ impl PgStore {
                  WHERE o.done_at IS NULL AND o.projected_at IS NOT NULL AND o.next_attempt_at <= now()
                    AND (o.claimed_until IS NULL OR o.claimed_until < now())
                    AND ($1::uuid IS NULL OR o.document_id = $1)
-                   AND NOT EXISTS (SELECT 1 FROM outbox p
-                                   WHERE p.document_id = o.document_id AND p.done_at IS NULL
-                                     AND p.id < o.id)
+                   AND o.id = (SELECT p.id FROM outbox p
+                               WHERE p.document_id = o.document_id AND p.done_at IS NULL
+                               ORDER BY p.id LIMIT 1)
                  ORDER BY o.id LIMIT ($2::int8 + 1) / 2 FOR UPDATE SKIP LOCKED),
                fresh AS (
                  SELECT o.id FROM outbox o
                  WHERE o.done_at IS NULL AND o.projected_at IS NOT NULL AND o.next_attempt_at <= now()
                    AND (o.claimed_until IS NULL OR o.claimed_until < now())
                    AND ($1::uuid IS NULL OR o.document_id = $1)
-                   AND NOT EXISTS (SELECT 1 FROM outbox p
-                                   WHERE p.document_id = o.document_id AND p.done_at IS NULL
-                                     AND p.id < o.id)
+                   AND o.id = (SELECT p.id FROM outbox p
+                               WHERE p.document_id = o.document_id AND p.done_at IS NULL
+                               ORDER BY p.id LIMIT 1)
                  ORDER BY o.id DESC LIMIT $2::int8 / 2 FOR UPDATE SKIP LOCKED)
                UPDATE outbox SET claimed_until = now() + make_interval(secs => $3), claim_token = $4
                WHERE id IN (SELECT id FROM due UNION SELECT id FROM fresh)

@@ -189,13 +189,13 @@ async fn sigterm_mid_load_drains_without_resets_or_leftover_locks() {
             .map(|_| ())
     })
     .await;
-    // Slow approvals (each pauses 700 ms before COMMIT), all in flight when SIGTERM lands.
+    // Slow approvals (each pauses 2 s before COMMIT), all in flight when SIGTERM lands.
     let calls = reviews.iter().map(|review_id| {
         let req = app
             .client
             .post(format!("{base}/api/v1/reviews/{review_id}/approve"))
             .bearer_auth(app.reviewer())
-            .header(kh_review::review::hooks::PAUSE_HEADER, "700")
+            .header(kh_review::review::hooks::PAUSE_HEADER, "2000")
             .json(&serde_json::json!({}));
         async move { req.send().await }
     });
