@@ -24,7 +24,7 @@ use uuid::Uuid;
 use crate::domain::Document;
 use crate::store::mongo::MongoProjection;
 use crate::store::{OutboxRow, PgStore, StoreError};
-use publisher::AmqpPublisher;
+use publisher::{AmqpPublisher, PublishError};
 pub use settings::{AmqpSettings, OutboxSettings};
 
 #[derive(Debug, Default)]
@@ -46,12 +46,54 @@ pub struct Dispatcher {
     stats: DispatchStats,
 }
 
-/// Which step of a delivery failed.
+/// A step of a delivery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
     Projection,
     Publish,
 }
+
+/// Why a delivery failed, which decides what becomes of the row.
+#[derive(Debug)]
+enum Fault {
+    /// MongoDB or RabbitMQ is unreachable or too slow. Nothing about the row: it goes back
+    /// as it was (its error noted), and that dependency's pass pauses.
+    Down(Step, String),
+    /// The row itself was refused (unroutable, nacked, its document missing): it is retried
+    /// with a backoff of its own.
+    Refused(Step, String),
+}
+
+impl Fault {
+    fn step(&self) -> Step {
+        match self {
+            Fault::Down(step, _) | Fault::Refused(step, _) => *step,
+        }
+    }
+
+    fn is_down(&self) -> bool {
+        matches!(self, Fault::Down(..))
+    }
+
+    fn describe(&self) -> String {
+        let (Fault::Down(step, e) | Fault::Refused(step, e)) = self;
+        match step {
+            Step::Projection => format!("projection: {e}"),
+            Step::Publish => format!("publish: {e}"),
+        }
+    }
+}
+
+/// What a pass did: rows delivered or tried, and whether a dependency was down.
+#[derive(Debug, Clone, Copy, Default)]
+struct Pass {
+    done: usize,
+    down: bool,
+}
+
+/// The longest a pass waits between tries while its dependency is down: a returning
+/// dependency is noticed within this.
+const OUTAGE_PROBE_MAX: Duration = Duration::from_secs(2);
 
 impl Dispatcher {
     pub fn new(
@@ -107,19 +149,16 @@ impl Dispatcher {
     }
 
     /// Projects `document`, publishes the row's event, and marks the row done in one
-    /// statement. On a failure the row is marked for a retry (or, if even that fails, left
-    /// to the dispatchers once its lease ends).
+    /// statement. On a failure the row is given back or marked for a retry (or, if even
+    /// that fails, left to the dispatchers once its lease ends).
     async fn deliver_owned(&self, document: &Document, row: OutboxRow) {
-        let delivered = match self.mongo.project(document).await {
-            Err(e) => Err((Step::Projection, e)),
-            Ok(_) => {
-                self.stats.projected.fetch_add(1, Ordering::Relaxed);
-                self.publish(&row).await.map_err(|e| (Step::Publish, e))
-            }
+        let delivered = match self.project(document).await {
+            Ok(()) => self.publish(&row).await,
+            Err(fault) => Err(fault),
         };
         let marked = match delivered {
             Ok(()) => self.store.mark_done(&[row.id]).await,
-            Err((step, e)) => self.fail(&[&row], step, &e).await,
+            Err(fault) => self.fail(&[&row], &fault).await,
         };
         if let Err(e) = marked {
             tracing::warn!(document_id = %row.document_id, error = %e, "could not mark an outbox row; a dispatcher retries it after its lease");
@@ -146,17 +185,17 @@ impl Dispatcher {
     /// One round: project what is unprojected, then publish what is due, in order.
     /// Returns how many rows were delivered or tried.
     pub async fn dispatch_batch(&self, only_document: Option<Uuid>) -> Result<usize, StoreError> {
-        let (projected, proj_failed) = self.project_pass(only_document).await?;
-        let (published, pub_failed) = if proj_failed {
-            (0, false)
+        let projected = self.project_pass(only_document).await?;
+        let published = if projected.down {
+            Pass::default()
         } else {
             self.publish_pass(only_document).await?
         };
-        if (proj_failed || pub_failed) && only_document.is_some() {
-            // Stop the inline loop: the rows now wait for their retry time.
+        if (projected.down || published.down) && only_document.is_some() {
+            // Stop the inline loop: a dependency is down.
             return Ok(0);
         }
-        Ok(projected + published)
+        Ok(projected.done + published.done)
     }
 
     /// How long a claimed row stays ours: beyond the longest delivery attempt.
@@ -164,49 +203,76 @@ impl Dispatcher {
         Duration::from_secs(30)
     }
 
+    /// Writes the document's projection to MongoDB.
+    async fn project(&self, document: &Document) -> Result<(), Fault> {
+        match self.mongo.project(document).await {
+            Ok(_) => {
+                self.stats.projected.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(e) => {
+                self.stats
+                    .projection_failures
+                    .fetch_add(1, Ordering::Relaxed);
+                Err(Fault::Down(Step::Projection, format!("{e:#}")))
+            }
+        }
+    }
+
     /// Publishes the row's event (if it has one) and waits for the broker's confirm.
-    async fn publish(&self, row: &OutboxRow) -> anyhow::Result<()> {
+    async fn publish(&self, row: &OutboxRow) -> Result<(), Fault> {
         let Some(rk) = &row.routing_key else {
             return Ok(());
         };
-        let body = serde_json::to_vec(&row.payload)?;
+        let body = serde_json::to_vec(&row.payload)
+            .map_err(|e| Fault::Refused(Step::Publish, e.to_string()))?;
         let published = self
             .publisher
             .publish(rk, &row.event_id.to_string(), &row.event_type, &body)
             .await;
-        match &published {
+        match published {
             Ok(()) => {
                 self.stats.published.fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(document_id = %row.document_id, event_id = %row.event_id, version = row.document_version, "event published");
+                Ok(())
             }
-            Err(_) => {
+            Err(e) => {
                 self.stats.publish_failures.fetch_add(1, Ordering::Relaxed);
+                Err(match e {
+                    PublishError::Refused(why) => Fault::Refused(Step::Publish, why),
+                    down => Fault::Down(Step::Publish, down.to_string()),
+                })
             }
         }
-        published
     }
 
-    /// Records a failed attempt on each row (retry with backoff) and pauses inline delivery.
-    async fn fail(
-        &self,
-        rows: &[&OutboxRow],
-        step: Step,
-        error: &anyhow::Error,
-    ) -> Result<(), StoreError> {
-        self.pause_inline();
-        if step == Step::Projection {
-            self.stats
-                .projection_failures
-                .fetch_add(rows.len() as u64, Ordering::Relaxed);
+    /// A dependency down: the rows go back as they were, with the error noted, and inline
+    /// delivery pauses. A row refused: a failed attempt, retried after its own backoff.
+    async fn fail(&self, rows: &[&OutboxRow], fault: &Fault) -> Result<(), StoreError> {
+        let error = fault.describe();
+        if fault.is_down() {
+            self.pause_inline();
+            tracing::warn!(
+                rows = rows.len(),
+                error,
+                "outbox delivery paused: a dependency is down"
+            );
+            let mut tokens: Vec<Uuid> = rows.iter().map(|r| r.claim_token).collect();
+            tokens.dedup();
+            for token in tokens {
+                let ids: Vec<i64> = rows
+                    .iter()
+                    .filter(|r| r.claim_token == token)
+                    .map(|r| r.id)
+                    .collect();
+                self.store.set_aside(&ids, token, &error).await?;
+            }
+            return Ok(());
         }
-        let error = match step {
-            Step::Projection => format!("projection: {error:#}"),
-            Step::Publish => format!("publish: {error:#}"),
-        };
         for row in rows {
             let retry_in = self.backoff(row.attempts);
-            tracing::warn!(document_id = %row.document_id, event_id = %row.event_id, attempts = row.attempts + 1, ?retry_in, error, "outbox delivery failed");
-            let projected = step == Step::Publish;
+            tracing::warn!(document_id = %row.document_id, event_id = %row.event_id, attempts = row.attempts + 1, ?retry_in, error, "outbox row refused");
+            let projected = fault.step() == Step::Publish;
             self.store
                 .mark_failed(row.id, row.claim_token, retry_in, &error, projected)
                 .await?;
@@ -226,8 +292,8 @@ impl Dispatcher {
 
     /// The background loops, until `shutdown` (each finishes its batch first): one projects,
     /// one publishes, so MongoDB catches up while RabbitMQ is down or slow, and the other
-    /// way round. A pass that failed waits `backoff_base` before the next, so a dependency
-    /// that fails fast is not retried in a tight loop.
+    /// way round. While a loop's dependency is down it retries with a growing pause (see
+    /// `outage_backoff`), whatever the backlog: never a tight loop.
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
         tracing::info!("outbox dispatcher started");
         let projector = tokio::spawn(self.clone().pass_loop(Step::Projection, shutdown.clone()));
@@ -237,15 +303,25 @@ impl Dispatcher {
     }
 
     async fn pass_loop(self: Arc<Self>, step: Step, shutdown: CancellationToken) {
+        let mut outage = 0u32;
         while !shutdown.is_cancelled() {
             let pass = match step {
                 Step::Projection => self.project_pass(None).await,
                 Step::Publish => self.publish_pass(None).await,
             };
             let wait = match pass {
-                Ok((_, true)) => self.settings.backoff_base,
-                Ok((n, false)) if n > 0 => Duration::ZERO,
-                Ok(_) => self.settings.poll_interval,
+                Ok(p) if p.down => {
+                    outage += 1;
+                    self.outage_backoff(outage)
+                }
+                Ok(p) => {
+                    outage = 0;
+                    if p.done > 0 {
+                        Duration::ZERO
+                    } else {
+                        self.settings.poll_interval
+                    }
+                }
                 Err(e) => {
                     tracing::warn!(?step, error = %e, "outbox poll failed");
                     self.settings.poll_interval
@@ -258,5 +334,16 @@ impl Dispatcher {
                 }
             }
         }
+    }
+
+    /// The wait after the `n`th pass in a row that found its dependency down: doubling
+    /// from `backoff_base`, at most `backoff_max` and [`OUTAGE_PROBE_MAX`].
+    fn outage_backoff(&self, n: u32) -> Duration {
+        let exp = 2u32.saturating_pow(n.saturating_sub(1).min(20));
+        self.settings
+            .backoff_base
+            .saturating_mul(exp)
+            .min(self.settings.backoff_max)
+            .min(OUTAGE_PROBE_MAX)
     }
 }

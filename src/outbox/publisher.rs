@@ -17,6 +17,18 @@ use tokio::sync::Mutex;
 
 use super::settings::AmqpSettings;
 
+/// Why a publish failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// The broker took the message and refused it (unroutable, nack): the message's fault,
+    /// so the row is retried with its own backoff.
+    #[error("{0}")]
+    Refused(String),
+    /// The broker is unreachable or did not confirm in time: nothing about the message.
+    #[error("{0:#}")]
+    Unavailable(anyhow::Error),
+}
+
 /// Most messages the archive queue keeps (the oldest are dropped first).
 const ARCHIVE_MAX_LENGTH: i64 = 100_000;
 
@@ -133,8 +145,8 @@ impl AmqpPublisher {
         message_id: &str,
         event_type: &str,
         body: &[u8],
-    ) -> anyhow::Result<()> {
-        let result = tokio::time::timeout(self.timeout, async {
+    ) -> Result<(), PublishError> {
+        let sent = tokio::time::timeout(self.timeout, async {
             let ch = self.channel().await?;
             let props = BasicProperties::default()
                 .with_delivery_mode(2)
@@ -143,37 +155,35 @@ impl AmqpPublisher {
                 .with_type(event_type.into())
                 .with_app_id("kh-review".into())
                 .with_timestamp(chrono::Utc::now().timestamp() as u64);
-            let confirm = ch
-                .basic_publish(
-                    &self.exchange,
-                    routing_key,
-                    BasicPublishOptions {
-                        mandatory: true,
-                        ..Default::default()
-                    },
-                    body,
-                    props,
-                )
+            let options = BasicPublishOptions {
+                mandatory: true,
+                ..Default::default()
+            };
+            ch.basic_publish(&self.exchange, routing_key, options, body, props)
                 .await
                 .context("amqp publish")?
                 .await
-                .context("amqp confirm")?;
-            match confirm {
-                Confirmation::Ack(None) => Ok(()),
-                Confirmation::Ack(Some(_)) => Err(anyhow!(
-                    "unroutable: no queue is bound to {} for {routing_key}",
-                    self.exchange
-                )),
-                Confirmation::Nack(_) => Err(anyhow!("broker refused the message (nack)")),
-                Confirmation::NotRequested => Err(anyhow!("channel is not in confirm mode")),
-            }
+                .context("amqp confirm")
         })
         .await
         .map_err(|_| anyhow!("rabbitmq did not confirm within {:?}", self.timeout))
         .and_then(|r| r);
-        if result.is_err() {
-            // Start from a fresh connection next time, unless this one is still healthy (an
-            // unroutable or refused message says nothing about the connection).
+        let result = match sent {
+            Err(e) => Err(PublishError::Unavailable(e)),
+            Ok(Confirmation::Ack(None)) => Ok(()),
+            Ok(Confirmation::Ack(Some(_))) => Err(PublishError::Refused(format!(
+                "unroutable: no queue is bound to {} for {routing_key}",
+                self.exchange
+            ))),
+            Ok(Confirmation::Nack(_)) => Err(PublishError::Refused(
+                "broker refused the message (nack)".into(),
+            )),
+            Ok(Confirmation::NotRequested) => Err(PublishError::Unavailable(anyhow!(
+                "channel is not in confirm mode"
+            ))),
+        };
+        if let Err(PublishError::Unavailable(_)) = &result {
+            // Start from a fresh connection next time, unless this one is still healthy.
             let mut live = self.live.lock().await;
             let healthy = live
                 .as_ref()
@@ -183,6 +193,15 @@ impl AmqpPublisher {
             }
         }
         result
+    }
+
+    /// Whether a connection is open now (publishing would not have to connect first).
+    pub async fn is_connected(&self) -> bool {
+        self.live
+            .lock()
+            .await
+            .as_ref()
+            .is_some_and(|(c, ch)| c.status().connected() && ch.status().connected())
     }
 
     pub async fn ping(&self) -> anyhow::Result<()> {

@@ -183,6 +183,21 @@ impl PgStore {
         Ok(())
     }
 
+    /// Gives rows claimed with `token` back, due at once, noting why they were not delivered
+    /// (a dependency was down: that says nothing about the rows, so no attempt is counted).
+    pub async fn set_aside(&self, ids: &[i64], token: Uuid, error: &str) -> Result<(), StoreError> {
+        sqlx::query!(
+            "UPDATE outbox SET claimed_until = NULL, last_error = left($3, 500) \
+             WHERE id = ANY($1) AND claim_token = $2",
+            ids,
+            token,
+            error
+        )
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     /// Gives claimed rows back untouched (the pass stopped before reaching them).
     pub async fn unclaim(&self, ids: &[i64], token: Uuid) -> Result<(), StoreError> {
         if ids.is_empty() {
