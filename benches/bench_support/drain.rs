@@ -6,7 +6,7 @@ use std::time::Instant;
 use super::{approve_each, BenchEnv, Proxy};
 
 /// Commits `n` approvals while RabbitMQ is unreachable, brings it back, and times delivery.
-pub async fn outbox_drain(env: &BenchEnv, n: usize) -> anyhow::Result<(usize, f64)> {
+pub async fn outbox_drain(env: &BenchEnv, n: usize) -> anyhow::Result<Drained> {
     let proxy = Proxy::start(env.amqp_host_port()).await;
     proxy.cut();
     let svc = env
@@ -27,8 +27,47 @@ pub async fn outbox_drain(env: &BenchEnv, n: usize) -> anyhow::Result<(usize, f6
     );
     let t = Instant::now();
     proxy.restore();
-    env.expect_queue(n).await?;
-    let secs = t.elapsed().as_secs_f64();
+    let mut first = None;
+    loop {
+        let len = env.queue_len().await? as usize;
+        if len > 0 && first.is_none() {
+            first = Some(t.elapsed().as_secs_f64());
+        }
+        anyhow::ensure!(
+            len <= n,
+            "{len} events on the queue, expected {n}: duplicates"
+        );
+        if len == n {
+            break;
+        }
+        anyhow::ensure!(
+            t.elapsed().as_secs() < 120,
+            "only {len} of {n} events delivered"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let all = t.elapsed().as_secs_f64();
+    env.purge_queue().await?;
     drop(svc);
-    Ok((n, secs))
+    Ok(Drained {
+        events: n,
+        first_after: first.unwrap_or(all),
+        all_after: all,
+    })
+}
+
+/// How an outbox drained once RabbitMQ was back.
+pub struct Drained {
+    pub events: usize,
+    /// Seconds from RabbitMQ's return to the first event on the queue (reconnecting).
+    pub first_after: f64,
+    /// Seconds from RabbitMQ's return to the last.
+    pub all_after: f64,
+}
+
+impl Drained {
+    /// Events per second from the first event to the last: the drain itself.
+    pub fn rate(&self) -> f64 {
+        (self.events - 1) as f64 / (self.all_after - self.first_after).max(1e-3)
+    }
 }
