@@ -25,6 +25,11 @@ async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     let env = BenchEnv::prepare().await?;
     let mut report = Report::default();
+    if std::env::var("KH_BENCH_ONLY").as_deref() == Ok("drain") {
+        // A quick look at one row while working on the dispatcher; writes no report.
+        drain_row(&mut report, &env).await?;
+        return Ok(());
+    }
 
     let lock_ratio = lock_rows(&mut report, &env).await?;
     // First, while no other instance polls the benchmark's database.

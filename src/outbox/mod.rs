@@ -265,7 +265,8 @@ impl Dispatcher {
                     .filter(|r| r.claim_token == token)
                     .map(|r| r.id)
                     .collect();
-                self.store.set_aside(&ids, token, &error).await?;
+                let projected = fault.step() == Step::Publish;
+                self.store.set_aside(&ids, token, &error, projected).await?;
             }
             return Ok(());
         }

@@ -185,13 +185,22 @@ impl PgStore {
 
     /// Gives rows claimed with `token` back, due at once, noting why they were not delivered
     /// (a dependency was down: that says nothing about the rows, so no attempt is counted).
-    pub async fn set_aside(&self, ids: &[i64], token: Uuid, error: &str) -> Result<(), StoreError> {
+    /// `projected`: their projection did succeed before the failure.
+    pub async fn set_aside(
+        &self,
+        ids: &[i64],
+        token: Uuid,
+        error: &str,
+        projected: bool,
+    ) -> Result<(), StoreError> {
         sqlx::query!(
-            "UPDATE outbox SET claimed_until = NULL, last_error = left($3, 500) \
+            "UPDATE outbox SET claimed_until = NULL, last_error = left($3, 500), \
+             projected_at = CASE WHEN $4 THEN COALESCE(projected_at, now()) ELSE projected_at END \
              WHERE id = ANY($1) AND claim_token = $2",
             ids,
             token,
-            error
+            error,
+            projected
         )
         .execute(&self.pool)
         .await?;

@@ -42,6 +42,10 @@ impl Proxy {
                     let Ok(mut outbound) = TcpStream::connect(&target).await else {
                         return;
                     };
+                    // No Nagle delay on either leg: a proxied request/reply exchange must not
+                    // wait for the peer's delayed ACK (about 40 ms each time).
+                    let _ = inbound.set_nodelay(true);
+                    let _ = outbound.set_nodelay(true);
                     tokio::select! {
                         _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
                         _ = cut.cancelled() => {}
