@@ -24,6 +24,7 @@ use uuid::Uuid;
 async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     let env = BenchEnv::prepare().await?;
+    env.clear_redis().await?;
     let mut report = Report::default();
     if std::env::var("KH_BENCH_ONLY").as_deref() == Ok("drain") {
         // A quick look at one row while working on the dispatcher; writes no report.
@@ -73,6 +74,7 @@ async fn main() -> anyhow::Result<()> {
         peak_rss_mib,
     };
     goals.report(&mut report);
+    env.clear_redis().await?;
     report.note(format!(
         "total benchmark time: {:.0} s",
         started.elapsed().as_secs_f64()

@@ -176,6 +176,35 @@ impl BenchEnv {
         })
     }
 
+    /// Deletes the benchmark's keys from Redis (its lock prefix, `bench:`): a preload leaves
+    /// 100,000 fence keys, and a Redis that holds them all makes every `KEYS` slow.
+    pub async fn clear_redis(&self) -> anyhow::Result<usize> {
+        let mut redis = self.redis()?.get_multiplexed_async_connection().await?;
+        let mut cursor = 0u64;
+        let mut deleted = 0;
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg("bench:*")
+                .arg("COUNT")
+                .arg(10_000)
+                .query_async(&mut redis)
+                .await?;
+            if !keys.is_empty() {
+                deleted += keys.len();
+                let _: i64 = redis::cmd("UNLINK")
+                    .arg(&keys)
+                    .query_async(&mut redis)
+                    .await?;
+            }
+            if next == 0 {
+                return Ok(deleted);
+            }
+            cursor = next;
+        }
+    }
+
     pub fn amqp_conn(&self) -> &Connection {
         &self.amqp_conn
     }
