@@ -118,7 +118,7 @@ impl Goals {
         );
         r.goal(
             "commits per approval in the service's database",
-            format!("{:.2}", c.commits),
+            format!("{:.3}", c.commits),
             "≤ 2",
             c.commits <= 2.0,
         );
