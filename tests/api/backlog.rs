@@ -1,5 +1,5 @@
-//! Volume: a backlog of other documents' events never holds back a fresh approval's event,
-//! and the request path's statements use indexes on a database of a realistic size.
+//! Backlogs: other documents' undelivered events never hold back a fresh approval's event,
+//! and a broker that is down is retried at a bounded rate however many rows wait.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -106,5 +106,66 @@ async fn a_fresh_event_never_waits_behind_other_documents_backlog() {
         p50 < 1.0,
         "p50 from 200 to event was {p50:.3} s behind the backlog"
     );
+    app.finish().await;
+}
+
+/// `kh_publish_failures_total` off the app's `/metrics`.
+async fn publish_failures(app: &TestApp) -> u64 {
+    let text = app.client.get(app.url("/metrics")).send().await.unwrap();
+    let text = text.text().await.unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("kh_publish_failures_total "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .expect("kh_publish_failures_total in /metrics") as u64
+}
+
+/// RabbitMQ refusing connections while 1,000 events wait: the dispatcher tries a few times
+/// a second at most (not once per row, and never in a tight loop), counts no attempt against
+/// the rows (the broker being down says nothing about them), and delivers every one of them
+/// once RabbitMQ is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_broker_is_retried_at_a_bounded_rate_whatever_the_backlog() {
+    let target = amqp_url();
+    let host_port = target
+        .split('@')
+        .nth(1)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let proxy = Proxy::start(host_port.clone()).await;
+    proxy.cut();
+    let app = spawn_app_with(AppOptions {
+        amqp_url: Some(target.replacen(&host_port, &format!("127.0.0.1:{}", proxy.port), 1)),
+        ..Default::default()
+    })
+    .await;
+    backlog(&app, 1_000).await;
+    wait_for(
+        "the backlog's projections",
+        Duration::from_secs(60),
+        || async {
+            let left = app
+                .count("SELECT count(*) FROM outbox WHERE projected_at IS NULL")
+                .await;
+            (left == 0).then_some(())
+        },
+    )
+    .await;
+    // A fixed window: this measures a rate, it does not wait for anything to happen.
+    let before = publish_failures(&app).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let tries = publish_failures(&app).await - before;
+    assert!(
+        tries <= 15,
+        "{tries} publish attempts in 3 s while RabbitMQ refused"
+    );
+    let counted = app
+        .count("SELECT count(*) FROM outbox WHERE attempts > 0")
+        .await;
+    assert_eq!(counted, 0, "a refused connection counted against rows");
+    proxy.restore();
+    app.outbox_drained(Duration::from_secs(30)).await;
     app.finish().await;
 }
