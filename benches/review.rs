@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 use bench_support::*;
 use kh_review::lock::redis::RedisLockProvider;
 use kh_review::lock::{LockProvider, Ttl};
-use serde_json::json;
 use uuid::Uuid;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 4)]
@@ -213,24 +212,12 @@ async fn contention(env: &BenchEnv, svc: &Service, clients: usize) -> anyhow::Re
     let review = env.make_pending(1).await?[0];
     env.purge_queue().await?;
     let oks = Arc::new(AtomicUsize::new(0));
-    let (client, base, token, oks2) = (
-        env.http.clone(),
-        svc.base.clone(),
-        env.reviewer_token.clone(),
-        oks.clone(),
-    );
+    let (approver, oks2) = (env.approver(svc), oks.clone());
     // One request per client, all at once: the figures are those of the 409 replies.
     let mut figures = drive(clients, clients, move |_| {
-        let (client, base, token, oks) =
-            (client.clone(), base.clone(), token.clone(), oks2.clone());
+        let (approver, oks) = (approver.clone(), oks2.clone());
         async move {
-            let r = client
-                .post(format!("{base}/api/v1/reviews/{review}/approve"))
-                .bearer_auth(&token)
-                .json(&json!({}))
-                .send()
-                .await?;
-            match r.status() {
+            match approver.approve(review).await? {
                 reqwest::StatusCode::OK => {
                     oks.fetch_add(1, Ordering::Relaxed);
                     Ok(Rec::Unrecorded)

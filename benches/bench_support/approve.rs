@@ -7,6 +7,38 @@ use uuid::Uuid;
 
 use super::{drive, BenchEnv, Figures, Service};
 
+/// What a reviewer's client needs to approve on one service instance.
+#[derive(Clone)]
+pub struct Approver {
+    client: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Approver {
+    /// POSTs an approval of `review`; returns the reply's status.
+    pub async fn approve(&self, review: Uuid) -> anyhow::Result<reqwest::StatusCode> {
+        let r = self
+            .client
+            .post(format!("{}/api/v1/reviews/{review}/approve", self.base))
+            .bearer_auth(&self.token)
+            .json(&json!({}))
+            .send()
+            .await?;
+        Ok(r.status())
+    }
+}
+
+impl BenchEnv {
+    pub fn approver(&self, svc: &Service) -> Approver {
+        Approver {
+            client: self.http.clone(),
+            base: svc.base.clone(),
+            token: self.reviewer_token.clone(),
+        }
+    }
+}
+
 /// Approves every review over HTTP, `conc` at a time; a non-200 counts as an error.
 pub async fn approve_each(
     env: &BenchEnv,
@@ -16,23 +48,10 @@ pub async fn approve_each(
 ) -> anyhow::Result<Figures> {
     let n = reviews.len();
     let reviews = Arc::new(reviews);
-    let (client, base, token) = (
-        env.http.clone(),
-        svc.base.clone(),
-        env.reviewer_token.clone(),
-    );
+    let approver = env.approver(svc);
     drive(conc, n, move |i| {
-        let (client, base, token, reviews) =
-            (client.clone(), base.clone(), token.clone(), reviews.clone());
-        async move {
-            let r = client
-                .post(format!("{base}/api/v1/reviews/{}/approve", reviews[i]))
-                .bearer_auth(&token)
-                .json(&json!({}))
-                .send()
-                .await?;
-            anyhow::Ok(r.status() == reqwest::StatusCode::OK)
-        }
+        let (approver, reviews) = (approver.clone(), reviews.clone());
+        async move { anyhow::Ok(approver.approve(reviews[i]).await? == reqwest::StatusCode::OK) }
     })
     .await
 }

@@ -20,15 +20,7 @@ impl BenchEnv {
         let docs: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
         let reviews: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
         let mut tx = self.pg.begin().await?;
-        sqlx::query(
-            "INSERT INTO documents (id, title, body, status, version, author_id) \
-             SELECT unnest($1::uuid[]), $2, $3, 'PENDING_REVIEW', 2, 'bench-author'",
-        )
-        .bind(&docs)
-        .bind(TITLE)
-        .bind(BODY)
-        .execute(&mut *tx)
-        .await?;
+        insert_documents(&mut tx, &docs, "PENDING_REVIEW", 2).await?;
         sqlx::query(
             "INSERT INTO reviews (id, document_id, status, document_version, submitted_by) \
              SELECT r, d, 'PENDING', 2, 'bench-author' FROM unnest($1::uuid[], $2::uuid[]) AS t(r, d)",
@@ -60,15 +52,7 @@ impl BenchEnv {
     pub async fn make_backlog(&self, n: usize) -> anyhow::Result<()> {
         let docs: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
         let mut tx = self.pg.begin().await?;
-        sqlx::query(
-            "INSERT INTO documents (id, title, body, status, version, author_id) \
-             SELECT unnest($1::uuid[]), $2, $3, 'APPROVED', 3, 'bench-author'",
-        )
-        .bind(&docs)
-        .bind(TITLE)
-        .bind(BODY)
-        .execute(&mut *tx)
-        .await?;
+        insert_documents(&mut tx, &docs, "APPROVED", 3).await?;
         sqlx::query(
             "INSERT INTO outbox (event_id, document_id, document_version, event_type, routing_key, payload) \
              SELECT gen_random_uuid(), d, 3, 'document.approved', 'document.approved', \
@@ -112,15 +96,7 @@ impl BenchEnv {
 
     async fn preload_pg(&self, docs: &[Uuid], reviews: &[Uuid]) -> anyhow::Result<()> {
         let mut tx = self.pg.begin().await?;
-        sqlx::query(
-            "INSERT INTO documents (id, title, body, status, version, author_id) \
-             SELECT unnest($1::uuid[]), $2, $3, 'APPROVED', 3, 'bench-author'",
-        )
-        .bind(docs)
-        .bind(TITLE)
-        .bind(BODY)
-        .execute(&mut *tx)
-        .await?;
+        insert_documents(&mut tx, docs, "APPROVED", 3).await?;
         sqlx::query(
             "INSERT INTO reviews (id, document_id, status, document_version, submitted_by, decided_by, decided_at) \
              SELECT r, d, 'APPROVED', 2, 'bench-author', 'bench-reviewer', now() \
@@ -177,6 +153,27 @@ impl BenchEnv {
         }
         Ok(())
     }
+}
+
+/// Inserts the documents `ids`, all in `status` at `version`.
+async fn insert_documents(
+    tx: &mut sqlx::PgConnection,
+    ids: &[Uuid],
+    status: &str,
+    version: i64,
+) -> anyhow::Result<()> {
+    sqlx::query(
+        "INSERT INTO documents (id, title, body, status, version, author_id) \
+         SELECT unnest($1::uuid[]), $2, $3, $4, $5, 'bench-author'",
+    )
+    .bind(ids)
+    .bind(TITLE)
+    .bind(BODY)
+    .bind(status)
+    .bind(version)
+    .execute(tx)
+    .await?;
+    Ok(())
 }
 
 /// A document's projection, in the shape the service writes.

@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use serde_json::json;
 
 use super::cost::CostPer;
 use super::{approve_each, drive_for, BenchEnv, CostSample, Figures, Report, Service};
@@ -58,29 +57,13 @@ pub async fn starvation_row(
     env.purge_queue().await?;
     env.make_backlog(backlog).await?;
     let replied = Arc::new(Mutex::new(Vec::with_capacity(n)));
-    let (client, base, token) = (
-        env.http.clone(),
-        svc.base.clone(),
-        env.reviewer_token.clone(),
-    );
-    let (list, noted) = (Arc::new(reviews), replied.clone());
+    let (approver, list, noted) = (env.approver(svc), Arc::new(reviews), replied.clone());
     let f = drive_for(4, Duration::from_secs(600), n, move |i| {
-        let (client, base, token, list, noted) = (
-            client.clone(),
-            base.clone(),
-            token.clone(),
-            list.clone(),
-            noted.clone(),
-        );
+        let (approver, list, noted) = (approver.clone(), list.clone(), noted.clone());
         async move {
-            let r = client
-                .post(format!("{base}/api/v1/reviews/{}/approve", list[i]))
-                .bearer_auth(&token)
-                .json(&json!({}))
-                .send()
-                .await?;
+            let status = approver.approve(list[i]).await?;
             noted.lock().unwrap().push((list[i], Instant::now()));
-            anyhow::Ok(r.status() == reqwest::StatusCode::OK)
+            anyhow::Ok(status == reqwest::StatusCode::OK)
         }
     })
     .await?;

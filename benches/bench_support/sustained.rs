@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{drive_for, BenchEnv, Report, Service};
@@ -38,23 +37,10 @@ pub async fn sustained_row(
         max.clone(),
         stop.clone(),
     );
-    let (client, base, token) = (
-        env.http.clone(),
-        svc.base.clone(),
-        env.reviewer_token.clone(),
-    );
+    let approver = env.approver(svc);
     let f = drive_for(64, Duration::from_secs(secs), supply, move |i| {
-        let (client, base, token, reviews) =
-            (client.clone(), base.clone(), token.clone(), reviews.clone());
-        async move {
-            let r = client
-                .post(format!("{base}/api/v1/reviews/{}/approve", reviews[i]))
-                .bearer_auth(&token)
-                .json(&json!({}))
-                .send()
-                .await?;
-            anyhow::Ok(r.status() == reqwest::StatusCode::OK)
-        }
+        let (approver, reviews) = (approver.clone(), reviews.clone());
+        async move { anyhow::Ok(approver.approve(reviews[i]).await? == reqwest::StatusCode::OK) }
     })
     .await?;
     let stopped = Instant::now();
