@@ -25,10 +25,11 @@ async fn main() -> anyhow::Result<()> {
     let env = BenchEnv::prepare().await?;
     env.clear_redis().await?;
     let mut report = Report::default();
-    if std::env::var("KH_BENCH_ONLY").as_deref() == Ok("drain") {
-        // A quick look at one row while working on the dispatcher; writes no report.
-        drain_row(&mut report, &env).await?;
-        return Ok(());
+    // A quick look at one row while working on it; writes no report.
+    match std::env::var("KH_BENCH_ONLY").as_deref() {
+        Ok("drain") => return drain_row(&mut report, &env).await.map(|_| ()),
+        Ok("cost") => return cost_row(&mut report, &env).await.map(|_| ()),
+        _ => {}
     }
 
     let lock_ratio = lock_rows(&mut report, &env).await?;

@@ -23,10 +23,12 @@ pub async fn cost_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<Cos
     let svc = env
         .spawn_service("cost", &[("APP__OUTBOX__RUN_DISPATCHER", "false".into())])
         .await?;
-    let warm = env.make_pending(200).await?;
-    anyhow::ensure!(approve_each(env, &svc, 16, warm).await?.errors == 0);
-    env.expect_delivered(200).await?;
+    // As many approvals as the measured ones first, so that the pool has grown to its
+    // steady size: a new PostgreSQL connection counts commits of its own.
     let n = 960;
+    let warm = env.make_pending(n).await?;
+    anyhow::ensure!(approve_each(env, &svc, 16, warm).await?.errors == 0);
+    env.expect_delivered(n).await?;
     let reviews = env.make_pending(n).await?;
     let before = CostSample::settled(&env.admin, super::DB, svc.pid()).await?;
     let f = approve_each(env, &svc, 16, reviews).await?;
@@ -37,7 +39,7 @@ pub async fn cost_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<Cos
     report.note(format!(
         "cost per approval ({n} at concurrency 16, dispatcher off, every event delivered by its request): \
          service CPU {:.3} ms, PostgreSQL CPU {:.3} ms in the service database's backends \
-         ({:.3} ms in all of PostgreSQL, which also stores FerretDB's data), {:.2} commits",
+         ({:.3} ms in all of PostgreSQL, which also stores FerretDB's data), {:.3} commits",
         per.service_cpu_ms, per.pg_db_cpu_ms, per.pg_all_cpu_ms, per.commits
     ));
     Ok(per)
