@@ -125,19 +125,10 @@ async fn publish_failures(app: &TestApp) -> u64 {
 /// once RabbitMQ is back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_broker_is_retried_at_a_bounded_rate_whatever_the_backlog() {
-    let target = amqp_url();
-    let host_port = target
-        .split('@')
-        .nth(1)
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .to_string();
-    let proxy = Proxy::start(host_port.clone()).await;
+    let (proxy, via_proxy) = Proxy::in_front_of(&amqp_url()).await;
     proxy.cut();
     let app = spawn_app_with(AppOptions {
-        amqp_url: Some(target.replacen(&host_port, &format!("127.0.0.1:{}", proxy.port), 1)),
+        amqp_url: Some(via_proxy),
         ..Default::default()
     })
     .await;

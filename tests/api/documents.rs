@@ -192,26 +192,7 @@ async fn postgres_down_gives_503_and_readyz_not_ready() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partitioned_database_mid_transaction_gives_503_not_a_hang() {
     let owner = spawn_app().await; // the stores, reached directly
-    let target = pg_url()
-        .split('@')
-        .nth(1)
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .to_string();
-    let proxy = crate::support::Proxy::start(target).await;
-    let via_proxy = pg_url().replacen(
-        pg_url()
-            .split('@')
-            .nth(1)
-            .unwrap()
-            .split('/')
-            .next()
-            .unwrap(),
-        &format!("127.0.0.1:{}", proxy.port),
-        1,
-    );
+    let (proxy, via_proxy) = crate::support::Proxy::in_front_of(&pg_url()).await;
     let db_url = format!(
         "{}/{}",
         via_proxy.rsplit_once('/').unwrap().0,

@@ -9,12 +9,6 @@ use serde_json::{json, Value};
 use crate::support::Proxy;
 use crate::support::*;
 
-fn host_port(url: &str) -> String {
-    let after = url.split("://").nth(1).unwrap();
-    let after = after.rsplit_once('@').map(|(_, h)| h).unwrap_or(after);
-    after.split('/').next().unwrap().to_string()
-}
-
 async fn run_two_documents(app: &TestApp) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for _ in 0..2 {
@@ -46,13 +40,8 @@ fn assert_in_order(bodies: &[Value], docs: &[(String, String)]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rabbitmq_down_then_back_delivers_every_event_in_order() {
-    let proxy = Proxy::start(host_port(&amqp_url())).await;
+    let (proxy, url) = Proxy::in_front_of(&amqp_url()).await;
     proxy.cut();
-    let url = amqp_url().replacen(
-        &host_port(&amqp_url()),
-        &format!("127.0.0.1:{}", proxy.port),
-        1,
-    );
     let app = spawn_app_with(AppOptions {
         amqp_url: Some(url),
         ..Default::default()
@@ -90,9 +79,8 @@ async fn rabbitmq_down_then_back_delivers_every_event_in_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mongodb_down_then_back_catches_up_then_publishes() {
-    let proxy = Proxy::start(host_port(&mongo_url())).await;
+    let (proxy, url) = Proxy::in_front_of(&mongo_url()).await;
     proxy.cut();
-    let url = format!("mongodb://127.0.0.1:{}", proxy.port);
     let app = spawn_app_with(AppOptions {
         mongo_url: Some(url),
         ..Default::default()

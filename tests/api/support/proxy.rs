@@ -63,6 +63,14 @@ impl Proxy {
         }
     }
 
+    /// A proxy in front of the server `url` names, and `url` rewritten to go through it.
+    pub async fn in_front_of(url: &str) -> (Self, String) {
+        let target = host_port(url);
+        let proxy = Self::start(target.clone()).await;
+        let via = url.replacen(&target, &format!("127.0.0.1:{}", proxy.port), 1);
+        (proxy, via)
+    }
+
     /// Stops forwarding on every open connection but keeps them open, like a network
     /// partition; `cut` ends them.
     pub fn freeze(&self) {
@@ -105,6 +113,13 @@ pub async fn blackhole() -> (u16, CancellationToken) {
         }
     });
     (port, stop)
+}
+
+/// The `host:port` of a URL like `scheme://user:pass@host:port/path`.
+fn host_port(url: &str) -> String {
+    let after = url.split("://").nth(1).unwrap_or(url);
+    let after = after.rsplit_once('@').map(|(_, h)| h).unwrap_or(after);
+    after.split('/').next().unwrap_or(after).to_string()
 }
 
 /// A port nobody listens on.
