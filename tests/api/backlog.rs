@@ -144,13 +144,19 @@ async fn a_refused_broker_is_retried_at_a_bounded_rate_whatever_the_backlog() {
         },
     )
     .await;
-    // A fixed window: this measures a rate, it does not wait for anything to happen.
-    let before = publish_failures(&app).await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let tries = publish_failures(&app).await - before;
+    // Four more attempts: back to back if nothing bounded the rate, over a second or more
+    // while the pass waits between them (100 ms doubling to 1 s here).
+    let (before, started) = (publish_failures(&app).await, Instant::now());
+    wait_for(
+        "four more publish attempts",
+        Duration::from_secs(30),
+        || async { (publish_failures(&app).await >= before + 4).then_some(()) },
+    )
+    .await;
+    let took = started.elapsed();
     assert!(
-        tries <= 15,
-        "{tries} publish attempts in 3 s while RabbitMQ refused"
+        took >= Duration::from_secs(1),
+        "four publish attempts in {took:?} while RabbitMQ refused"
     );
     let counted = app
         .count("SELECT count(*) FROM outbox WHERE attempts > 0")
