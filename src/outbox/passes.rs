@@ -119,16 +119,26 @@ impl Dispatcher {
             .map(|(row, _)| row.id)
             .collect();
         self.store.mark_done(&delivered).await?;
-        let mut down = false;
+        // The rows the broker refused each get a failed attempt; those it never took (it is
+        // down) go back together, in one statement, under the first such fault.
+        let mut set_aside: Vec<&OutboxRow> = Vec::new();
+        let mut outage = None;
         for (row, result) in rows.iter().zip(&results) {
-            if let Err(fault) = result {
-                down |= fault.is_down();
-                self.fail(&[row], fault).await?;
+            match result {
+                Err(fault) if fault.is_down() => {
+                    set_aside.push(row);
+                    outage.get_or_insert(fault);
+                }
+                Err(refused) => self.fail(&[row], refused).await?,
+                Ok(()) => {}
             }
+        }
+        if let Some(fault) = outage {
+            self.fail(&set_aside, fault).await?;
         }
         Ok(Pass {
             done: rows.len(),
-            down,
+            down: outage.is_some(),
         })
     }
 }
