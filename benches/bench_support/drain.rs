@@ -7,10 +7,10 @@ use super::{approve_each, BenchEnv, Proxy};
 
 /// Commits `n` approvals while RabbitMQ is unreachable, brings it back, and times delivery.
 pub async fn outbox_drain(env: &BenchEnv, n: usize) -> anyhow::Result<Drained> {
-    let proxy = Proxy::start(env.amqp_host_port()).await;
+    let (proxy, via_proxy) = Proxy::in_front_of(&env.amqp_url).await;
     proxy.cut();
     let svc = env
-        .spawn_service("drain", &[("APP__AMQP__URL", env.amqp_url_via(proxy.port))])
+        .spawn_service("drain", &[("APP__AMQP__URL", via_proxy)])
         .await?;
     let reviews = env.make_pending(n).await?;
     env.purge_queue().await?;
@@ -27,32 +27,13 @@ pub async fn outbox_drain(env: &BenchEnv, n: usize) -> anyhow::Result<Drained> {
     );
     let t = Instant::now();
     proxy.restore();
-    let mut first = None;
-    loop {
-        let len = env.queue_len().await? as usize;
-        if len > 0 && first.is_none() {
-            first = Some(t.elapsed().as_secs_f64());
-        }
-        anyhow::ensure!(
-            len <= n,
-            "{len} events on the queue, expected {n}: duplicates"
-        );
-        if len == n {
-            break;
-        }
-        anyhow::ensure!(
-            t.elapsed().as_secs() < 120,
-            "only {len} of {n} events delivered"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
-    let all = t.elapsed().as_secs_f64();
+    let (first_after, all_after) = env.await_queue(n, t).await?;
     env.purge_queue().await?;
     drop(svc);
     Ok(Drained {
         events: n,
-        first_after: first.unwrap_or(all),
-        all_after: all,
+        first_after,
+        all_after,
     })
 }
 

@@ -218,17 +218,6 @@ impl BenchEnv {
         format!("redis://127.0.0.1:{}", l.local_addr().unwrap().port())
     }
 
-    pub fn amqp_host_port(&self) -> String {
-        let after = self.amqp_url.split("://").nth(1).unwrap();
-        let after = after.rsplit_once('@').map(|(_, h)| h).unwrap_or(after);
-        after.split('/').next().unwrap().to_string()
-    }
-
-    pub fn amqp_url_via(&self, port: u16) -> String {
-        self.amqp_url
-            .replacen(&self.amqp_host_port(), &format!("127.0.0.1:{port}"), 1)
-    }
-
     pub async fn backlog(&self) -> anyhow::Result<i64> {
         Ok(
             sqlx::query_scalar("SELECT count(*) FROM outbox WHERE done_at IS NULL")
@@ -271,23 +260,34 @@ impl BenchEnv {
 
     /// Waits until exactly `n` messages are on the queue, then empties it.
     pub async fn expect_queue(&self, n: usize) -> anyhow::Result<()> {
+        self.await_queue(n, Instant::now()).await?;
+        self.purge_queue().await
+    }
+
+    /// Waits until exactly `n` messages are on the queue (more is a failure: duplicates);
+    /// returns the seconds from `since` to the first message and to the `n`th.
+    pub async fn await_queue(&self, n: usize, since: Instant) -> anyhow::Result<(f64, f64)> {
         let deadline = Instant::now() + Duration::from_secs(120);
+        let mut first = None;
         loop {
             let len = self.queue_len().await? as usize;
+            if len > 0 {
+                first.get_or_insert(since.elapsed().as_secs_f64());
+            }
             anyhow::ensure!(
                 len <= n,
                 "{len} events on the queue, expected {n}: duplicates"
             );
             if len == n {
-                break;
+                let all = since.elapsed().as_secs_f64();
+                return Ok((first.unwrap_or(all), all));
             }
             anyhow::ensure!(
                 Instant::now() < deadline,
                 "only {len} of {n} events delivered"
             );
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        self.purge_queue().await
     }
 
     /// Every outbox row delivered and exactly `n` events on the queue.
