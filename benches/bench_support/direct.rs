@@ -1,14 +1,14 @@
 //! The floor: the review path's statements, MongoDB write and confirmed publish, issued by
 //! the benchmark itself with no service in between.
 
-use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
-use lapin::publisher_confirm::Confirmation;
+use lapin::options::ConfirmSelectOptions;
 use lapin::{BasicProperties, Channel, Connection};
 use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::{connect_amqp, BenchEnv, DB, EXCHANGE};
+use super::publish::publish_confirmed;
+use super::{connect_amqp, BenchEnv, DB};
 
 /// (document, version before, event id, event body, outbox row id)
 type Approval = (Uuid, i64, Uuid, serde_json::Value, i64);
@@ -126,26 +126,10 @@ impl Direct {
             full.insert("_id", doc.to_string());
             self.mongo.insert_one(full).await?;
         }
-        let confirm = self
-            .ch
-            .basic_publish(
-                EXCHANGE,
-                "document.approved",
-                BasicPublishOptions {
-                    mandatory: true,
-                    ..Default::default()
-                },
-                &serde_json::to_vec(payload)?,
-                BasicProperties::default()
-                    .with_delivery_mode(2)
-                    .with_message_id(event_id.to_string().into()),
-            )
-            .await?
-            .await?;
-        anyhow::ensure!(
-            matches!(confirm, Confirmation::Ack(None)),
-            "publish not confirmed"
-        );
+        let props = BasicProperties::default()
+            .with_delivery_mode(2)
+            .with_message_id(event_id.to_string().into());
+        publish_confirmed(&self.ch, &serde_json::to_vec(payload)?, props).await?;
         sqlx::query("UPDATE outbox SET projected_at = now(), published_at = now(), done_at = now() WHERE id = $1")
             .bind(outbox_id)
             .execute(&self.pg)

@@ -6,7 +6,7 @@ use std::time::Instant;
 use futures_util::future::try_join_all;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::publisher_confirm::Confirmation;
-use lapin::BasicProperties;
+use lapin::{BasicProperties, Channel};
 
 use super::{BenchEnv, EXCHANGE};
 
@@ -24,23 +24,8 @@ impl BenchEnv {
         let started = Instant::now();
         for batch in 0..n.div_ceil(BATCH) {
             let size = BATCH.min(n - batch * BATCH);
-            let confirms = (0..size).map(|_| async {
-                let confirm = ch
-                    .basic_publish(
-                        EXCHANGE,
-                        "document.approved",
-                        BasicPublishOptions {
-                            mandatory: true,
-                            ..Default::default()
-                        },
-                        &body,
-                        BasicProperties::default().with_delivery_mode(2),
-                    )
-                    .await?
-                    .await?;
-                anyhow::ensure!(matches!(confirm, Confirmation::Ack(None)), "not confirmed");
-                anyhow::Ok(())
-            });
+            let props = BasicProperties::default().with_delivery_mode(2);
+            let confirms = (0..size).map(|_| publish_confirmed(&ch, &body, props.clone()));
             try_join_all(confirms).await?;
         }
         let rate = n as f64 / started.elapsed().as_secs_f64();
@@ -48,4 +33,26 @@ impl BenchEnv {
         let _ = ch.close(200, "done").await;
         Ok(rate)
     }
+}
+
+/// Publishes one persistent, mandatory `document.approved` event to the benchmark's
+/// exchange and waits for the broker's confirm (unroutable or nacked is an error).
+pub async fn publish_confirmed(
+    ch: &Channel,
+    body: &[u8],
+    props: BasicProperties,
+) -> anyhow::Result<()> {
+    let options = BasicPublishOptions {
+        mandatory: true,
+        ..Default::default()
+    };
+    let confirm = ch
+        .basic_publish(EXCHANGE, "document.approved", options, body, props)
+        .await?
+        .await?;
+    anyhow::ensure!(
+        matches!(confirm, Confirmation::Ack(None)),
+        "publish not confirmed"
+    );
+    Ok(())
 }
