@@ -29,13 +29,7 @@ impl BenchEnv {
         .bind(&docs)
         .execute(&mut *tx)
         .await?;
-        sqlx::query(
-            "UPDATE documents d SET current_review_id = t.r FROM unnest($1::uuid[], $2::uuid[]) AS t(r, id) WHERE d.id = t.id",
-        )
-        .bind(&reviews)
-        .bind(&docs)
-        .execute(&mut *tx)
-        .await?;
+        set_current_reviews(&mut tx, &reviews, &docs).await?;
         tx.commit().await?;
         // Submitted documents are projected (at version 2), as the service's submit does.
         let pending: Vec<_> = docs
@@ -106,13 +100,7 @@ impl BenchEnv {
         .bind(docs)
         .execute(&mut *tx)
         .await?;
-        sqlx::query(
-            "UPDATE documents d SET current_review_id = t.r FROM unnest($1::uuid[], $2::uuid[]) AS t(r, id) WHERE d.id = t.id",
-        )
-        .bind(reviews)
-        .bind(docs)
-        .execute(&mut *tx)
-        .await?;
+        set_current_reviews(&mut tx, reviews, docs).await?;
         sqlx::query(
             "INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status, to_status, document_version, lock_mode) \
              SELECT d, r, 'approve', 'bench-reviewer', 'PENDING_REVIEW', 'APPROVED', 3, 'redis' \
@@ -171,6 +159,23 @@ async fn insert_documents(
     .bind(BODY)
     .bind(status)
     .bind(version)
+    .execute(tx)
+    .await?;
+    Ok(())
+}
+
+/// Makes each review its document's current one.
+async fn set_current_reviews(
+    tx: &mut sqlx::PgConnection,
+    reviews: &[Uuid],
+    docs: &[Uuid],
+) -> anyhow::Result<()> {
+    sqlx::query(
+        "UPDATE documents d SET current_review_id = t.r \
+         FROM unnest($1::uuid[], $2::uuid[]) AS t(r, id) WHERE d.id = t.id",
+    )
+    .bind(reviews)
+    .bind(docs)
     .execute(tx)
     .await?;
     Ok(())
