@@ -53,6 +53,7 @@ where
 {
     let keyed = key_of(req)?.map(|k| (k, fingerprint(req.method().as_str(), req.path(), body)));
     let (state, owner) = (state.clone(), caller.id.clone());
+    let runtime = state.runtime.clone();
     let task = async move {
         let Some((key, fp)) = keyed else {
             return work(None).await.map(Outcome::Fresh);
@@ -75,7 +76,7 @@ where
             }
         }
     };
-    let task = tokio::spawn(tracing::Instrument::instrument(
+    let task = runtime.spawn(tracing::Instrument::instrument(
         request_id::scope(request_id::current(), task),
         tracing::Span::current(),
     ));

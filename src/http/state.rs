@@ -18,6 +18,11 @@ pub struct AppState {
     pub json_limit: usize,
     /// Honour the test-hook headers (`server.test_hooks`).
     pub test_hooks: bool,
+    /// The runtime the clients of every store were built on. The work of a request runs
+    /// there, next to the tasks that drive its Redis, MongoDB and pool connections, rather
+    /// than on the HTTP worker thread: each store call then wakes a task on the same
+    /// scheduler instead of handing over to another thread and back.
+    pub runtime: tokio::runtime::Handle,
 }
 
 impl AppState {

@@ -91,6 +91,7 @@ impl<'a> AppStateBuilder<'a> {
             probes: Probes::new(store.clone(), gate, mongo, dispatcher.clone()),
             metrics: HttpMetrics::new(&stats),
             json_limit: s.server.json_limit_bytes,
+            runtime: tokio::runtime::Handle::current(),
             test_hooks: s.server.test_hooks,
         };
         spawn_purger(store.clone(), s.outbox.retention(), self.shutdown.clone());
