@@ -1,7 +1,8 @@
 //! `make bench`: what the outer lock and the review path cost, against the floor their stores
 //! set, measured in one run. Prints a Markdown table and writes it (and a JSON copy) under
 //! `target/bench/`. Every figure is the median of ROUNDS rounds after a warm-up round; every
-//! ratio compares figures of this run. The run checks its own results and fails loudly
+//! ratio compares figures of this run, and the rows a ratio compares are measured in turns,
+//! round by round (`interleaved`), so that a machine slowing down mid-run skews neither. The run checks its own results and fails loudly
 //! rather than print figures from a broken run.
 //!
 //! The service runs as its own release binary (so its memory is its own), against the
@@ -89,8 +90,12 @@ async fn lock_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result<f64> {
     let mut at_one = 0.0;
     for conc in [1usize, 32] {
         let ops = if conc == 1 { 2_000 } else { 8_000 };
-        let raw = rounds(|| lock_raw(&provider, conc, ops)).await?;
-        let prov = rounds(|| lock_provider(&provider, conc, ops)).await?;
+        let raw: Measure = Box::new(|| Box::pin(lock_raw(&provider, conc, ops)));
+        let prov: Measure = Box::new(|| Box::pin(lock_provider(&provider, conc, ops)));
+        let [raw, prov] = interleaved(vec![raw, prov])
+            .await?
+            .try_into()
+            .expect("two rows");
         report.row("lock floor: SET NX PX + DEL", conc, &raw, None);
         report.row(
             "lock provider: acquire + release",
@@ -119,8 +124,15 @@ async fn approve_rows(
             16 => 480,
             _ => 960,
         };
-        let with_redis = rounds(|| approve_load(env, up, conc, n)).await?;
-        let without = rounds(|| approve_load(env, down, conc, n)).await?;
+        // 4. The floor: the same statements, MongoDB update and confirmed publish, direct,
+        // measured in turns with the service.
+        let with_redis: Measure = Box::new(|| Box::pin(approve_load(env, up, conc, n)));
+        let without: Measure = Box::new(|| Box::pin(approve_load(env, down, conc, n)));
+        let floor: Measure = Box::new(|| Box::pin(review_floor(env, conc, n)));
+        let [with_redis, without, floor] = interleaved(vec![with_redis, without, floor])
+            .await?
+            .try_into()
+            .expect("three rows");
         report.row("approve over HTTP, Redis up", conc, &with_redis, None);
         report.row(
             "approve over HTTP, Redis down (circuit open)",
@@ -128,8 +140,6 @@ async fn approve_rows(
             &without,
             Some(("p50 vs Redis up", without.p50_ms / with_redis.p50_ms)),
         );
-        // 4. The floor: the same statements, MongoDB update and confirmed publish, direct.
-        let floor = rounds(|| review_floor(env, conc, n)).await?;
         report.row(
             "floor: same PG statements + Mongo update + confirmed publish, no service",
             conc,

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::future::BoxFuture;
 use hdrhistogram::Histogram;
 
 use super::Figures;
@@ -23,6 +24,25 @@ where
         all.push(f().await?);
     }
     Ok(Figures::median(&all))
+}
+
+/// One measurement of a row, to be run again in every round of [`interleaved`].
+pub type Measure<'a> = Box<dyn FnMut() -> BoxFuture<'a, anyhow::Result<Figures>> + 'a>;
+
+/// Rows compared with each other, measured in turns: one warm-up of each, then ROUNDS
+/// rounds that run each once, in order; the median of each. A machine that slows down
+/// half-way through slows every row of the comparison alike, not only the later ones.
+pub async fn interleaved(mut measures: Vec<Measure<'_>>) -> anyhow::Result<Vec<Figures>> {
+    let mut all: Vec<Vec<Figures>> = measures.iter().map(|_| Vec::new()).collect();
+    for round in 0..=ROUNDS {
+        for (m, figures) in measures.iter_mut().zip(&mut all) {
+            let f = m().await?;
+            if round > 0 {
+                figures.push(f);
+            }
+        }
+    }
+    Ok(all.iter().map(|f| Figures::median(f)).collect())
 }
 
 /// How one operation went.

@@ -1,6 +1,7 @@
 //! The rows about volume: the outbox drain against a raw publish floor, and the review path
 //! once every store holds a knowledge base of a realistic size.
 
+use super::publish::BATCH;
 use super::{approve_load, outbox_drain, rounds, BenchEnv, Report};
 
 /// (drain events per second, raw confirmed publishes per second)
@@ -12,7 +13,7 @@ pub async fn drain_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<(f
     report.note(format!(
         "outbox drain: {n} events committed while RabbitMQ was unreachable; after it returned, the first was on the queue in {:.2} s \
          and the last in {:.2} s: {drain:.0} events/s from first to last ({:.0} events/s counting from its return); \
-         floor: {raw:.0} confirmed publishes/s straight to the broker, in batches of 50 ({:.2}x)",
+         floor: {raw:.0} confirmed publishes/s straight to the broker, in batches of {BATCH} ({:.2}x)",
         d.first_after,
         d.all_after,
         n as f64 / d.all_after,

@@ -21,7 +21,7 @@ mod sustained;
 pub use approve::{approve_each, approve_load};
 pub use cost::CostSample;
 pub use drain::outbox_drain;
-pub use drive::{drive, drive_for, rounds, Rec, ROUNDS};
+pub use drive::{drive, drive_for, interleaved, rounds, Measure, Rec, ROUNDS};
 pub use goals::{ApproveFigures, Goals};
 pub use growth::{data_size_row, drain_row};
 pub use proxy::Proxy;

@@ -11,7 +11,7 @@ use lapin::{BasicProperties, Channel};
 use super::{BenchEnv, EXCHANGE};
 
 /// The outbox's batch size (`outbox.batch_size` in config/default.toml).
-const BATCH: usize = 50;
+pub const BATCH: usize = 200;
 
 impl BenchEnv {
     /// Publishes `n` persistent, mandatory events with confirms; returns events per second.
