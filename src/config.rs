@@ -169,6 +169,12 @@ impl Settings {
         if self.amqp.exchange.trim().is_empty() {
             bad("amqp.exchange", "must not be empty");
         }
+        if self.server.workers_setting == Some(0) {
+            bad(
+                "server.workers",
+                "must be at least 1 (or unset: half the CPU cores)",
+            );
+        }
         if self.server.test_hooks && self.environment == "production" {
             bad("server.test_hooks", "must be off in production");
         }
@@ -244,6 +250,18 @@ mod tests {
         s.auth.jwt_secret = SecretString::from("a-real-production-secret-value");
         s.server.test_hooks = true;
         assert_eq!(problems(&s), ["server.test_hooks"]);
+        let mut s = defaults();
+        s.server.workers_setting = Some(0);
+        assert_eq!(problems(&s), ["server.workers"]);
+    }
+
+    #[test]
+    fn http_workers_default_to_half_the_cores_and_follow_the_setting() {
+        let mut s = defaults();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(s.server.workers(), (cores / 2).max(1));
+        s.server.workers_setting = Some(3);
+        assert_eq!(s.server.workers(), 3);
     }
 
     #[test]

@@ -19,6 +19,22 @@ pub struct ServerSettings {
     pub shutdown_grace: Duration,
     /// Honour test-only request headers (`review::hooks`). Never in production.
     pub test_hooks: bool,
+    /// HTTP worker threads. They parse requests and write responses; the work of a request
+    /// runs on the store runtime. Unset: [`ServerSettings::workers`].
+    #[serde(default, rename = "workers")]
+    pub workers_setting: Option<usize>,
+}
+
+impl ServerSettings {
+    /// The HTTP worker threads: `server.workers`, or half the CPU cores (at least one). The
+    /// store runtime has a thread per core and does the work of every request; HTTP workers
+    /// only parse and write, and each one more than that needs costs thread switches
+    /// (measured on 2 cores: 1 worker used 10-20% less CPU per approval than 2).
+    pub fn workers(&self) -> usize {
+        self.workers_setting.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
+        })
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -42,6 +42,7 @@ impl Application {
         })
         .shutdown_timeout(server.shutdown_grace.as_secs_f64().ceil() as u64)
         .disable_signals()
+        .workers(server.workers())
         .listen(listener)?
         .run();
         let dispatcher = settings
