@@ -30,6 +30,7 @@ async fn main() -> anyhow::Result<()> {
     match std::env::var("KH_BENCH_ONLY").as_deref() {
         Ok("drain") => return drain_row(&mut report, &env).await.map(|_| ()),
         Ok("cost") => return cost_row(&mut report, &env).await.map(|_| ()),
+        Ok("lock") => return lock_rows(&mut report, &env).await.map(|_| ()),
         _ => {}
     }
 
@@ -89,7 +90,7 @@ async fn lock_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result<f64> {
     let provider = RedisLockProvider::new(&env.redis_url, 64, Duration::from_millis(500))?;
     let mut at_one = 0.0;
     for conc in [1usize, 32] {
-        let ops = if conc == 1 { 2_000 } else { 8_000 };
+        let ops = if conc == 1 { 6_000 } else { 8_000 };
         let raw: Measure = Box::new(|| Box::pin(lock_raw(&provider, conc, ops)));
         let prov: Measure = Box::new(|| Box::pin(lock_provider(&provider, conc, ops)));
         let [raw, prov] = interleaved(vec![raw, prov])

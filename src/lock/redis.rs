@@ -12,8 +12,8 @@
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use deadpool::managed::{self, Metrics, Object, RecycleResult};
-use deadpool_redis::{Config as PoolConfig, Runtime};
+use deadpool::managed::{self, Metrics, Object, QueueMode, RecycleResult};
+use deadpool_redis::Config as PoolConfig;
 use redis::aio::MultiplexedConnection;
 use redis::{RedisError, Script};
 
@@ -102,12 +102,12 @@ impl RedisLockProvider {
             .ok_or_else(|| anyhow::anyhow!("invalid redis configuration: no url"))?;
         let manager = deadpool_redis::Manager::new(url)
             .map_err(|e| anyhow::anyhow!("invalid redis configuration: {e}"))?;
+        // No timeouts of the pool's own: `run` bounds the whole call, checkout included,
+        // with one timer. Last in, first out: the connection just used goes out again, so
+        // at low load one warm connection serves, and the others age into a health check.
         let pool = Pool::builder(Connections(manager))
             .max_size(pool_size)
-            .wait_timeout(Some(op_timeout))
-            .create_timeout(Some(op_timeout))
-            .recycle_timeout(Some(op_timeout))
-            .runtime(Runtime::Tokio1)
+            .queue_mode(QueueMode::Lifo)
             .build()
             .map_err(|e| anyhow::anyhow!("invalid redis configuration: {e}"))?;
         Ok(Self {
