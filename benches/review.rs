@@ -205,19 +205,7 @@ async fn lock_provider(p: &RedisLockProvider, conc: usize, ops: usize) -> anyhow
 }
 
 async fn review_floor(env: &BenchEnv, conc: usize, n: usize) -> anyhow::Result<Figures> {
-    let reviews = Arc::new(env.make_pending(n).await?);
-    env.purge_queue().await?;
-    let direct = Arc::new(env.direct().await?);
-    let figures = drive(conc, n, move |i| {
-        let (direct, reviews) = (direct.clone(), reviews.clone());
-        async move {
-            direct.approve(reviews[i]).await?;
-            anyhow::Ok(true)
-        }
-    })
-    .await?;
-    env.expect_queue(n).await?;
-    Ok(figures)
+    Ok(env.floor(conc, n).await?.0)
 }
 
 async fn contention(env: &BenchEnv, svc: &Service, clients: usize) -> anyhow::Result<Figures> {

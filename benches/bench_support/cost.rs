@@ -24,6 +24,9 @@ pub struct CostPer {
     pub pg_db_cpu_ms: f64,
     pub pg_all_cpu_ms: f64,
     pub commits: f64,
+    /// CPU of the benchmark process per approval of the floor: the same store calls made
+    /// by the same client crates, with no service in between.
+    pub floor_cpu_ms: f64,
 }
 
 fn ticks_per_second() -> f64 {
@@ -48,6 +51,11 @@ fn cpu_ticks(pid: &str) -> u64 {
     let f: Vec<&str> = rest.split_whitespace().collect();
     let field = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     field(11) + field(12)
+}
+
+/// CPU seconds (user + system) of a process so far: a pid, or "self".
+pub fn cpu_seconds(pid: &str) -> f64 {
+    cpu_ticks(pid) as f64 / ticks_per_second()
 }
 
 /// (ticks of the backends of `db`, ticks of every postgres process)
@@ -123,6 +131,7 @@ impl CostSample {
             pg_db_cpu_ms: (self.pg_db_cpu - before.pg_db_cpu) * 1000.0 / n,
             pg_all_cpu_ms: (self.pg_all_cpu - before.pg_all_cpu) * 1000.0 / n,
             commits: (self.commits - before.commits) as f64 / n,
+            floor_cpu_ms: f64::NAN,
         }
     }
 }

@@ -1,19 +1,43 @@
 //! The floor: the review path's statements, MongoDB write and confirmed publish, issued by
 //! the benchmark itself with no service in between.
 
+use std::sync::Arc;
+
 use lapin::options::ConfirmSelectOptions;
 use lapin::{BasicProperties, Channel, Connection};
 use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use super::cost::cpu_seconds;
 use super::publish::publish_confirmed;
-use super::{connect_amqp, BenchEnv, DB};
+use super::{connect_amqp, drive, BenchEnv, Figures, DB};
 
 /// (document, version before, event id, event body, outbox row id)
 type Approval = (Uuid, i64, Uuid, serde_json::Value, i64);
 
 impl BenchEnv {
+    /// The floor at `conc`: `n` pending reviews approved through [`Direct`], every event
+    /// checked on the queue. Also returns the CPU seconds this process spent driving them
+    /// (the store clients' own work, with no service in between).
+    pub async fn floor(&self, conc: usize, n: usize) -> anyhow::Result<(Figures, f64)> {
+        let reviews = Arc::new(self.make_pending(n).await?);
+        self.purge_queue().await?;
+        let direct = Arc::new(self.direct().await?);
+        let cpu_before = cpu_seconds("self");
+        let figures = drive(conc, n, move |i| {
+            let (direct, reviews) = (direct.clone(), reviews.clone());
+            async move {
+                direct.approve(reviews[i]).await?;
+                anyhow::Ok(true)
+            }
+        })
+        .await?;
+        let cpu = cpu_seconds("self") - cpu_before;
+        self.expect_queue(n).await?;
+        Ok((figures, cpu))
+    }
+
     pub async fn direct(&self) -> anyhow::Result<Direct> {
         let conn = connect_amqp(&self.amqp_url).await?;
         let ch = conn.create_channel().await?;
