@@ -11,9 +11,11 @@ pub async fn drain_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<(f
     let d = outbox_drain(env, n).await?;
     let drain = d.rate();
     report.note(format!(
-        "outbox drain: {n} events committed while RabbitMQ was unreachable; after it returned, the first was on the queue in {:.2} s \
+        "outbox drain: {n} events committed while RabbitMQ was unreachable (their projections done {:.2} s after the last approval); \
+         after it returned, the first was on the queue in {:.2} s \
          and the last in {:.2} s: {drain:.0} events/s from first to last ({:.0} events/s counting from its return); \
          floor: {raw:.0} confirmed publishes/s straight to the broker, in batches of {BATCH} ({:.2}x)",
+        d.projections_after,
         d.first_after,
         d.all_after,
         n as f64 / d.all_after,

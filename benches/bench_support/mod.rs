@@ -226,6 +226,15 @@ impl BenchEnv {
         )
     }
 
+    /// Undelivered outbox rows whose document is not projected to MongoDB yet.
+    pub async fn unprojected(&self) -> anyhow::Result<i64> {
+        Ok(sqlx::query_scalar(
+            "SELECT count(*) FROM outbox WHERE done_at IS NULL AND projected_at IS NULL",
+        )
+        .fetch_one(&self.pg)
+        .await?)
+    }
+
     pub async fn approved_count(&self, review: Uuid) -> anyhow::Result<i64> {
         Ok(sqlx::query_scalar(
             "SELECT count(*) FROM audit_log WHERE review_id = $1 AND action = 'approve'",
