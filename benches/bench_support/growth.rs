@@ -7,14 +7,20 @@ use super::{approve_load, outbox_drain, rounds, BenchEnv, Report};
 /// (drain events per second, raw confirmed publishes per second)
 pub async fn drain_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<(f64, f64)> {
     let n = 2_000;
-    let raw = env.raw_publish_rate(n).await?;
+    // The floor takes a tenth of a second: the median of three, so one hiccup is not it.
+    let mut raws = Vec::new();
+    for _ in 0..3 {
+        raws.push(env.raw_publish_rate(n).await?);
+    }
+    raws.sort_by(f64::total_cmp);
+    let raw = raws[1];
     let d = outbox_drain(env, n).await?;
     let drain = d.rate();
     report.note(format!(
         "outbox drain: {n} events committed while RabbitMQ was unreachable (their projections done {:.2} s after the last approval); \
          after it returned, the first was on the queue in {:.2} s \
          and the last in {:.2} s: {drain:.0} events/s from first to last ({:.0} events/s counting from its return); \
-         floor: {raw:.0} confirmed publishes/s straight to the broker, in batches of {BATCH} ({:.2}x)",
+         floor: {raw:.0} confirmed publishes/s straight to the broker (median of 3 runs), in batches of {BATCH} ({:.2}x)",
         d.projections_after,
         d.first_after,
         d.all_after,
