@@ -305,10 +305,11 @@ impl Dispatcher {
 
     async fn pass_loop(self: Arc<Self>, step: Step, shutdown: CancellationToken) {
         let mut outage = 0u32;
+        let mut ahead = None;
         while !shutdown.is_cancelled() {
             let pass = match step {
                 Step::Projection => self.project_pass(None).await,
-                Step::Publish => self.publish_pass(None).await,
+                Step::Publish => self.publish_pass_ahead(&mut ahead).await,
             };
             let wait = match pass {
                 Ok(p) if p.down => {
@@ -335,6 +336,7 @@ impl Dispatcher {
                 }
             }
         }
+        self.give_back(ahead).await;
     }
 
     /// The wait after the `n`th pass in a row that found its dependency down: doubling

@@ -2,8 +2,10 @@
 //! publishes pipelined on one channel; each pass marks what it delivered in one statement.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use futures_util::future::join_all;
+use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 use super::{Dispatcher, Fault, Pass, Step};
@@ -97,6 +99,63 @@ impl Dispatcher {
             .store
             .claim_publishable(only_document, limit, self.claim_for())
             .await?;
+        self.publish_rows(rows).await
+    }
+
+    /// The background publish pass: publishes the batch claimed ahead (or claims one now),
+    /// and while a full batch is published, claims the next, so that draining a backlog
+    /// does not wait for a claim between batches. The next claim cannot take a later row
+    /// of a document in this batch: that document's oldest undone row is this batch's, and
+    /// it is claimed. Rows claimed ahead of a pass that found the broker down go back.
+    pub(super) async fn publish_pass_ahead(
+        self: &Arc<Self>,
+        ahead: &mut Option<JoinHandle<Result<Vec<OutboxRow>, StoreError>>>,
+    ) -> Result<Pass, StoreError> {
+        let rows = match ahead.take() {
+            Some(next) => next
+                .await
+                .map_err(|e| anyhow::anyhow!("claim task: {e}"))??,
+            None => self.claim_batch().await?,
+        };
+        let full = rows.len() as i64 >= self.settings.batch_size;
+        if full && self.publisher.is_connected().await {
+            let this = self.clone();
+            *ahead = Some(tokio::spawn(async move { this.claim_batch().await }));
+        }
+        let pass = self.publish_rows(rows).await?;
+        if pass.down {
+            self.give_back(ahead.take()).await;
+        }
+        Ok(pass)
+    }
+
+    /// Unclaims the rows of a claim made ahead that will not be published now.
+    pub(super) async fn give_back(
+        &self,
+        ahead: Option<JoinHandle<Result<Vec<OutboxRow>, StoreError>>>,
+    ) {
+        let Some(Ok(Ok(rows))) = (match ahead {
+            Some(next) => Some(next.await),
+            None => None,
+        }) else {
+            return;
+        };
+        if let Some(token) = rows.first().map(|r| r.claim_token) {
+            let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+            if let Err(e) = self.store.unclaim(&ids, token).await {
+                tracing::warn!(rows = ids.len(), error = %e, "could not give back rows claimed ahead; they are due again when the claim ends");
+            }
+        }
+    }
+
+    async fn claim_batch(&self) -> Result<Vec<OutboxRow>, StoreError> {
+        self.store
+            .claim_publishable(None, self.settings.batch_size, self.claim_for())
+            .await
+    }
+
+    /// Publishes claimed rows (see [`Dispatcher::publish_pass`]).
+    async fn publish_rows(&self, rows: Vec<OutboxRow>) -> Result<Pass, StoreError> {
         // Without a live connection, one publish first: if the broker is down, the rest of
         // the batch does not queue up behind one failing connect each.
         let probe = usize::from(!self.publisher.is_connected().await).min(rows.len());

@@ -77,6 +77,42 @@ async fn rabbitmq_down_then_back_delivers_every_event_in_order() {
     app.finish().await;
 }
 
+/// A backlog of many batches: each full batch is published while the next is claimed, and
+/// that claim must not take a later event of a document whose earlier one is in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backlog_of_many_batches_drains_in_order_while_the_next_batch_is_claimed_ahead() {
+    let (proxy, url) = Proxy::in_front_of(&amqp_url()).await;
+    proxy.cut();
+    let app = spawn_app_with(AppOptions {
+        amqp_url: Some(url),
+        outbox_batch: Some(3),
+        ..Default::default()
+    })
+    .await;
+    let mut docs = Vec::new();
+    for _ in 0..6 {
+        docs.extend(run_two_documents(&app).await);
+    }
+    wait_for(
+        "every event to be projected",
+        Duration::from_secs(20),
+        || async {
+            let left = app
+                .count("SELECT count(*) FROM outbox WHERE done_at IS NULL AND projected_at IS NULL")
+                .await;
+            (left == 0).then_some(())
+        },
+    )
+    .await;
+    assert!(app.take_events().await.is_empty(), "nothing published yet");
+    proxy.restore();
+    let events = app.wait_events(24, Duration::from_secs(30)).await;
+    assert_in_order(&events, &docs);
+    app.outbox_drained(Duration::from_secs(10)).await;
+    assert!(app.take_events().await.is_empty(), "no duplicates");
+    app.finish().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mongodb_down_then_back_catches_up_then_publishes() {
     let (proxy, url) = Proxy::in_front_of(&mongo_url()).await;

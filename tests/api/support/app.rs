@@ -34,6 +34,8 @@ pub struct AppOptions {
     pub amqp_timeout_ms: u64,
     /// How long a committing request owns its outbox row (`outbox.inline_lease_ms`).
     pub inline_lease_ms: u64,
+    /// Rows per dispatcher pass (`outbox.batch_size`); None keeps the configured one.
+    pub outbox_batch: Option<i64>,
     /// Reuse the stores of another app (several instances of one deployment).
     pub share_with: Option<Shared>,
 }
@@ -52,6 +54,7 @@ impl Default for AppOptions {
             db_pool: 30,
             amqp_timeout_ms: 1500,
             inline_lease_ms: 3000,
+            outbox_batch: None,
             share_with: None,
         }
     }
@@ -144,6 +147,9 @@ fn settings_for(opts: &AppOptions, shared: &Shared) -> Settings {
     s.outbox.backoff_max = ms(1000);
     s.outbox.run_dispatcher = opts.run_dispatcher;
     s.outbox.inline_lease = ms(opts.inline_lease_ms);
+    if let Some(n) = opts.outbox_batch {
+        s.outbox.batch_size = n;
+    }
     s.log.level = env_or("KH_TEST_LOG", "off");
     s.validate().expect("test settings are valid");
     s
