@@ -29,7 +29,7 @@ impl ServerSettings {
     /// The HTTP worker threads: `server.workers`, or half the CPU cores (at least one). The
     /// store runtime has a thread per core and does the work of every request; HTTP workers
     /// only parse and write, and each one more than that needs costs thread switches
-    /// (measured on 2 cores: 1 worker used 10-20% less CPU per approval than 2).
+    /// (measured on 2 cores: 1 worker used 8-25% less CPU per approval than 2).
     pub fn workers(&self) -> usize {
         self.workers_setting.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
