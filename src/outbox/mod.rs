@@ -171,7 +171,7 @@ impl Dispatcher {
             return;
         }
         loop {
-            match self.dispatch_batch(Some(document_id)).await {
+            match self.dispatch_document_batch(document_id).await {
                 Ok(0) => return,
                 Ok(_) => continue,
                 Err(e) => {
@@ -182,17 +182,16 @@ impl Dispatcher {
         }
     }
 
-    /// One round: project what is unprojected, then publish what is due, in order.
-    /// Returns how many rows were delivered or tried.
-    pub async fn dispatch_batch(&self, only_document: Option<Uuid>) -> Result<usize, StoreError> {
-        let projected = self.project_pass(only_document).await?;
-        let published = if projected.down {
-            Pass::default()
-        } else {
-            self.publish_pass(only_document).await?
-        };
-        if (projected.down || published.down) && only_document.is_some() {
-            // Stop the inline loop: a dependency is down.
+    /// One round for one document: project what is unprojected, then publish its oldest
+    /// due event. Returns how many rows were delivered or tried; 0 also when a dependency
+    /// is down, which ends the inline loop.
+    async fn dispatch_document_batch(&self, document_id: Uuid) -> Result<usize, StoreError> {
+        let projected = self.project_pass(Some(document_id)).await?;
+        if projected.down {
+            return Ok(0);
+        }
+        let published = self.publish_pass(document_id).await?;
+        if published.down {
             return Ok(0);
         }
         Ok(projected.done + published.done)
@@ -246,10 +245,15 @@ impl Dispatcher {
         }
     }
 
-    /// A dependency down: the rows go back as they were, with the error noted, and inline
-    /// delivery pauses. A row refused: a failed attempt, retried after its own backoff.
+    /// Rows of one claim failed. A dependency down: the rows go back as they were, with the
+    /// error noted, and inline delivery pauses. A row refused: a failed attempt, retried
+    /// after its own backoff.
     async fn fail(&self, rows: &[&OutboxRow], fault: &Fault) -> Result<(), StoreError> {
+        let Some(token) = rows.first().map(|r| r.claim_token) else {
+            return Ok(());
+        };
         let error = fault.describe();
+        let projected = fault.step() == Step::Publish;
         if fault.is_down() {
             self.pause_inline();
             tracing::warn!(
@@ -257,23 +261,12 @@ impl Dispatcher {
                 error,
                 "outbox delivery paused: a dependency is down"
             );
-            let mut tokens: Vec<Uuid> = rows.iter().map(|r| r.claim_token).collect();
-            tokens.dedup();
-            for token in tokens {
-                let ids: Vec<i64> = rows
-                    .iter()
-                    .filter(|r| r.claim_token == token)
-                    .map(|r| r.id)
-                    .collect();
-                let projected = fault.step() == Step::Publish;
-                self.store.set_aside(&ids, token, &error, projected).await?;
-            }
-            return Ok(());
+            let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+            return self.store.set_aside(&ids, token, &error, projected).await;
         }
         for row in rows {
             let retry_in = self.backoff(row.attempts);
             tracing::warn!(document_id = %row.document_id, event_id = %row.event_id, attempts = row.attempts + 1, ?retry_in, error, "outbox row refused");
-            let projected = fault.step() == Step::Publish;
             self.store
                 .mark_failed(row.id, row.claim_token, retry_in, &error, projected)
                 .await?;

@@ -83,21 +83,12 @@ impl Dispatcher {
         Ok(Pass { done, down: false })
     }
 
-    /// Publishes the oldest projected, undone row of each document, all at once on one
-    /// channel, and marks those the broker confirmed done. A refused row waits for its own
-    /// retry; if the broker is down, every row that failed goes back as it was.
-    pub(super) async fn publish_pass(
-        &self,
-        only_document: Option<Uuid>,
-    ) -> Result<Pass, StoreError> {
-        let limit = if only_document.is_some() {
-            1
-        } else {
-            self.settings.batch_size
-        };
+    /// Publishes the document's oldest undone row if it is projected and due (the inline
+    /// path; see [`Dispatcher::publish_rows`]).
+    pub(super) async fn publish_pass(&self, document_id: Uuid) -> Result<Pass, StoreError> {
         let rows = self
             .store
-            .claim_publishable(only_document, limit, self.claim_for())
+            .claim_publishable(Some(document_id), 1, self.claim_for())
             .await?;
         self.publish_rows(rows).await
     }
@@ -134,12 +125,8 @@ impl Dispatcher {
         &self,
         ahead: Option<JoinHandle<Result<Vec<OutboxRow>, StoreError>>>,
     ) {
-        let Some(Ok(Ok(rows))) = (match ahead {
-            Some(next) => Some(next.await),
-            None => None,
-        }) else {
-            return;
-        };
+        let Some(next) = ahead else { return };
+        let Ok(Ok(rows)) = next.await else { return };
         if let Some(token) = rows.first().map(|r| r.claim_token) {
             let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
             if let Err(e) = self.store.unclaim(&ids, token).await {
@@ -154,7 +141,9 @@ impl Dispatcher {
             .await
     }
 
-    /// Publishes claimed rows (see [`Dispatcher::publish_pass`]).
+    /// Publishes the oldest projected, undone row of each document, all at once on one
+    /// channel, and marks those the broker confirmed done. A refused row waits for its own
+    /// retry; if the broker is down, every row that failed goes back as it was.
     async fn publish_rows(&self, rows: Vec<OutboxRow>) -> Result<Pass, StoreError> {
         // Without a live connection, one publish first: if the broker is down, the rest of
         // the batch does not queue up behind one failing connect each.

@@ -48,7 +48,7 @@ impl PgStore {
             created_at: row.created_at,
             updated_at: row.updated_at,
         };
-        let owned = record(&mut tx, &doc, None, &new.audit, &new.outbox, ctx).await?;
+        let owned = record(&mut tx, &doc, &new.audit, &new.outbox, ctx).await?;
         Ok(Staged::new(tx, doc, owned))
     }
 
@@ -98,7 +98,7 @@ impl PgStore {
         };
         let before = planned_document(locked.document)?;
         let doc = write_document(&mut tx, before, plan.document).await?;
-        let owned = record(&mut tx, &doc, None, &plan.audit, &plan.outbox, ctx).await?;
+        let owned = record(&mut tx, &doc, &plan.audit, &plan.outbox, ctx).await?;
         Ok(Ok(Staged::new(tx, doc, owned)))
     }
 }

@@ -159,15 +159,7 @@ async fn write_transition(
         None => return Err(anyhow::anyhow!("a transition without a review").into()),
     };
     let doc = write_document(&mut tx, before, plan.document).await?;
-    let owned = record(
-        &mut tx,
-        &doc,
-        Some(review.id),
-        &plan.audit,
-        &plan.outbox,
-        ctx,
-    )
-    .await?;
+    let owned = record(&mut tx, &doc, &plan.audit, &plan.outbox, ctx).await?;
     Ok(Ok(Staged::new(
         tx,
         Transitioned {

@@ -86,7 +86,6 @@ impl PgStore {
 pub(super) async fn record(
     tx: &mut Transaction<'static, Postgres>,
     doc: &Document,
-    review_id: Option<Uuid>,
     audit: &AuditEntry,
     entry: &OutboxEntry,
     ctx: &WriteContext<'_>,
@@ -98,7 +97,7 @@ pub(super) async fn record(
         "event_type": event_type,
         "occurred_at": doc.updated_at,
         "document_id": doc.id,
-        "review_id": review_id,
+        "review_id": audit.review_id,
         "document_version": doc.version,
         "actor_id": ctx.actor.as_str(),
         "data": entry.data,
