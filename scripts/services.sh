@@ -3,10 +3,33 @@
 #
 #   scripts/services.sh [up]     install (if missing) and start PostgreSQL, Redis,
 #                                RabbitMQ and FerretDB on 127.0.0.1; idempotent
-#   scripts/services.sh down     stop them again
-#   scripts/services.sh status   one line per service (exit 3 if any is down)
+#   scripts/services.sh down     stop them again (and the Redis profiles below)
+#   scripts/services.sh status   one line per service (exit 3 if any is down),
+#                                plus one per Redis profile that exists
 #   scripts/services.sh env      print the APP__* export lines for the app/tests
 #                                (use:  eval "$(scripts/services.sh env)")
+#
+# Redis topology profiles, for integration tests that kill nodes and expect a
+# fast failover. Separate from (and never touching) the single Redis on 6379;
+# plain `up` does not start them:
+#   up redis-cluster    Redis Cluster on 127.0.0.1:7001-7006, 3 masters +
+#                       3 replicas, cluster-node-timeout 1000 ms
+#   up redis-sentinel   master 127.0.0.1:6391, replica 6392, sentinels on
+#                       26391 26392 26393 watching "kh-master" (quorum 2,
+#                       down-after 1000 ms, failover-timeout 2000 ms: a master can fail over again 4 s later)
+#   down PROFILE        stop that profile only and delete its state dir
+#   status PROFILE      its line only (exit 3 unless healthy)
+#   env PROFILE         adds APP__REDIS__MODE=cluster + APP__REDIS__NODES, or
+#                       APP__REDIS__MODE=sentinel + APP__REDIS__SENTINELS +
+#                       APP__REDIS__MASTER_NAME=kh-master
+# Each process runs from $STATE/<profile>/<port>/: redis.conf (sentinel.conf
+# for sentinels), nodes.conf (cluster), redis.log, and redis.pid holding the
+# live redis-server / redis-sentinel pid — what tests `kill -9`. Afterwards
+# they call `up PROFILE` again: it restarts only the dead processes from their
+# (rewritten) configs — a failed-over old master comes back as a replica, the
+# original master is not forced back — and waits (max 60 s) until the topology
+# is healthy; a no-op well under a second when it already is. State it cannot
+# repair (e.g. a half-made cluster) is wiped and created fresh.
 #
 # Meant for Debian/Ubuntu dev boxes and CI containers WITHOUT systemd; run as
 # root (or with sudo available). Everything listens on 127.0.0.1 only.
@@ -766,14 +789,618 @@ down_ferretdb() {
 }
 
 # ----------------------------------------------------------------------------
+# Redis topology profiles: redis-cluster, redis-sentinel
+# ----------------------------------------------------------------------------
+# Separate from the single Redis on 6379 (never touched here). Every process
+# runs from $STATE/<profile>/<port>/ with its config, redis.pid and redis.log,
+# in the foreground of its own session (like FerretDB). Tests kill nodes on
+# purpose; `up <profile>` restarts only the dead ones from their config (which
+# Redis / Sentinel rewrite on failover) and waits for a healthy topology.
+
+PROFILES=(redis-cluster redis-sentinel)
+PROFILE_DEADLINE=60          # fresh profile: start + form + healthy
+PROFILE_RECOVER_DEADLINE=30  # restart dead nodes; after that: wipe, start fresh
+PROFILE_START_DEADLINE=15    # a started process answers PING
+
+CLUSTER_DIR="$STATE/redis-cluster"
+CLUSTER_PORTS=(7001 7002 7003 7004 7005 7006)
+CLUSTER_SLOTS=16384
+
+SENT_DIR="$STATE/redis-sentinel"
+SENT_DATA_PORTS=(6391 6392)   # initial master, initial replica
+SENT_PORTS=(26391 26392 26393)
+SENT_NAME=kh-master
+SENT_QUORUM=2
+
+# fail_profile PROFILE LOGS MESSAGE
+fail_profile() {
+  printf '[services] ERROR: %s: %s\n' "$1" "$3" >&2
+  printf '[services]        read the logs: %s\n' "$2" >&2
+}
+
+# rcli PORT ARGS... — redis-cli against 127.0.0.1:PORT, 2 s timeout, no CRs
+rcli() {
+  local port=$1; shift
+  timeout 2 redis-cli -h 127.0.0.1 -p "$port" "$@" </dev/null 2>/dev/null 9>&- | tr -d '\r'
+}
+
+rping() { [[ $(rcli "$1" ping || true) == PONG ]]; }
+
+# joins "$@" with commas
+join_comma() { local IFS=,; printf '%s\n' "$*"; }
+
+# Command line of one of our processes: "redis-server /…/7001/redis.conf"
+# at first, then Redis' process title "redis-server 127.0.0.1:7001 [cluster]".
+rnode_pat() { printf 'redis.*[:/]%s' "$1"; }
+
+# rnode_pid PDIR PORT — prints the pid of our live process for PORT: from its
+# pid file, else (pid file lost or stale) from INFO if its config file is ours,
+# and then rewrites the pid file. Fails if none runs.
+rnode_pid() {
+  local pidf="$1/$2/redis.pid" info pid cf
+  if pid_alive "$pidf" "$(rnode_pat "$2")"; then cat "$pidf"; return 0; fi
+  info=$(rcli "$2" info server || true)
+  [[ -n $info ]] || return 1
+  pid=$(sed -n 's/^process_id://p' <<<"$info")
+  cf=$(sed -n 's/^config_file://p' <<<"$info")
+  [[ $pid =~ ^[0-9]+$ && $cf == */"${1##*/}/$2/"*.conf ]] || return 1
+  [[ -d $1/$2 ]] && echo "$pid" >"$pidf"
+  printf '%s\n' "$pid"
+}
+
+# rnode_start PDIR PORT CONF_FILE CMD... — start CMD CONF in its own session
+# (background, survives this script); stdout/stderr go to redis.log too (config
+# errors are printed before the log file is opened). Redis writes the same pid
+# into redis.pid itself (pidfile in the config).
+declare -A RNODE_STARTED=()  # port -> pid started by this run
+rnode_start() {
+  local d="$1/$2" port=$2 conf=$3; shift 3
+  : >>"$d/redis.log"
+  # setsid execs in place (no job control here), so $! is the server's pid
+  nohup setsid "$@" "$d/$conf" </dev/null >>"$d/redis.log" 2>&1 9>&- &
+  RNODE_STARTED[$port]=$!
+  echo $! >"$d/redis.pid"
+}
+
+# rnodes_wait DEADLINE PDIR PORT... — wait until all answer PING. Returns 2 and
+# sets RNODE_DEAD if one of them exited, 1 on timeout.
+RNODE_DEAD=""
+rnodes_wait() {
+  local deadline=$1 pdir=$2 end p ok; shift 2
+  end=$((SECONDS + deadline)); RNODE_DEAD=""
+  while :; do
+    ok=1
+    for p in "$@"; do
+      rping "$p" && continue
+      ok=0
+      # (the pid we started, not the pid file: Redis rewrites that at startup)
+      if [[ -n ${RNODE_STARTED[$p]:-} ]]; then
+        pid_gone "${RNODE_STARTED[$p]}" || continue
+      elif pid_alive "$pdir/$p/redis.pid"; then continue; fi
+      RNODE_DEAD=$p; return 2
+    done
+    [[ $ok == 1 ]] && return 0
+    (( SECONDS < end )) || return 1
+    sleep 0.2
+  done
+}
+
+all_gone() { local q; for q in "$@"; do pid_gone "$q" || return 1; done; } # all_gone PID...
+
+# rnodes_stop PDIR PORT... — TERM our processes on these ports (in this
+# order), wait for them to exit, KILL the stubborn ones.
+rnodes_stop() {
+  local pdir=$1 p pid pids=() left; shift
+  for p in "$@"; do
+    if pid=$(rnode_pid "$pdir" "$p"); then
+      kill "$pid" 2>/dev/null || true
+      pids+=("$pid")
+    fi
+  done
+  (( ${#pids[@]} )) || return 0
+  if ! WAIT_PID="" wait_for 15 all_gone "${pids[@]}"; then
+    left=$(for q in "${pids[@]}"; do pid_gone "$q" || printf '%s ' "$q"; done)
+    warn "pid(s) ${left% } ignored TERM; sending KILL"
+    # shellcheck disable=SC2086
+    kill -9 $left 2>/dev/null || true
+    WAIT_PID="" wait_for 5 all_gone "${pids[@]}" || return 1
+  fi
+}
+
+# ports_free PROFILE PORT... — nothing (foreign) listens there
+ports_free() {
+  local prof=$1 p; shift
+  for p in "$@"; do
+    if tcp_open 127.0.0.1 "$p"; then
+      echo "[services] ERROR: $prof: 127.0.0.1:$p is in use by another process (not started by this script for $prof); free it first" >&2
+      return 1
+    fi
+  done
+}
+
+# ---- redis-cluster ---------------------------------------------------------
+
+cluster_conf() { # cluster_conf PORT — redis.conf of one cluster node
+  local d="$CLUSTER_DIR/$1"
+  cat <<EOF
+# written by kh-review scripts/services.sh (profile redis-cluster) — tests only
+bind 127.0.0.1
+port $1
+protected-mode no
+daemonize no
+pidfile "$d/redis.pid"
+logfile "$d/redis.log"
+dir "$d"
+cluster-enabled yes
+cluster-config-file nodes.conf
+cluster-node-timeout 1000
+cluster-replica-validity-factor 0
+cluster-require-full-coverage no
+appendonly no
+save ""
+# a (re)joining replica syncs at once instead of after the default 5 s
+repl-diskless-sync-delay 0
+EOF
+}
+
+# CLUSTER NODES on stdin -> one sorted line per node: "PORT M SLOTS" (master),
+# "PORT S MASTER_PORT" (replica), "BAD PORT FLAGS LINK" (failing, handshake,
+# disconnected, or of unknown role).
+cluster_view() {
+  awk '
+    NF >= 8 {
+      n++; split($2, a, /[:@,]/); port[$1] = a[2]; pn[n] = a[2]
+      fl[n] = $3; mid[n] = $4; ln[n] = $8
+      s = ""; for (i = 9; i <= NF; i++) s = s (s == "" ? "" : ",") $i; sl[n] = s
+    }
+    END {
+      for (i = 1; i <= n; i++) {
+        if (fl[i] ~ /fail|handshake|noaddr/ || ln[i] != "connected") print "BAD " pn[i] " " fl[i] " " ln[i]
+        else if (fl[i] ~ /master/) print pn[i] " M " (sl[i] == "" ? "-" : sl[i])
+        else if (fl[i] ~ /slave/)  print pn[i] " S " ((mid[i] in port) ? port[mid[i]] : "?")
+        else print "BAD " pn[i] " " fl[i]
+      }
+    }' | sort
+}
+
+# Healthy cluster? All 6 answer with cluster_state:ok, all slots covered, 6
+# known nodes, the same topology seen from every node (nobody flagged failing),
+# exactly 3 masters holding slots, each with an online replica. Sets
+# CLUSTER_WHY (first problem found) and CLUSTER_MASTERS (ports).
+CLUSTER_WHY=""; CLUSTER_MASTERS=""
+cluster_check() {
+  local p info view first="" m nm=0 ns=0 rep
+  CLUSTER_WHY=""; CLUSTER_MASTERS=""
+  for p in "${CLUSTER_PORTS[@]}"; do
+    info=$(rcli "$p" cluster info || true)
+    if [[ $info != *cluster_state:* ]]; then CLUSTER_WHY="127.0.0.1:$p does not answer"; return 1; fi
+    if ! grep -qx 'cluster_state:ok' <<<"$info"; then CLUSTER_WHY="127.0.0.1:$p has $(grep -m1 '^cluster_state:' <<<"$info")"; return 1; fi
+    if ! grep -qx "cluster_slots_ok:$CLUSTER_SLOTS" <<<"$info" || ! grep -qx "cluster_slots_assigned:$CLUSTER_SLOTS" <<<"$info"; then
+      CLUSTER_WHY="127.0.0.1:$p: not all $CLUSTER_SLOTS slots served ($(grep -E '^cluster_slots_(assigned|ok):' <<<"$info" | paste -sd' '))"; return 1
+    fi
+    if ! grep -qx "cluster_known_nodes:${#CLUSTER_PORTS[@]}" <<<"$info"; then CLUSTER_WHY="127.0.0.1:$p has $(grep -m1 '^cluster_known_nodes:' <<<"$info")"; return 1; fi
+  done
+  for p in "${CLUSTER_PORTS[@]}"; do
+    view=$(rcli "$p" cluster nodes | cluster_view || true)
+    if grep -q '^BAD ' <<<"$view"; then CLUSTER_WHY="127.0.0.1:$p sees $(grep -m1 '^BAD ' <<<"$view" | cut -d' ' -f2-)"; return 1; fi
+    if [[ -z $first ]]; then first=$view
+    elif [[ $view != "$first" ]]; then CLUSTER_WHY="the nodes do not agree on the topology yet"; return 1; fi
+  done
+  nm=$(awk '$2 == "M" && $3 != "-"' <<<"$first" | wc -l)
+  ns=$(awk '$2 == "S"' <<<"$first" | wc -l)
+  if (( nm != 3 || ns != 3 )) || grep -q ' M -$' <<<"$first"; then
+    CLUSTER_WHY="want 3 masters with slots + 3 replicas, have: $(paste -sd';' <<<"$first")"; return 1
+  fi
+  while read -r m; do
+    if ! awk -v m="$m" '$2 == "S" && $3 == m {f = 1} END {exit !f}' <<<"$first"; then
+      CLUSTER_WHY="master 127.0.0.1:$m has no replica"; return 1
+    fi
+    rep=$(rcli "$m" info replication || true)
+    if ! grep -qx 'role:master' <<<"$rep" || ! grep -q '^slave[0-9]*:.*state=online' <<<"$rep"; then
+      CLUSTER_WHY="master 127.0.0.1:$m has no online replica yet"; return 1
+    fi
+    CLUSTER_MASTERS+="${CLUSTER_MASTERS:+ }$m"
+  done < <(awk '$2 == "M" {print $1}' <<<"$first")
+}
+
+cluster_logs() { printf '%s/<port>/redis.log' "$CLUSTER_DIR"; }
+
+# Restart dead nodes of an existing cluster and wait until it is healthy.
+# Fails (with RECOVER_WHY) when the state cannot be repaired that way.
+RECOVER_WHY=""
+cluster_recover() {
+  local p dead=() info known assigned max_assigned=0 singles=0 rc
+  RECOVER_WHY=""
+  for p in "${CLUSTER_PORTS[@]}"; do
+    rnode_pid "$CLUSTER_DIR" "$p" >/dev/null && continue
+    if [[ ! -s $CLUSTER_DIR/$p/redis.conf ]]; then RECOVER_WHY="$CLUSTER_DIR/$p/redis.conf is missing"; return 1; fi
+    if tcp_open 127.0.0.1 "$p"; then RECOVER_WHY="127.0.0.1:$p is taken by another process"; return 1; fi
+    dead+=("$p")
+  done
+  if (( ${#dead[@]} )); then
+    log "redis-cluster: restarting dead node(s) ${dead[*]} from their nodes.conf..."
+    for p in "${dead[@]}"; do rnode_start "$CLUSTER_DIR" "$p" redis.conf redis-server; done
+  else
+    log "redis-cluster: all 6 processes run, waiting for a healthy cluster..."
+  fi
+  rc=0; rnodes_wait "$PROFILE_START_DEADLINE" "$CLUSTER_DIR" "${CLUSTER_PORTS[@]}" || rc=$?
+  if [[ $rc == 2 ]]; then RECOVER_WHY="node 127.0.0.1:$RNODE_DEAD exited at startup (see $CLUSTER_DIR/$RNODE_DEAD/redis.log)"; return 1; fi
+  if [[ $rc != 0 ]]; then RECOVER_WHY="not all nodes answer PING after ${PROFILE_START_DEADLINE}s"; return 1; fi
+  # A cluster that was never completely formed cannot be repaired: every node
+  # must know all 6, and together they must hold all slots.
+  for p in "${CLUSTER_PORTS[@]}"; do
+    info=$(rcli "$p" cluster info || true)
+    known=$(sed -n 's/^cluster_known_nodes://p' <<<"$info")
+    assigned=$(sed -n 's/^cluster_slots_assigned://p' <<<"$info")
+    [[ $known =~ ^[0-9]+$ && $assigned =~ ^[0-9]+$ ]] || { RECOVER_WHY="127.0.0.1:$p gives no CLUSTER INFO"; return 1; }
+    [[ $known == 1 ]] && singles=$((singles + 1))
+    (( assigned > max_assigned )) && max_assigned=$assigned
+    if [[ $known != "${#CLUSTER_PORTS[@]}" && $known != 1 ]]; then RECOVER_WHY="127.0.0.1:$p knows $known nodes, not 6 (half-made cluster)"; return 1; fi
+  done
+  if (( singles == ${#CLUSTER_PORTS[@]} )); then RECOVER_WHY="the nodes run but no cluster was ever formed"; return 1; fi
+  if (( singles > 0 )); then RECOVER_WHY="$singles node(s) lost their cluster config (nodes.conf)"; return 1; fi
+  if (( max_assigned < CLUSTER_SLOTS )); then RECOVER_WHY="only $max_assigned of $CLUSTER_SLOTS slots are assigned (half-made cluster)"; return 1; fi
+  if ! WAIT_PID="" wait_for "$PROFILE_RECOVER_DEADLINE" cluster_check; then
+    RECOVER_WHY="not healthy ${PROFILE_RECOVER_DEADLINE}s after restarting: $CLUSTER_WHY"; return 1
+  fi
+}
+
+# Wipe $CLUSTER_DIR, start 6 empty nodes, form the cluster, wait until healthy.
+cluster_create() {
+  local t0=$SECONDS p addrs=() rc=0
+  rnodes_stop "$CLUSTER_DIR" "${CLUSTER_PORTS[@]}" || { fail_profile redis-cluster "$(cluster_logs)" "could not stop the old cluster nodes"; return 1; }
+  rm -rf "$CLUSTER_DIR"
+  ports_free redis-cluster "${CLUSTER_PORTS[@]}" || return 1
+  log "redis-cluster: creating on 127.0.0.1:${CLUSTER_PORTS[0]}-${CLUSTER_PORTS[-1]} (state: $CLUSTER_DIR)..."
+  for p in "${CLUSTER_PORTS[@]}"; do
+    mkdir -p "$CLUSTER_DIR/$p"
+    cluster_conf "$p" >"$CLUSTER_DIR/$p/redis.conf"
+    rnode_start "$CLUSTER_DIR" "$p" redis.conf redis-server
+    addrs+=("127.0.0.1:$p")
+  done
+  rnodes_wait "$PROFILE_START_DEADLINE" "$CLUSTER_DIR" "${CLUSTER_PORTS[@]}" || rc=$?
+  if [[ $rc != 0 ]]; then
+    local why="the nodes did not answer PING within ${PROFILE_START_DEADLINE}s"
+    [[ $rc == 2 ]] && why="node 127.0.0.1:$RNODE_DEAD exited at startup"
+    fail_profile redis-cluster "$(cluster_logs)" "$why"; return 1
+  fi
+  if ! timeout "$PROFILE_DEADLINE" redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes \
+        </dev/null >>"$CLUSTER_DIR/create.log" 2>&1 9>&-; then
+    fail_profile redis-cluster "$CLUSTER_DIR/create.log and $(cluster_logs)" "redis-cli --cluster create failed"; return 1
+  fi
+  if ! WAIT_PID="" wait_for "$PROFILE_DEADLINE" cluster_check; then
+    fail_profile redis-cluster "$(cluster_logs) and $CLUSTER_DIR/create.log" "not healthy within ${PROFILE_DEADLINE}s: $CLUSTER_WHY"; return 1
+  fi
+  log "redis-cluster: up on 127.0.0.1:${CLUSTER_PORTS[0]}-${CLUSTER_PORTS[-1]} (masters: $CLUSTER_MASTERS) in $((SECONDS - t0))s"
+}
+
+up_redis_cluster() {
+  local t0=$SECONDS
+  if ! redis_installed; then
+    fail_profile redis-cluster "$STATE/apt.log" "redis-server / redis-cli are not installed and could not be installed"; return 1
+  fi
+  if [[ -d $CLUSTER_DIR ]]; then
+    if cluster_check; then
+      for p in "${CLUSTER_PORTS[@]}"; do rnode_pid "$CLUSTER_DIR" "$p" >/dev/null || true; done
+      log "redis-cluster: already up (masters: $CLUSTER_MASTERS)"; return 0
+    fi
+    if cluster_recover; then
+      log "redis-cluster: up again (masters: $CLUSTER_MASTERS) in $((SECONDS - t0))s"; return 0
+    fi
+    warn "redis-cluster: $RECOVER_WHY; wiping $CLUSTER_DIR and creating it fresh"
+  fi
+  cluster_create
+}
+
+down_redis_cluster() {
+  local any=0 p
+  for p in "${CLUSTER_PORTS[@]}"; do rnode_pid "$CLUSTER_DIR" "$p" >/dev/null && any=1; done
+  if [[ $any == 0 && ! -d $CLUSTER_DIR ]]; then log "redis-cluster: already down"; return 0; fi
+  log "redis-cluster: stopping..."
+  if ! rnodes_stop "$CLUSTER_DIR" "${CLUSTER_PORTS[@]}"; then warn "redis-cluster: some nodes are still alive; keeping $CLUSTER_DIR"; return 1; fi
+  rm -rf "$CLUSTER_DIR"
+  log "redis-cluster: stopped, $CLUSTER_DIR removed"
+}
+
+status_redis_cluster() { # prints one line; fails unless healthy
+  local p n=0
+  if cluster_check; then
+    echo "redis-cluster: up (${CLUSTER_PORTS[0]}-${CLUSTER_PORTS[-1]}, 3 masters: $CLUSTER_MASTERS)"; return 0
+  fi
+  for p in "${CLUSTER_PORTS[@]}"; do rping "$p" && n=$((n + 1)); done
+  if [[ $n == 0 ]]; then echo "redis-cluster: down"
+  else echo "redis-cluster: degraded ($n/${#CLUSTER_PORTS[@]} nodes answer; $CLUSTER_WHY)"; fi
+  return 1
+}
+
+# ---- redis-sentinel --------------------------------------------------------
+
+SENTINEL_CMD=()
+sentinel_cmd() { # sets SENTINEL_CMD (Debian's redis-sentinel, else redis-server --sentinel)
+  if command -v redis-sentinel >/dev/null 2>&1; then SENTINEL_CMD=(redis-sentinel)
+  elif command -v redis-server >/dev/null 2>&1; then
+    warn "redis-sentinel: no redis-sentinel binary (package redis-sentinel); using redis-server --sentinel"
+    SENTINEL_CMD=(redis-server --sentinel)
+  else return 1; fi
+}
+
+sent_data_conf() { # sent_data_conf PORT [MASTER_PORT] — redis.conf of a data node
+  local d="$SENT_DIR/$1"
+  cat <<EOF
+# written by kh-review scripts/services.sh (profile redis-sentinel) — tests only;
+# the sentinels rewrite it (CONFIG REWRITE) when they change its role
+bind 127.0.0.1
+port $1
+protected-mode no
+daemonize no
+pidfile "$d/redis.pid"
+logfile "$d/redis.log"
+dir "$d"
+appendonly no
+save ""
+repl-diskless-sync-delay 0
+EOF
+  [[ -z ${2:-} ]] || echo "replicaof 127.0.0.1 $2"
+}
+
+sent_conf() { # sent_conf PORT — sentinel.conf (rewritten by the sentinel itself)
+  local d="$SENT_DIR/$1"
+  cat <<EOF
+# written by kh-review scripts/services.sh (profile redis-sentinel) — tests only;
+# the sentinel rewrites this file (known replicas/sentinels, current master)
+bind 127.0.0.1
+port $1
+protected-mode no
+daemonize no
+pidfile "$d/redis.pid"
+logfile "$d/redis.log"
+dir "$d"
+sentinel monitor $SENT_NAME 127.0.0.1 ${SENT_DATA_PORTS[0]} $SENT_QUORUM
+sentinel down-after-milliseconds $SENT_NAME 1000
+sentinel failover-timeout $SENT_NAME 2000
+sentinel parallel-syncs $SENT_NAME 1
+EOF
+}
+
+sent_logs() { printf '%s/<port>/redis.log' "$SENT_DIR"; }
+
+replica_linked() { rcli "$1" info replication | grep -qx 'master_link_status:up'; } # replica_linked PORT
+
+# the other data port
+sent_other() { if [[ $1 == "${SENT_DATA_PORTS[0]}" ]]; then echo "${SENT_DATA_PORTS[1]}"; else echo "${SENT_DATA_PORTS[0]}"; fi; }
+
+# key/value reply lines on stdin ("k\nv\nk\nv...") -> "k=v" lines
+kv_pairs() { awk 'NR % 2 == 1 {k = $0; next} {print k "=" $0}'; }
+
+# Healthy? Both data nodes answer; all 3 sentinels name the same master (one
+# of ours), whose ROLE is master with the other node as online replica (and
+# that one's link is up); each sentinel sees the master without s_down /
+# o_down / failover flags, the replica as a plain "slave", and 2 other
+# sentinels. Sets SENT_WHY, SENT_MASTER, SENT_REPLICA.
+SENT_WHY=""; SENT_MASTER=""; SENT_REPLICA=""
+sentinel_check() {
+  local p s a addr="" m r rep kv
+  SENT_WHY=""; SENT_MASTER=""; SENT_REPLICA=""; SENT_STRAY=""; SENT_AGREED=""
+  for p in "${SENT_DATA_PORTS[@]}"; do
+    rping "$p" || { SENT_WHY="127.0.0.1:$p does not answer"; return 1; }
+  done
+  for s in "${SENT_PORTS[@]}"; do
+    a=$(rcli "$s" sentinel get-master-addr-by-name "$SENT_NAME" | paste -sd: || true)
+    [[ $a =~ ^[0-9.]+:[0-9]+$ ]] || { SENT_WHY="sentinel 127.0.0.1:$s does not answer for $SENT_NAME"; return 1; }
+    if [[ -z $addr ]]; then addr=$a
+    elif [[ $a != "$addr" ]]; then SENT_WHY="the sentinels disagree on the master ($addr vs $a on $s)"; return 1; fi
+  done
+  m=${addr##*:}
+  if [[ $addr != "127.0.0.1:$m" || ( $m != "${SENT_DATA_PORTS[0]}" && $m != "${SENT_DATA_PORTS[1]}" ) ]]; then
+    SENT_WHY="the sentinels name $addr as master, not one of ours"; return 1
+  fi
+  r=$(sent_other "$m"); SENT_AGREED=$m
+  [[ $(rcli "$m" role | head -n 1 || true) == master ]] || { SENT_WHY="the sentinels' master 127.0.0.1:$m is not (yet) in role master"; return 1; }
+  rep=$(rcli "$m" info replication || true)
+  if ! grep -qx 'connected_slaves:1' <<<"$rep" || ! grep -q "^slave0:ip=127.0.0.1,port=$r,state=online," <<<"$rep"; then
+    SENT_WHY="master 127.0.0.1:$m has no online replica 127.0.0.1:$r yet"; SENT_STRAY=$r; return 1
+  fi
+  rep=$(rcli "$r" info replication || true)
+  if ! grep -qx "master_port:$m" <<<"$rep" || ! grep -qx 'master_link_status:up' <<<"$rep"; then
+    SENT_WHY="replica 127.0.0.1:$r has no link up to 127.0.0.1:$m yet"; return 1
+  fi
+  for s in "${SENT_PORTS[@]}"; do
+    kv=$(rcli "$s" sentinel master "$SENT_NAME" | kv_pairs || true)
+    grep -qx 'flags=master' <<<"$kv" || { SENT_WHY="sentinel $s: master $(grep -m1 '^flags=' <<<"$kv")"; return 1; }
+    grep -qx 'num-other-sentinels=2' <<<"$kv" || { SENT_WHY="sentinel $s: $(grep -m1 '^num-other-sentinels=' <<<"$kv" || echo 'num-other-sentinels=?') (want 2)"; return 1; }
+    kv=$(rcli "$s" sentinel replicas "$SENT_NAME" | kv_pairs | awk -F= '$1 == "port" {p = $2} $1 == "flags" {print p " " $2}' || true)
+    grep -qx "$r slave" <<<"$kv" || { SENT_WHY="sentinel $s does not see 127.0.0.1:$r as a healthy replica yet"; return 1; }
+  done
+  SENT_MASTER=$m; SENT_REPLICA=$r
+}
+
+# After a failover whose old master stayed up (SENTINEL FAILOVER, or a
+# node that came back on its own), the old master keeps acting as a master
+# until the sentinels turn it into a replica, which they only do ~10 s later
+# (they first wait 4 publish periods "for newer configs"). When the failover
+# is over (all 3 sentinels name the same master, none has it in failover),
+# do what they would do: REPLICAOF their master + CONFIG REWRITE. Never the
+# other way round. sentinel_ready — sentinel_check plus that, for wait_for.
+SENT_STRAY=""; SENT_AGREED=""; SENT_NUDGED=""
+sentinel_ready() {
+  sentinel_check && return 0
+  local s m=$SENT_AGREED r=$SENT_STRAY
+  [[ -n $r && -n $m && $SENT_NUDGED != "$r" ]] || return 1
+  [[ $(rcli "$r" role | head -n 1 || true) == master ]] || return 1
+  for s in "${SENT_PORTS[@]}"; do
+    rcli "$s" sentinel master "$SENT_NAME" | kv_pairs | grep -qx 'flags=master' || return 1
+  done
+  log "redis-sentinel: 127.0.0.1:$r still acts as master after the failover to $m; making it a replica of $m (as the sentinels would, ~10 s later)"
+  rcli "$r" replicaof 127.0.0.1 "$m" >/dev/null || true
+  rcli "$r" config rewrite >/dev/null || true
+  SENT_NUDGED=$r
+  return 1
+}
+
+# Port of the current master by the sentinels (majority of those answering,
+# else of their config files); empty if unknown.
+sentinel_current_master() {
+  local s
+  {
+    for s in "${SENT_PORTS[@]}"; do rcli "$s" sentinel get-master-addr-by-name "$SENT_NAME" | sed -n 2p || true; done
+  } | grep -E '^[0-9]+$' | sort | uniq -c | sort -rn | awk '$1 >= 2 {print $2; exit}' || true
+}
+sentinel_conf_master() {
+  cat "$SENT_DIR"/*/sentinel.conf 2>/dev/null | awk -v n="$SENT_NAME" '$1 == "sentinel" && $2 == "monitor" && $3 == n {print $5}' \
+    | sort | uniq -c | sort -rn | awk '{print $2; exit}' || true
+}
+
+# conf_set_replicaof CONF [MASTER_PORT] — (un)set replicaof in a data node's config
+conf_set_replicaof() {
+  sed -i -e '/^[[:space:]]*\(replicaof\|slaveof\)[[:space:]]/d' "$1"
+  [[ -z ${2:-} ]] || echo "replicaof 127.0.0.1 $2" >>"$1"
+}
+
+sentinel_recover() {
+  local p conf deadd=() deads=() cur rc
+  RECOVER_WHY=""
+  for p in "${SENT_DATA_PORTS[@]}" "${SENT_PORTS[@]}"; do
+    rnode_pid "$SENT_DIR" "$p" >/dev/null && continue
+    conf=redis.conf
+    if [[ " ${SENT_PORTS[*]} " == *" $p "* ]]; then conf=sentinel.conf; fi
+    if [[ ! -s $SENT_DIR/$p/$conf ]]; then RECOVER_WHY="$SENT_DIR/$p/$conf is missing"; return 1; fi
+    if tcp_open 127.0.0.1 "$p"; then RECOVER_WHY="127.0.0.1:$p is taken by another process"; return 1; fi
+    if [[ $conf == redis.conf ]]; then deadd+=("$p"); else deads+=("$p"); fi
+  done
+  if (( ${#deadd[@]} )); then
+    # Follow the sentinels' view: a dead node that is not their master comes
+    # back as replica of their master (not as a second master); the original
+    # master is never forced back.
+    cur=$(sentinel_current_master)
+    [[ -n $cur ]] || cur=$(sentinel_conf_master)
+    for p in "${deadd[@]}"; do
+      if [[ -n $cur ]]; then
+        if [[ $p == "$cur" ]]; then conf_set_replicaof "$SENT_DIR/$p/redis.conf"
+        else conf_set_replicaof "$SENT_DIR/$p/redis.conf" "$cur"; fi
+      fi
+    done
+    log "redis-sentinel: restarting dead data node(s) ${deadd[*]} (sentinels' master: ${cur:-unknown})..."
+    for p in "${deadd[@]}"; do rnode_start "$SENT_DIR" "$p" redis.conf redis-server; done
+    rc=0; rnodes_wait "$PROFILE_START_DEADLINE" "$SENT_DIR" "${deadd[@]}" || rc=$?
+    if [[ $rc != 0 ]]; then RECOVER_WHY="data node(s) ${deadd[*]} did not come back (see $(sent_logs))"; return 1; fi
+  fi
+  if (( ${#deads[@]} )); then
+    log "redis-sentinel: restarting dead sentinel(s) ${deads[*]} from their sentinel.conf..."
+    for p in "${deads[@]}"; do rnode_start "$SENT_DIR" "$p" sentinel.conf "${SENTINEL_CMD[@]}"; done
+    rc=0; rnodes_wait "$PROFILE_START_DEADLINE" "$SENT_DIR" "${deads[@]}" || rc=$?
+    if [[ $rc != 0 ]]; then RECOVER_WHY="sentinel(s) ${deads[*]} did not come back (see $(sent_logs))"; return 1; fi
+  fi
+  if (( ${#deadd[@]} + ${#deads[@]} == 0 )); then
+    log "redis-sentinel: all 5 processes run, waiting for a healthy setup..."
+  fi
+  # every sentinel must monitor kh-master at one of our two data nodes
+  for p in "${SENT_PORTS[@]}"; do
+    cur=$(rcli "$p" sentinel get-master-addr-by-name "$SENT_NAME" | paste -sd: || true)
+    if [[ $cur != "127.0.0.1:${SENT_DATA_PORTS[0]}" && $cur != "127.0.0.1:${SENT_DATA_PORTS[1]}" ]]; then
+      RECOVER_WHY="sentinel 127.0.0.1:$p monitors ${cur:-nothing} as $SENT_NAME"; return 1
+    fi
+  done
+  if ! WAIT_PID="" wait_for "$PROFILE_RECOVER_DEADLINE" sentinel_ready; then
+    RECOVER_WHY="not healthy ${PROFILE_RECOVER_DEADLINE}s after restarting: $SENT_WHY"; return 1
+  fi
+}
+
+sentinel_create() {
+  local t0=$SECONDS p m=${SENT_DATA_PORTS[0]} r=${SENT_DATA_PORTS[1]} rc=0
+  rnodes_stop "$SENT_DIR" "${SENT_PORTS[@]}" "${SENT_DATA_PORTS[@]}" || { fail_profile redis-sentinel "$(sent_logs)" "could not stop the old processes"; return 1; }
+  rm -rf "$SENT_DIR"
+  ports_free redis-sentinel "${SENT_DATA_PORTS[@]}" "${SENT_PORTS[@]}" || return 1
+  log "redis-sentinel: creating master 127.0.0.1:$m, replica $r, sentinels ${SENT_PORTS[*]} (state: $SENT_DIR)..."
+  mkdir -p "$SENT_DIR/$m" "$SENT_DIR/$r"
+  sent_data_conf "$m" >"$SENT_DIR/$m/redis.conf"
+  sent_data_conf "$r" "$m" >"$SENT_DIR/$r/redis.conf"
+  rnode_start "$SENT_DIR" "$m" redis.conf redis-server
+  rnode_start "$SENT_DIR" "$r" redis.conf redis-server
+  rnodes_wait "$PROFILE_START_DEADLINE" "$SENT_DIR" "$m" "$r" || rc=$?
+  if [[ $rc != 0 ]]; then fail_profile redis-sentinel "$(sent_logs)" "data node(s) did not start (${RNODE_DEAD:+127.0.0.1:$RNODE_DEAD exited}${RNODE_DEAD:-no PONG within ${PROFILE_START_DEADLINE}s})"; return 1; fi
+  # replica linked first, so the sentinels find it in their first INFO
+  if ! WAIT_PID="" wait_for "$PROFILE_DEADLINE" replica_linked "$r"; then
+    fail_profile redis-sentinel "$SENT_DIR/$r/redis.log" "replica 127.0.0.1:$r did not sync from 127.0.0.1:$m"; return 1
+  fi
+  for p in "${SENT_PORTS[@]}"; do
+    mkdir -p "$SENT_DIR/$p"
+    sent_conf "$p" >"$SENT_DIR/$p/sentinel.conf"
+    rnode_start "$SENT_DIR" "$p" sentinel.conf "${SENTINEL_CMD[@]}"
+  done
+  rc=0; rnodes_wait "$PROFILE_START_DEADLINE" "$SENT_DIR" "${SENT_PORTS[@]}" || rc=$?
+  if [[ $rc != 0 ]]; then fail_profile redis-sentinel "$(sent_logs)" "sentinel(s) did not start (${RNODE_DEAD:+127.0.0.1:$RNODE_DEAD exited}${RNODE_DEAD:-no PONG within ${PROFILE_START_DEADLINE}s})"; return 1; fi
+  if ! WAIT_PID="" wait_for "$PROFILE_DEADLINE" sentinel_ready; then
+    fail_profile redis-sentinel "$(sent_logs)" "not healthy within ${PROFILE_DEADLINE}s: $SENT_WHY"; return 1
+  fi
+  log "redis-sentinel: up (master 127.0.0.1:$SENT_MASTER, replica $SENT_REPLICA, sentinels ${SENT_PORTS[*]}) in $((SECONDS - t0))s"
+}
+
+up_redis_sentinel() {
+  local t0=$SECONDS p
+  if ! redis_installed || ! sentinel_cmd; then
+    fail_profile redis-sentinel "$STATE/apt.log" "redis-server / redis-cli / redis-sentinel are not installed and could not be installed"; return 1
+  fi
+  if [[ -d $SENT_DIR ]]; then
+    if sentinel_check; then
+      for p in "${SENT_DATA_PORTS[@]}" "${SENT_PORTS[@]}"; do rnode_pid "$SENT_DIR" "$p" >/dev/null || true; done
+      log "redis-sentinel: already up (master 127.0.0.1:$SENT_MASTER, replica $SENT_REPLICA)"; return 0
+    fi
+    if sentinel_recover; then
+      log "redis-sentinel: up again (master 127.0.0.1:$SENT_MASTER, replica $SENT_REPLICA) in $((SECONDS - t0))s"; return 0
+    fi
+    warn "redis-sentinel: $RECOVER_WHY; wiping $SENT_DIR and creating it fresh"
+  fi
+  sentinel_create
+}
+
+down_redis_sentinel() {
+  local any=0 p
+  for p in "${SENT_DATA_PORTS[@]}" "${SENT_PORTS[@]}"; do rnode_pid "$SENT_DIR" "$p" >/dev/null && any=1; done
+  if [[ $any == 0 && ! -d $SENT_DIR ]]; then log "redis-sentinel: already down"; return 0; fi
+  log "redis-sentinel: stopping..."
+  # sentinels first, so they do not fail over while the data nodes stop
+  if ! rnodes_stop "$SENT_DIR" "${SENT_PORTS[@]}" || ! rnodes_stop "$SENT_DIR" "${SENT_DATA_PORTS[@]}"; then
+    warn "redis-sentinel: some processes are still alive; keeping $SENT_DIR"; return 1
+  fi
+  rm -rf "$SENT_DIR"
+  log "redis-sentinel: stopped, $SENT_DIR removed"
+}
+
+status_redis_sentinel() {
+  local p n=0
+  if sentinel_check; then
+    echo "redis-sentinel: up (master 127.0.0.1:$SENT_MASTER, replica $SENT_REPLICA, sentinels ${SENT_PORTS[0]}-${SENT_PORTS[-1]})"; return 0
+  fi
+  for p in "${SENT_DATA_PORTS[@]}" "${SENT_PORTS[@]}"; do rping "$p" && n=$((n + 1)); done
+  if [[ $n == 0 ]]; then echo "redis-sentinel: down"
+  else echo "redis-sentinel: degraded ($n/5 processes answer; $SENT_WHY)"; fi
+  return 1
+}
+
+profile_dir() { case $1 in redis-cluster) echo "$CLUSTER_DIR" ;; redis-sentinel) echo "$SENT_DIR" ;; esac; }
+
+# ----------------------------------------------------------------------------
 # commands
 # ----------------------------------------------------------------------------
 
-cmd_env() {
+cmd_env() { # cmd_env [PROFILE]
+  if (( $# > 1 )); then echo "[services] ERROR: env takes at most one profile (they set the same APP__REDIS__MODE)" >&2; exit 2; fi
   printf 'export APP__DATABASE__URL=%q\n' "${KH_DATABASE_URL:-$DEFAULT_DATABASE_URL}"
   printf 'export APP__REDIS__URL=%q\n'    "${KH_REDIS_URL:-$DEFAULT_REDIS_URL}"
-  printf 'export APP__AMQP__URL=%q\n'     "${KH_AMQP_URL:-$DEFAULT_AMQP_URL}"
+  printf 'export APP__AMQP__URLS=%q\n'    "${KH_AMQP_URL:-$DEFAULT_AMQP_URL}"
   printf 'export APP__MONGO__URL=%q\n'    "${KH_MONGO_URL:-$DEFAULT_MONGO_URL}"
+  local p urls=()
+  case ${1:-} in
+    redis-cluster)
+      for p in "${CLUSTER_PORTS[@]}"; do urls+=("redis://127.0.0.1:$p"); done
+      printf 'export APP__REDIS__MODE=cluster\n'
+      printf 'export APP__REDIS__NODES=%s\n' "$(join_comma "${urls[@]}")" ;;
+    redis-sentinel)
+      for p in "${SENT_PORTS[@]}"; do urls+=("redis://127.0.0.1:$p"); done
+      printf 'export APP__REDIS__MODE=sentinel\n'
+      printf 'export APP__REDIS__SENTINELS=%s\n' "$(join_comma "${urls[@]}")"
+      printf 'export APP__REDIS__MASTER_NAME=%s\n' "$SENT_NAME" ;;
+  esac
 }
 
 take_lock() { # serialise concurrent up/down runs
@@ -787,7 +1414,27 @@ take_lock() { # serialise concurrent up/down runs
   fi
 }
 
+# cmd_up_profiles PROFILE... — only the given Redis profiles, not the base services
+cmd_up_profiles() {
+  take_lock
+  log "up $* (state dir: $STATE)"
+  local pkgs=() prof failed=()
+  redis_installed || pkgs+=(redis-server redis-tools)
+  if [[ " $* " == *" redis-sentinel "* ]] && ! command -v redis-sentinel >/dev/null 2>&1; then pkgs+=(redis-sentinel); fi
+  if (( ${#pkgs[@]} )); then
+    apt_install "${pkgs[@]}" || warn "apt-get failed (see $STATE/apt.log)"
+  fi
+  for prof in "$@"; do
+    "up_${prof//-/_}" || failed+=("$prof")
+  done
+  if (( ${#failed[@]} )); then
+    echo "[services] FAILED: ${failed[*]} (after ${SECONDS}s)" >&2
+    exit 1
+  fi
+}
+
 cmd_up() {
+  if (( $# )); then cmd_up_profiles "$@"; return; fi
   take_lock
   log "up (state dir: $STATE)"
   # 1. Decide what needs installing: only pieces that are not user-supplied,
@@ -821,9 +1468,14 @@ cmd_up() {
   log "all up"
 }
 
-cmd_down() {
+cmd_down() { # cmd_down [PROFILE...] — without profiles: everything, profiles included
   take_lock
-  local rc=0
+  local rc=0 prof
+  if (( $# )); then
+    for prof in "$@"; do "down_${prof//-/_}" || rc=1; done
+    exit "$rc"
+  fi
+  for prof in "${PROFILES[@]}"; do "down_${prof//-/_}" || rc=1; done
   down_ferretdb || rc=1
   down_rabbitmq || rc=1
   down_redis    || rc=1
@@ -832,8 +1484,12 @@ cmd_down() {
   exit "$rc"
 }
 
-cmd_status() {
-  local rc=0
+cmd_status() { # cmd_status [PROFILE...] — with profiles: only their lines
+  local rc=0 prof
+  if (( $# )); then
+    for prof in "$@"; do "status_${prof//-/_}" || rc=3; done
+    return "$rc"
+  fi
   status_line() { # PIECE ENVVAR DEFAULT_PORT LOCAL_CHECK ADDR
     local v=${!2:-}
     if [[ -n $v ]]; then
@@ -845,18 +1501,31 @@ cmd_status() {
   status_line redis    KH_REDIS_URL    6379  redis_local_up  "127.0.0.1:$REDIS_PORT"
   status_line rabbitmq KH_AMQP_URL     5672  rabbit_local_up "127.0.0.1:$AMQP_PORT"
   status_line ferretdb KH_MONGO_URL    27017 mongo_local_up  "127.0.0.1:$MONGO_PORT"
+  # the Redis profiles only once created (their state dir exists)
+  for prof in "${PROFILES[@]}"; do
+    [[ -d $(profile_dir "$prof") ]] || continue
+    "status_${prof//-/_}" || rc=3
+  done
   return "$rc"
 }
 
+usage() { echo "usage: $0 [up|down|status|env] [redis-cluster|redis-sentinel]   ($0 help)" >&2; exit 2; }
+
 main() {
-  local cmd=${1:-up}
+  local cmd=${1:-up} prof known p
+  (( $# )) && shift
+  for prof in "$@"; do
+    known=0
+    for p in "${PROFILES[@]}"; do [[ $prof == "$p" ]] && known=1; done
+    [[ $known == 1 ]] || { echo "[services] ERROR: unknown profile '$prof' (known: ${PROFILES[*]})" >&2; usage; }
+  done
   case $cmd in
-    up)     cmd_up ;;
-    down)   cmd_down ;;
-    status) cmd_status ;;
-    env)    cmd_env ;;
-    -h|--help|help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' ;;
-    *) echo "usage: $0 [up|down|status|env]" >&2; exit 2 ;;
+    up)     cmd_up "$@" ;;
+    down)   cmd_down "$@" ;;
+    status) cmd_status "$@" ;;
+    env)    cmd_env "$@" ;;
+    -h|--help|help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0" ;;
+    *) usage ;;
   esac
 }
 
