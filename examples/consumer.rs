@@ -17,8 +17,10 @@ use lapin::{Channel, Connection, ConnectionProperties, ExchangeKind};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let url = std::env::var("APP__AMQP__URL")
+    // The first of the service's brokers (a comma-separated list).
+    let urls = std::env::var("APP__AMQP__URLS")
         .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
+    let url = urls.split(',').next().unwrap_or_default().to_string();
     let exchange =
         std::env::var("APP__AMQP__EXCHANGE").unwrap_or_else(|_| "kh.document.events".into());
     let mut args = std::env::args().skip(1);

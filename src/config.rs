@@ -8,7 +8,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
 use crate::http::{AuthSettings, ServerSettings};
-use crate::lock::{LockSettings, RedisSettings};
+use crate::lock::{LockSettings, RedisMode, RedisSettings};
 use crate::outbox::{AmqpSettings, OutboxSettings};
 use crate::review::IdempotencySettings;
 use crate::store::mongo::MongoSettings;
@@ -72,7 +72,13 @@ impl Settings {
                 config::Environment::with_prefix("APP")
                     .prefix_separator("__")
                     .separator("__")
-                    .try_parsing(true),
+                    .try_parsing(true)
+                    // Lists in one variable, comma-separated:
+                    // APP__REDIS__NODES=redis://a:6379,redis://b:6379
+                    .list_separator(",")
+                    .with_list_parse_key("redis.nodes")
+                    .with_list_parse_key("redis.sentinels")
+                    .with_list_parse_key("amqp.urls"),
             )
             .build()?
             .try_deserialize()?;
@@ -102,16 +108,54 @@ impl Settings {
     }
 
     fn check_urls(&self, bad: &mut impl FnMut(&'static str, &str)) {
-        let urls: [(&'static str, &SecretString, &[&str]); 4] = [
+        const REDIS: &[&str] = &["redis", "rediss"];
+        let mut urls: Vec<(&'static str, &SecretString, &[&str])> = vec![
             (
                 "database.url",
                 &self.database.url,
                 &["postgres", "postgresql"],
             ),
-            ("redis.url", &self.redis.url, &["redis", "rediss"]),
             ("mongo.url", &self.mongo.url, &["mongodb", "mongodb+srv"]),
-            ("amqp.url", &self.amqp.url, &["amqp", "amqps"]),
         ];
+        urls.extend(
+            self.amqp
+                .urls
+                .iter()
+                .map(|u| ("amqp.urls", u, &["amqp", "amqps"][..])),
+        );
+        if self.amqp.urls.is_empty() {
+            bad("amqp.urls", "must name at least one broker");
+        }
+        let redis = &self.redis;
+        match redis.mode {
+            RedisMode::Standalone => urls.push(("redis.url", &redis.url, REDIS)),
+            RedisMode::Cluster => {
+                if redis.nodes.is_empty() {
+                    bad("redis.nodes", "cluster mode needs at least one node URL");
+                }
+                urls.extend(redis.nodes.iter().map(|u| ("redis.nodes", u, REDIS)));
+            }
+            RedisMode::Sentinel => {
+                if redis.sentinels.is_empty() {
+                    bad(
+                        "redis.sentinels",
+                        "sentinel mode needs at least one sentinel URL",
+                    );
+                }
+                if redis.master_name.trim().is_empty() {
+                    bad(
+                        "redis.master_name",
+                        "sentinel mode needs the monitored master's name",
+                    );
+                }
+                urls.extend(
+                    redis
+                        .sentinels
+                        .iter()
+                        .map(|u| ("redis.sentinels", u, REDIS)),
+                );
+            }
+        }
         for (key, url, schemes) in urls {
             match url.expose_secret().split_once("://") {
                 Some((scheme, rest)) if schemes.contains(&scheme) && !rest.is_empty() => {}
@@ -120,6 +164,12 @@ impl Settings {
                     &format!("must be a URL starting with {}://", schemes.join("|")),
                 ),
             }
+        }
+        if redis.key_prefix.contains(['{', '}']) {
+            bad(
+                "redis.key_prefix",
+                "may not contain { or }: the lock keys carry their own Redis Cluster hash tag",
+            );
         }
     }
 
@@ -165,6 +215,15 @@ impl Settings {
         }
         if self.outbox.inline_lease.is_zero() {
             bad("outbox.inline_lease_ms", "must be greater than zero");
+        }
+        if let Err(e) = self.mongo.acknowledgment() {
+            bad("mongo.write_concern", e);
+        }
+        if let Err(e) = self.mongo.read_preference() {
+            bad("mongo.read_preference", e);
+        }
+        if self.mongo.timeout.is_zero() {
+            bad("mongo.timeout_ms", "must be greater than zero");
         }
         if self.amqp.exchange.trim().is_empty() {
             bad("amqp.exchange", "must not be empty");
@@ -268,10 +327,10 @@ mod tests {
     fn the_error_lists_every_problem_without_secrets() {
         let mut s = defaults();
         s.environment = "staging".into();
-        s.amqp.url = SecretString::from("http://user:hunter2@host");
+        s.amqp.urls = vec![SecretString::from("http://user:hunter2@host")];
         let text = s.validate().unwrap_err().to_string();
         assert!(
-            text.contains("amqp.url") && text.contains("auth.jwt_secret"),
+            text.contains("amqp.urls") && text.contains("auth.jwt_secret"),
             "{text}"
         );
         assert!(

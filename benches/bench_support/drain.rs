@@ -10,7 +10,7 @@ pub async fn outbox_drain(env: &BenchEnv, n: usize) -> anyhow::Result<Drained> {
     let (proxy, via_proxy) = Proxy::in_front_of(&env.amqp_url).await;
     proxy.cut();
     let svc = env
-        .spawn_service("drain", &[("APP__AMQP__URL", via_proxy)])
+        .spawn_service("drain", &[("APP__AMQP__URLS", via_proxy)])
         .await?;
     let reviews = env.make_pending(n).await?;
     env.purge_queue().await?;

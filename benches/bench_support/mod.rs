@@ -149,7 +149,8 @@ impl BenchEnv {
             .database(DB)
             .drop()
             .await?;
-        let amqp_url = env_or("APP__AMQP__URL", "amqp://guest:guest@127.0.0.1:5672/%2f");
+        let amqp_urls = env_or("APP__AMQP__URLS", "amqp://guest:guest@127.0.0.1:5672/%2f");
+        let amqp_url = amqp_urls.split(',').next().unwrap_or_default().to_string();
         let (conn, amqp) = declare_queue(&amqp_url).await?;
         // Whatever an earlier run left on the queue is not this run's.
         amqp.queue_purge(QUEUE, QueuePurgeOptions::default())

@@ -38,7 +38,7 @@ impl BenchEnv {
             .env("APP__REDIS__KEY_PREFIX", "bench:")
             .env("APP__MONGO__URL", &self.mongo_url)
             .env("APP__MONGO__DATABASE", DB)
-            .env("APP__AMQP__URL", &self.amqp_url)
+            .env("APP__AMQP__URLS", &self.amqp_url)
             .env("APP__AMQP__EXCHANGE", EXCHANGE)
             .env("APP__AMQP__BIND_QUEUE", "")
             .env("APP__OUTBOX__BACKOFF_MAX_MS", "1000")

@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use rand::RngCore;
 
 pub use crate::domain::FencingToken;
-pub use settings::{LockSettings, RedisSettings};
+pub use settings::{LockSettings, RedisMode, RedisSettings};
 
 /// A lock time-to-live. It cannot be zero: there are no permanent locks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,7 +121,9 @@ pub trait LockProvider: Send + Sync + 'static {
     async fn ping(&self) -> Result<(), LockError>;
 }
 
-/// Builds lock key names with the configured prefix.
+/// Builds lock key names with the configured prefix. The id is a Redis Cluster hash tag
+/// (`{...}`): the lock key and its fence counter land in one slot, so the acquire script
+/// never spans two (`CROSSSLOT`). The prefix may hold no braces (config check).
 #[derive(Debug, Clone)]
 pub struct LockKeys {
     prefix: String,
@@ -134,10 +136,14 @@ impl LockKeys {
         }
     }
     pub fn submit(&self, document_id: uuid::Uuid) -> String {
-        format!("{}lock:doc:submit:{document_id}", self.prefix)
+        format!("{}lock:doc:submit:{{{document_id}}}", self.prefix)
     }
     pub fn review(&self, review_id: uuid::Uuid) -> String {
-        format!("{}lock:doc:review:{review_id}", self.prefix)
+        format!("{}lock:doc:review:{{{review_id}}}", self.prefix)
+    }
+    /// The key the breaker's prober locks to test Redis.
+    pub fn probe(&self) -> String {
+        format!("{}lock:probe:{{probe}}", self.prefix)
     }
 }
 
@@ -155,6 +161,31 @@ mod tests {
         assert!(Ttl::new(Duration::ZERO).is_none());
         assert!(Ttl::new(Duration::from_micros(500)).is_none());
         assert_eq!(Ttl::new(Duration::from_millis(5)).unwrap().as_millis(), 5);
+    }
+
+    /// Redis Cluster's rule: the part between the first `{` and the next `}`, if not empty.
+    fn hash_tag(key: &str) -> &str {
+        match key.find('{') {
+            Some(open) => match key[open + 1..].find('}') {
+                Some(len) if len > 0 => &key[open + 1..open + 1 + len],
+                _ => key,
+            },
+            None => key,
+        }
+    }
+
+    #[test]
+    fn a_lock_key_and_its_fence_counter_share_one_hash_slot() {
+        let keys = LockKeys::new("kh:");
+        let id = uuid::Uuid::new_v4();
+        for key in [keys.submit(id), keys.review(id)] {
+            assert_eq!(hash_tag(&key), id.to_string(), "{key}");
+            assert_eq!(hash_tag(&fence_key(&key)), hash_tag(&key));
+        }
+        assert_eq!(keys.review(id), format!("kh:lock:doc:review:{{{id}}}"));
+        let probe = keys.probe();
+        assert_eq!(hash_tag(&fence_key(&probe)), hash_tag(&probe));
+        assert_ne!(hash_tag(&probe), probe, "the probe key is tagged too");
     }
 
     #[test]

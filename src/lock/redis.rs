@@ -2,25 +2,33 @@
 //! Lua all-or-nothing compare-and-pexpire renewal, and a fencing token from the same script.
 //!
 //! Fencing tokens are `max(last + 1, redis TIME in µs)`: strictly increasing per key, and
-//! still larger than every earlier token after Redis restarts or is flushed (the time floor
-//! survives where the counter does not). So fence keys may expire, and they do: no counter
-//! piles up forever. This relies on the Redis host's clock not stepping back by more than a
-//! lock's lifetime.
+//! still larger than every earlier token after Redis restarts, is flushed or fails over (the
+//! time floor survives where the counter does not). So fence counters expire once no lease
+//! they issued can be alive (`LockSettings::fence_retention`, minutes). This relies on the
+//! Redis hosts' clocks agreeing and not stepping back (`docs/decisions.md`).
+//!
+//! Works against one server, the master of a Sentinel set-up, or a Redis Cluster; every
+//! script touches the keys of one hash slot only (`LockKeys`).
 //!
 //! Every call is bounded by `op_timeout`; a slow Redis is a down Redis to the caller.
 
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use deadpool::managed::{self, Metrics, Object, QueueMode, RecycleResult};
-use deadpool_redis::Config as PoolConfig;
-use redis::aio::MultiplexedConnection;
-use redis::{RedisError, Script};
-
+use deadpool::managed::{self, Metrics, Object, QueueMode, RecycleError, RecycleResult};
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::cluster::{ClusterClient, ClusterClientBuilder};
+use redis::cluster_async::ClusterConnection;
+use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
+use redis::{
+    AsyncConnectionConfig, Client, Cmd, ErrorKind, Pipeline, RedisConnectionInfo, RedisError,
+    RedisFuture, Script, TlsMode, Value,
+};
 use secrecy::ExposeSecret;
 
 use super::{
-    fence_key, FencingToken, LockError, LockHandle, LockProvider, OwnerToken, RedisSettings, Ttl,
+    fence_key, FencingToken, LockError, LockHandle, LockProvider, OwnerToken, RedisMode,
+    RedisSettings, Ttl,
 };
 
 const ACQUIRE: &str = r#"
@@ -51,92 +59,221 @@ end
 return 0
 "#;
 
-/// How long a fence counter outlives its last acquisition. The time floor keeps tokens
-/// increasing after it expires; this only bounds memory.
-const FENCE_RETENTION: Duration = Duration::from_secs(24 * 3600);
-
 /// A connection used within this long is handed out again without a health check.
 const FRESH: Duration = Duration::from_secs(1);
 
-/// deadpool-redis's connection manager, minus its `PING` round trip on every checkout: a
-/// connection used within [`FRESH`] is handed out as it is, an older one is checked first.
-/// A connection that fails with a connection error is dropped from the pool (`run`).
-pub struct Connections(deadpool_redis::Manager);
+/// One pooled connection: to one server (standalone, or the master the sentinels name), or
+/// to a whole cluster (which routes each command by its key's slot and follows MOVED/ASK).
+#[derive(Clone)]
+pub enum Conn {
+    Node(MultiplexedConnection),
+    Cluster(ClusterConnection),
+}
 
-impl managed::Manager for Connections {
-    type Type = MultiplexedConnection;
-    type Error = RedisError;
-
-    async fn create(&self) -> Result<MultiplexedConnection, RedisError> {
-        self.0.create().await
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Node(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
     }
 
-    async fn recycle(
-        &self,
-        conn: &mut MultiplexedConnection,
-        metrics: &Metrics,
-    ) -> RecycleResult<RedisError> {
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Node(c) => c.req_packed_commands(cmd, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Node(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// Where new connections come from. Following a failover is the client's work: the
+/// sentinel client asks the sentinels for the current master (and checks its role) on every
+/// new connection; the cluster client refreshes its slot map on MOVED and on errors.
+enum Source {
+    Standalone(Client),
+    Sentinel(tokio::sync::Mutex<SentinelClient>),
+    Cluster(ClusterClient),
+}
+
+/// The pool's connection manager. A connection used within [`FRESH`] is handed out as it
+/// is; an older one is checked with `PING` first. A connection that fails with a
+/// connection error, or finds itself on a read-only replica after a failover, is dropped
+/// from the pool (`run`), so the next one is made against the current master.
+pub struct Connections {
+    source: Source,
+    config: AsyncConnectionConfig,
+}
+
+impl Connections {
+    fn from_settings(settings: &RedisSettings) -> Result<Self, RedisError> {
+        let timeout = settings.op_timeout;
+        let source = match settings.mode {
+            RedisMode::Standalone => {
+                Source::Standalone(Client::open(settings.url.expose_secret())?)
+            }
+            RedisMode::Sentinel => {
+                let sentinels: Vec<&str> = settings
+                    .sentinels
+                    .iter()
+                    .map(|u| u.expose_secret())
+                    .collect();
+                let node = SentinelNodeConnectionInfo {
+                    tls_mode: settings.tls.then_some(TlsMode::Secure),
+                    redis_connection_info: Some(RedisConnectionInfo {
+                        password: settings
+                            .password
+                            .as_ref()
+                            .map(|p| p.expose_secret().to_string()),
+                        ..Default::default()
+                    }),
+                };
+                Source::Sentinel(tokio::sync::Mutex::new(SentinelClient::build(
+                    sentinels,
+                    settings.master_name.clone(),
+                    Some(node),
+                    SentinelServerType::Master,
+                )?))
+            }
+            RedisMode::Cluster => {
+                let nodes: Vec<&str> = settings.nodes.iter().map(|u| u.expose_secret()).collect();
+                Source::Cluster(
+                    ClusterClientBuilder::new(nodes)
+                        .connection_timeout(timeout)
+                        .response_timeout(timeout)
+                        .build()?,
+                )
+            }
+        };
+        Ok(Self {
+            source,
+            config: AsyncConnectionConfig::new().set_connection_timeout(timeout),
+        })
+    }
+}
+
+impl managed::Manager for Connections {
+    type Type = Conn;
+    type Error = RedisError;
+
+    async fn create(&self) -> Result<Conn, RedisError> {
+        Ok(match &self.source {
+            Source::Standalone(client) => Conn::Node(
+                client
+                    .get_multiplexed_async_connection_with_config(&self.config)
+                    .await?,
+            ),
+            Source::Sentinel(client) => Conn::Node(
+                client
+                    .lock()
+                    .await
+                    .get_async_connection_with_config(&self.config)
+                    .await?,
+            ),
+            Source::Cluster(client) => Conn::Cluster(client.get_async_connection().await?),
+        })
+    }
+
+    async fn recycle(&self, conn: &mut Conn, metrics: &Metrics) -> RecycleResult<RedisError> {
         if metrics.last_used() < FRESH {
             return Ok(());
         }
-        self.0.recycle(conn, metrics).await
+        redis::cmd("PING")
+            .query_async::<String>(conn)
+            .await
+            .map(|_| ())
+            .map_err(RecycleError::Backend)
     }
 }
 
 pub type Pool = managed::Pool<Connections>;
 
+/// Whether a connection that returned `e` should leave the pool. A cluster connection
+/// reconnects to a failed node by itself, so it stays.
+fn broken(conn: &Conn, e: &RedisError) -> bool {
+    matches!(conn, Conn::Node(_))
+        && (e.is_io_error()
+            || e.is_connection_dropped()
+            || e.is_unrecoverable_error()
+            || e.kind() == ErrorKind::ReadOnly)
+}
+
 #[derive(Clone)]
 pub struct RedisLockProvider {
     pool: Pool,
     op_timeout: Duration,
+    fence_retention: Duration,
     acquire: Script,
     release: Script,
     extend: Script,
 }
 
 impl RedisLockProvider {
-    /// Creates the pool; does not connect (Redis may be down at start-up).
+    /// One standalone server at `url` (tests and benchmarks), with fence counters kept a
+    /// minute. Does not connect.
     pub fn new(url: &str, pool_size: usize, op_timeout: Duration) -> anyhow::Result<Self> {
-        let url = PoolConfig::from_url(url)
-            .url
-            .ok_or_else(|| anyhow::anyhow!("invalid redis configuration: no url"))?;
-        let manager = deadpool_redis::Manager::new(url)
+        let settings = RedisSettings {
+            mode: RedisMode::Standalone,
+            url: url.to_string().into(),
+            nodes: Vec::new(),
+            sentinels: Vec::new(),
+            master_name: String::new(),
+            password: None,
+            tls: false,
+            key_prefix: String::new(),
+            pool_size,
+            op_timeout,
+        };
+        Self::from_settings(&settings, Duration::from_secs(60))
+    }
+
+    /// The provider `[redis]` describes, keeping fence counters `fence_retention` after
+    /// their last acquisition. Creates the pool; does not connect (Redis may be down at
+    /// start-up).
+    pub fn from_settings(
+        settings: &RedisSettings,
+        fence_retention: Duration,
+    ) -> anyhow::Result<Self> {
+        let manager = Connections::from_settings(settings)
             .map_err(|e| anyhow::anyhow!("invalid redis configuration: {e}"))?;
         // No timeouts of the pool's own: `run` bounds the whole call, checkout included,
         // with one timer. Last in, first out: the connection just used goes out again, so
         // at low load one warm connection serves, and the others age into a health check.
-        let pool = Pool::builder(Connections(manager))
-            .max_size(pool_size)
+        let pool = Pool::builder(manager)
+            .max_size(settings.pool_size)
             .queue_mode(QueueMode::Lifo)
             .build()
             .map_err(|e| anyhow::anyhow!("invalid redis configuration: {e}"))?;
         Ok(Self {
             pool,
-            op_timeout,
+            op_timeout: settings.op_timeout,
+            fence_retention,
             acquire: Script::new(ACQUIRE),
             release: Script::new(RELEASE),
             extend: Script::new(EXTEND),
         })
     }
 
-    /// The provider `[redis]` describes.
-    pub fn from_settings(settings: &RedisSettings) -> anyhow::Result<Self> {
-        Self::new(
-            settings.url.expose_secret(),
-            settings.pool_size,
-            settings.op_timeout,
-        )
-    }
-
     pub fn pool(&self) -> &Pool {
         &self.pool
     }
 
-    /// Runs one Redis operation under the op timeout. A connection that failed with a
-    /// connection error leaves the pool, so the next call does not meet it again.
+    /// Runs one Redis operation under the op timeout. A connection that turned out broken
+    /// leaves the pool, so the next call does not meet it again.
     async fn run<T, F, Fut>(&self, f: F) -> Result<T, LockError>
     where
-        F: FnOnce(MultiplexedConnection) -> Fut,
+        F: FnOnce(Conn) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
     {
         let work = async {
@@ -147,7 +284,7 @@ impl RedisLockProvider {
                 .map_err(|e| LockError::Unavailable(format!("redis pool: {e}")))?;
             let result = f((*conn).clone()).await;
             if let Err(e) = &result {
-                if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
+                if broken(&conn, e) {
                     let _ = Object::take(conn);
                 }
             }
@@ -175,7 +312,7 @@ impl LockProvider for RedisLockProvider {
                     .key(fence_key(key))
                     .arg(token.as_str())
                     .arg(ttl.as_millis())
-                    .arg(FENCE_RETENTION.as_millis() as u64);
+                    .arg(self.fence_retention.as_millis() as u64);
                 async move { inv.invoke_async(&mut c).await }
             })
             .await;

@@ -6,10 +6,41 @@ use secrecy::SecretString;
 use serde::Deserialize;
 use serde_with::{serde_as, DurationMilliSeconds, DurationSeconds};
 
+/// How the service finds its Redis (`redis.mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RedisMode {
+    /// One server at `redis.url`.
+    Standalone,
+    /// The master that `redis.sentinels` name for `redis.master_name`, followed across
+    /// failovers.
+    Sentinel,
+    /// A Redis Cluster reached through any of `redis.nodes`; MOVED and ASK are followed.
+    Cluster,
+}
+
 #[serde_as]
 #[derive(Debug, Clone, Deserialize)]
 pub struct RedisSettings {
+    pub mode: RedisMode,
+    /// Standalone: the server's URL (`redis://` or `rediss://` for TLS, with the password in
+    /// it).
     pub url: SecretString,
+    /// Cluster: seed nodes, any subset of the cluster (same URL form as `url`).
+    #[serde(default)]
+    pub nodes: Vec<SecretString>,
+    /// Sentinel: the sentinels' URLs (with the sentinels' own password, if any).
+    #[serde(default)]
+    pub sentinels: Vec<SecretString>,
+    /// Sentinel: the name the sentinels monitor the master under.
+    #[serde(default)]
+    pub master_name: String,
+    /// Sentinel: the password of the master and replicas (the sentinels' is in their URLs).
+    #[serde(default)]
+    pub password: Option<SecretString>,
+    /// Sentinel: connect to the master and replicas over TLS.
+    #[serde(default)]
+    pub tls: bool,
     pub key_prefix: String,
     pub pool_size: usize,
     /// A Redis call slower than this counts as Redis being down.
@@ -41,6 +72,14 @@ pub struct LockSettings {
 }
 
 impl LockSettings {
+    /// How long a fence counter outlives the acquisition that last set it: the longest a
+    /// lease can live (renewals stop at `max_hold`, and the last one lasts a `ttl`). After
+    /// that no holder of any token it issued can still commit, and the time floor keeps
+    /// later tokens above it (`docs/decisions.md`, Fencing tokens).
+    pub fn fence_retention(&self) -> Duration {
+        self.max_hold + self.ttl
+    }
+
     /// The watchdog's renewal interval: `lock.renew_interval_ms`, or ttl / 3.
     pub fn renew_every(&self) -> Duration {
         self.renew_interval

@@ -25,7 +25,7 @@ use crate::domain::Document;
 use crate::store::mongo::MongoProjection;
 use crate::store::{OutboxRow, PgStore, StoreError};
 use publisher::{AmqpPublisher, PublishError};
-pub use settings::{AmqpSettings, OutboxSettings};
+pub use settings::{AmqpSettings, OutboxSettings, QueueType};
 
 #[derive(Debug, Default)]
 pub struct DispatchStats {

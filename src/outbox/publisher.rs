@@ -1,5 +1,6 @@
-//! The AMQP publisher: one lazily (re)connected connection, a confirm-mode channel, the
-//! durable topic exchange declared on connect. A publish succeeds only when the broker
+//! The AMQP publisher: one lazily (re)connected connection (to the first of the configured
+//! nodes that answers), a confirm-mode channel, the durable topic exchange declared on
+//! connect. A publish succeeds only when the broker
 //! confirms it and did not return it as unroutable.
 
 use std::time::Duration;
@@ -15,7 +16,7 @@ use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, Exchange
 use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::Mutex;
 
-use super::settings::AmqpSettings;
+use super::settings::{AmqpSettings, QueueType};
 
 /// Why a publish failed.
 #[derive(Debug, thiserror::Error)]
@@ -32,39 +33,29 @@ pub enum PublishError {
 /// Most messages the archive queue keeps (the oldest are dropped first).
 const ARCHIVE_MAX_LENGTH: i64 = 100_000;
 
+/// AMQP reply code 406: a declare whose arguments differ from the existing queue's.
+const PRECONDITION_FAILED: u16 = 406;
+
 pub struct AmqpPublisher {
-    url: SecretString,
+    urls: Vec<SecretString>,
     exchange: String,
     bind_queue: Option<String>,
+    queue_type: QueueType,
     timeout: Duration,
     live: Mutex<Option<(Connection, Channel)>>,
 }
 
 impl AmqpPublisher {
-    pub fn new(
-        url: SecretString,
-        exchange: String,
-        bind_queue: Option<String>,
-        timeout: Duration,
-    ) -> Self {
-        Self {
-            url,
-            exchange,
-            bind_queue,
-            timeout,
-            live: Mutex::new(None),
-        }
-    }
-
     /// The publisher `[amqp]` describes; does not connect.
     pub fn from_settings(settings: &AmqpSettings) -> Self {
-        let bind_queue = Some(settings.bind_queue.clone()).filter(|q| !q.trim().is_empty());
-        Self::new(
-            settings.url.clone(),
-            settings.exchange.clone(),
-            bind_queue,
-            settings.timeout,
-        )
+        Self {
+            urls: settings.urls.clone(),
+            exchange: settings.exchange.clone(),
+            bind_queue: Some(settings.bind_queue.clone()).filter(|q| !q.trim().is_empty()),
+            queue_type: settings.bind_queue_type,
+            timeout: settings.timeout,
+            live: Mutex::new(None),
+        }
     }
 
     /// A connected confirm-mode channel, connecting (and declaring) when needed.
@@ -76,25 +67,51 @@ impl AmqpPublisher {
             }
         }
         *live = None;
-        let (conn, ch) = tokio::time::timeout(self.timeout, self.connect())
-            .await
-            .map_err(|_| anyhow!("rabbitmq did not answer within {:?}", self.timeout))??;
-        *live = Some((conn, ch.clone()));
-        Ok(ch)
+        // The nodes in order; each gets the whole timeout, so one dead node (refused at
+        // once, or silent) does not stop the next from being tried.
+        let mut failures = Vec::new();
+        for (i, url) in self.urls.iter().enumerate() {
+            match tokio::time::timeout(self.timeout, self.connect(url)).await {
+                Ok(Ok((conn, ch))) => {
+                    *live = Some((conn, ch.clone()));
+                    return Ok(ch);
+                }
+                Ok(Err(e)) => failures.push(format!("node {}: {e:#}", i + 1)),
+                Err(_) => failures.push(format!(
+                    "node {}: did not answer within {:?}",
+                    i + 1,
+                    self.timeout
+                )),
+            }
+            if i + 1 < self.urls.len() {
+                tracing::warn!(node = i + 1, error = %failures[i], "rabbitmq node unreachable: trying the next");
+            }
+        }
+        Err(anyhow!(
+            "no rabbitmq node answered ({})",
+            failures.join("; ")
+        ))
     }
 
-    async fn connect(&self) -> anyhow::Result<(Connection, Channel)> {
-        let props = ConnectionProperties::default()
-            .with_executor(tokio_executor_trait::Tokio::current())
-            .with_reactor(tokio_reactor_trait::Tokio)
-            .with_connection_name("kh-review".into());
-        let conn = Connection::connect(self.url.expose_secret(), props)
-            .await
-            .context("amqp connect")?;
+    /// A confirm-mode channel on `conn`.
+    async fn confirm_channel(conn: &Connection) -> anyhow::Result<Channel> {
         let ch = conn.create_channel().await.context("amqp channel")?;
         ch.confirm_select(ConfirmSelectOptions::default())
             .await
             .context("amqp confirm mode")?;
+        Ok(ch)
+    }
+
+    async fn connect(&self, url: &SecretString) -> anyhow::Result<(Connection, Channel)> {
+        let props = ConnectionProperties::default()
+            .with_executor(tokio_executor_trait::Tokio::current())
+            .with_reactor(tokio_reactor_trait::Tokio)
+            .with_connection_name("kh-review".into());
+        // lapin's errors name the host and port, never the URL with its password.
+        let conn = Connection::connect(url.expose_secret(), props)
+            .await
+            .context("amqp connect")?;
+        let mut ch = Self::confirm_channel(&conn).await?;
         ch.exchange_declare(
             &self.exchange,
             ExchangeKind::Topic,
@@ -107,23 +124,7 @@ impl AmqpPublisher {
         .await
         .context("amqp exchange declare")?;
         if let Some(q) = &self.bind_queue {
-            // A bounded archive: it keeps every routing key routable (an unroutable event
-            // blocks its document's later events) without growing without bound.
-            let mut args = FieldTable::default();
-            args.insert(
-                "x-max-length".into(),
-                AMQPValue::LongLongInt(ARCHIVE_MAX_LENGTH),
-            );
-            ch.queue_declare(
-                q,
-                QueueDeclareOptions {
-                    durable: true,
-                    ..Default::default()
-                },
-                args,
-            )
-            .await
-            .context("amqp queue declare")?;
+            ch = self.declare_archive(&conn, ch, q).await?;
             ch.queue_bind(
                 q,
                 &self.exchange,
@@ -136,6 +137,54 @@ impl AmqpPublisher {
         }
         tracing::info!(exchange = %self.exchange, "connected to rabbitmq");
         Ok((conn, ch))
+    }
+
+    /// Declares the archive queue: a bounded queue of the configured type that keeps every
+    /// routing key routable (an unroutable event blocks its document's later events). A
+    /// queue that operations made with other arguments (say a quorum queue, or another
+    /// `x-max-length`) is refused with `PRECONDITION_FAILED`, which closes the channel: it
+    /// is then used as it is (passive declare on a new channel), with a warning. Returns
+    /// the channel that is still open.
+    async fn declare_archive(
+        &self,
+        conn: &Connection,
+        ch: Channel,
+        queue: &str,
+    ) -> anyhow::Result<Channel> {
+        let mut args = FieldTable::default();
+        args.insert(
+            "x-max-length".into(),
+            AMQPValue::LongLongInt(ARCHIVE_MAX_LENGTH),
+        );
+        args.insert(
+            "x-queue-type".into(),
+            AMQPValue::LongString(self.queue_type.as_str().into()),
+        );
+        let durable = QueueDeclareOptions {
+            durable: true,
+            ..Default::default()
+        };
+        match ch.queue_declare(queue, durable, args).await {
+            Ok(_) => Ok(ch),
+            Err(lapin::Error::ProtocolError(e)) if e.get_id() == PRECONDITION_FAILED => {
+                tracing::warn!(
+                    queue,
+                    wanted = self.queue_type.as_str(),
+                    reason = %e,
+                    "the archive queue exists with other arguments: using it as it is"
+                );
+                let ch = Self::confirm_channel(conn).await?;
+                let passive = QueueDeclareOptions {
+                    passive: true,
+                    ..Default::default()
+                };
+                ch.queue_declare(queue, passive, FieldTable::default())
+                    .await
+                    .context("amqp queue declare (passive)")?;
+                Ok(ch)
+            }
+            Err(e) => Err(e).context("amqp queue declare"),
+        }
     }
 
     /// Publishes one persistent event and waits for the broker's confirm.

@@ -6,13 +6,35 @@ use secrecy::SecretString;
 use serde::Deserialize;
 use serde_with::{serde_as, DurationMilliSeconds};
 
+/// The kind of queue the archive queue is declared as (`amqp.bind_queue_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QueueType {
+    Classic,
+    /// Replicated over the cluster's nodes (Raft); survives the loss of a minority.
+    Quorum,
+}
+
+impl QueueType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueType::Classic => "classic",
+            QueueType::Quorum => "quorum",
+        }
+    }
+}
+
 #[serde_as]
 #[derive(Debug, Clone, Deserialize)]
 pub struct AmqpSettings {
-    pub url: SecretString,
+    /// The broker's nodes, tried in order on every (re)connect.
+    pub urls: Vec<SecretString>,
     pub exchange: String,
     /// When not empty, a bounded durable queue of this name bound to every routing key.
     pub bind_queue: String,
+    /// How the archive queue is declared when it does not exist yet. One that exists with
+    /// other arguments is used as it is.
+    pub bind_queue_type: QueueType,
     #[serde_as(as = "DurationMilliSeconds<u64>")]
     #[serde(rename = "timeout_ms")]
     pub timeout: Duration,

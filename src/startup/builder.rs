@@ -106,7 +106,7 @@ impl<'a> AppStateBuilder<'a> {
     /// The Redis lock behind its gate, with the breaker's prober running.
     async fn lock_gate(&self) -> anyhow::Result<Arc<LockGate>> {
         let s = self.settings;
-        let redis = RedisLockProvider::from_settings(&s.redis)?;
+        let redis = RedisLockProvider::from_settings(&s.redis, s.lock.fence_retention())?;
         match redis.ping().await {
             Ok(()) => tracing::info!("redis reachable"),
             Err(e) => {
@@ -114,7 +114,7 @@ impl<'a> AppStateBuilder<'a> {
             }
         }
         let provider: Arc<dyn LockProvider> = Arc::new(redis);
-        let probe_key = format!("{}lock:probe", s.redis.key_prefix);
+        let probe_key = LockKeys::new(s.redis.key_prefix.clone()).probe();
         let gate = Arc::new(LockGate::from_settings(
             provider,
             &s.lock,

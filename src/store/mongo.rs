@@ -8,7 +8,9 @@ use std::time::Duration;
 use anyhow::Context;
 use mongodb::bson::{doc, Document as Bson};
 use mongodb::error::{ErrorKind, WriteFailure};
-use mongodb::options::ClientOptions;
+use mongodb::options::{
+    Acknowledgment, ClientOptions, ReadPreference, SelectionCriteria, WriteConcern,
+};
 use mongodb::{Client, Collection};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
@@ -28,6 +30,39 @@ pub struct MongoSettings {
     #[serde_as(as = "DurationMilliSeconds<u64>")]
     #[serde(rename = "timeout_ms")]
     pub timeout: Duration,
+    /// `majority`, or how many nodes must acknowledge a projection write (at least 1).
+    pub write_concern: String,
+    /// Where reads of the body go: `primary`, `primaryPreferred`, `secondary`,
+    /// `secondaryPreferred` or `nearest`.
+    pub read_preference: String,
+}
+
+impl MongoSettings {
+    /// The write concern `mongo.write_concern` names.
+    pub fn acknowledgment(&self) -> Result<Acknowledgment, &'static str> {
+        match self.write_concern.trim() {
+            "majority" => Ok(Acknowledgment::Majority),
+            n => match n.parse::<u32>() {
+                Ok(0) => Err("must acknowledge: 0 (unacknowledged writes) is refused"),
+                Ok(n) => Ok(Acknowledgment::Nodes(n)),
+                Err(_) => Err("must be \"majority\" or a number of nodes (at least 1)"),
+            },
+        }
+    }
+
+    /// The read preference `mongo.read_preference` names.
+    pub fn read_preference(&self) -> Result<ReadPreference, &'static str> {
+        Ok(match self.read_preference.trim() {
+            "primary" => ReadPreference::Primary,
+            "primaryPreferred" => ReadPreference::PrimaryPreferred { options: None },
+            "secondary" => ReadPreference::Secondary { options: None },
+            "secondaryPreferred" => ReadPreference::SecondaryPreferred { options: None },
+            "nearest" => ReadPreference::Nearest { options: None },
+            _ => return Err(
+                "must be one of primary, primaryPreferred, secondary, secondaryPreferred, nearest",
+            ),
+        })
+    }
 }
 
 /// What a projection write did.
@@ -56,12 +91,34 @@ pub struct MongoProjection {
 }
 
 impl MongoProjection {
-    /// Parses the URL and builds the client; does not connect (MongoDB may be down).
+    /// Parses the URL and builds the client, with majority writes and primary reads; does
+    /// not connect (MongoDB may be down).
     pub async fn new(
         url: &str,
         database: &str,
         collection: &str,
         timeout: Duration,
+    ) -> anyhow::Result<Self> {
+        Self::with_concerns(
+            url,
+            database,
+            collection,
+            timeout,
+            Acknowledgment::Majority,
+            ReadPreference::Primary,
+        )
+        .await
+    }
+
+    /// Like `new`, with the given write concern and read preference. A replica set is
+    /// named in the URL (`mongodb://a,b,c/?replicaSet=rs0`); the driver follows elections.
+    pub async fn with_concerns(
+        url: &str,
+        database: &str,
+        collection: &str,
+        timeout: Duration,
+        w: Acknowledgment,
+        read: ReadPreference,
     ) -> anyhow::Result<Self> {
         let mut opts = ClientOptions::parse(url)
             .await
@@ -69,6 +126,9 @@ impl MongoProjection {
         opts.server_selection_timeout = Some(timeout);
         opts.connect_timeout = Some(timeout);
         opts.app_name = Some("kh-review".into());
+        // A projection write waits for its acknowledgment at most an operation's bound.
+        opts.write_concern = Some(WriteConcern::builder().w(w).w_timeout(timeout * 3).build());
+        opts.selection_criteria = Some(SelectionCriteria::ReadPreference(read));
         let client = Client::with_options(opts).context("could not build the mongo client")?;
         let coll = client.database(database).collection(collection);
         Ok(Self {
@@ -80,11 +140,18 @@ impl MongoProjection {
 
     /// The projection `[mongo]` describes; does not connect.
     pub async fn from_settings(settings: &MongoSettings) -> anyhow::Result<Self> {
-        Self::new(
+        let invalid = |key: &str, e: &str| anyhow::anyhow!("{key}: {e}");
+        Self::with_concerns(
             settings.url.expose_secret(),
             &settings.database,
             &settings.collection,
             settings.timeout,
+            settings
+                .acknowledgment()
+                .map_err(|e| invalid("mongo.write_concern", e))?,
+            settings
+                .read_preference()
+                .map_err(|e| invalid("mongo.read_preference", e))?,
         )
         .await
     }

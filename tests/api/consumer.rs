@@ -36,7 +36,7 @@ async fn the_example_consumer_processes_each_event_once() {
     let queue = format!("{}.example", app.shared.queue);
     let mut child = Command::new(example_binary())
         .args([queue.as_str(), "3"])
-        .env("APP__AMQP__URL", amqp_url())
+        .env("APP__AMQP__URLS", amqp_url())
         .env("APP__AMQP__EXCHANGE", &app.shared.exchange)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -216,3 +216,57 @@ async fn redis_restarted_between_transitions() {
     assert_eq!((status.as_str(), version), ("APPROVED", 3));
     app.finish().await;
 }
+
+/// Fence counters live as long as a lease can (max_hold + ttl), not a day: after a burst of
+/// transitions and twice the maximum hold time, none is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fence_counters_are_gone_two_max_holds_after_a_burst() {
+    let max_hold = Duration::from_millis(1200);
+    let app = spawn_app_with(AppOptions {
+        lock_ttl_ms: 600,
+        configure: Some(Box::new(move |s| s.lock.max_hold = max_hold)),
+        ..Default::default()
+    })
+    .await;
+    let reviews: Vec<String> = app.pending_reviews_in_db(20).await;
+    let token = app.reviewer();
+    let burst = reviews.iter().map(|r| app.approve(r, &token));
+    for r in futures_util::future::join_all(burst).await {
+        assert_eq!(r.status(), StatusCode::OK);
+    }
+    let done = std::time::Instant::now();
+    let pattern = format!("{}lock:*:fence", app.shared.prefix);
+    let fences = || async {
+        let mut c = app.redis_conn().await;
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(&pattern)
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        keys
+    };
+    assert_eq!(
+        fences().await.len(),
+        20,
+        "one fence counter per locked review"
+    );
+    let mut c = app.redis_conn().await;
+    let pttl: i64 = redis::cmd("PTTL")
+        .arg(&fences().await[0])
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert!(
+        pttl > 0 && pttl <= (max_hold + Duration::from_millis(600)).as_millis() as i64,
+        "kept max_hold + ttl at most, got {pttl} ms"
+    );
+    let rest = (2 * max_hold).saturating_sub(done.elapsed());
+    let left = poll_until(rest, || async { fences().await.is_empty().then_some(()) }).await;
+    assert!(
+        left.is_some(),
+        "fence counters left {:?} after the burst: {:?}",
+        done.elapsed(),
+        fences().await
+    );
+    app.finish().await;
+}

@@ -4,6 +4,8 @@
 mod architecture;
 mod backlog;
 mod bad_input;
+mod brokers;
+mod cluster;
 mod concurrency;
 mod consumer;
 mod degraded;
@@ -17,4 +19,5 @@ mod operations;
 mod outbox;
 mod plans;
 mod reviews;
+mod sentinel;
 mod support;

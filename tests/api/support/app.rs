@@ -20,6 +20,9 @@ use sqlx::PgPool;
 use super::stores::*;
 use super::views::Document;
 
+/// A last change to a test app's settings.
+pub type Configure = Box<dyn Fn(&mut Settings) + Send + Sync>;
+
 /// How to build one test app.
 pub struct AppOptions {
     pub redis_url: Option<String>,
@@ -38,6 +41,8 @@ pub struct AppOptions {
     pub outbox_batch: Option<i64>,
     /// Reuse the stores of another app (several instances of one deployment).
     pub share_with: Option<Shared>,
+    /// Last changes to the settings (a Redis topology, a list of brokers).
+    pub configure: Option<Configure>,
 }
 
 impl Default for AppOptions {
@@ -56,6 +61,7 @@ impl Default for AppOptions {
             inline_lease_ms: 3000,
             outbox_batch: None,
             share_with: None,
+            configure: None,
         }
     }
 }
@@ -138,7 +144,7 @@ fn settings_for(opts: &AppOptions, shared: &Shared) -> Settings {
     s.lock.max_hold = ms(opts.lock_ttl_ms.max(30_000));
     s.mongo.url = url(&opts.mongo_url, mongo_url);
     s.mongo.database = shared.mongo_db.clone();
-    s.amqp.url = url(&opts.amqp_url, amqp_url);
+    s.amqp.urls = vec![url(&opts.amqp_url, amqp_url)];
     s.amqp.exchange = shared.exchange.clone();
     s.amqp.bind_queue = String::new();
     s.amqp.timeout = ms(opts.amqp_timeout_ms);
@@ -151,6 +157,9 @@ fn settings_for(opts: &AppOptions, shared: &Shared) -> Settings {
         s.outbox.batch_size = n;
     }
     s.log.level = env_or("KH_TEST_LOG", "off");
+    if let Some(configure) = &opts.configure {
+        configure(&mut s);
+    }
     s.validate().expect("test settings are valid");
     s
 }

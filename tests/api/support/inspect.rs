@@ -106,7 +106,7 @@ impl TestApp {
     }
 
     pub fn lock_key_review(&self, review_id: &str) -> String {
-        format!("{}lock:doc:review:{review_id}", self.shared.prefix)
+        format!("{}lock:doc:review:{{{review_id}}}", self.shared.prefix)
     }
 
     pub async fn redis_conn(&self) -> redis::aio::MultiplexedConnection {

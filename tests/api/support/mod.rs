@@ -8,6 +8,7 @@ pub mod own_redis;
 pub mod proxy;
 pub mod stores;
 mod teardown;
+pub mod topology;
 pub mod views;
 
 pub use app::*;

@@ -10,7 +10,7 @@ use tokio::sync::OnceCell;
 use uuid::Uuid;
 
 const HOW_TO_START: &str = "start the services with `make services` (scripts/services.sh up), \
-                            or point APP__DATABASE__URL / APP__REDIS__URL / APP__AMQP__URL / \
+                            or point APP__DATABASE__URL / APP__REDIS__URL / APP__AMQP__URLS / \
                             APP__MONGO__URL at running servers";
 
 pub fn env_or(key: &str, default: &str) -> String {
@@ -27,7 +27,9 @@ pub fn redis_url() -> String {
     env_or("APP__REDIS__URL", "redis://127.0.0.1:6379")
 }
 pub fn amqp_url() -> String {
-    env_or("APP__AMQP__URL", "amqp://guest:guest@127.0.0.1:5672/%2f")
+    // The first of the brokers (APP__AMQP__URLS is a comma-separated list).
+    let urls = env_or("APP__AMQP__URLS", "amqp://guest:guest@127.0.0.1:5672/%2f");
+    urls.split(',').next().unwrap_or_default().to_string()
 }
 pub fn mongo_url() -> String {
     env_or("APP__MONGO__URL", "mongodb://127.0.0.1:27017")

@@ -1,0 +1,188 @@
+//! RabbitMQ as operations run it: several nodes (the first one down), and an archive queue
+//! that already exists with other arguments (a quorum queue, another length bound).
+
+use std::time::Duration;
+
+use kh_review::outbox::QueueType;
+use lapin::options::{BasicGetOptions, QueueDeclareOptions, QueueDeleteOptions};
+use lapin::types::{AMQPValue, FieldTable};
+use lapin::{Channel, Connection, ConnectionProperties};
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use crate::support::*;
+
+async fn channel() -> (Connection, Channel) {
+    let conn = Connection::connect(
+        &amqp_url(),
+        ConnectionProperties::default()
+            .with_executor(tokio_executor_trait::Tokio::current())
+            .with_reactor(tokio_reactor_trait::Tokio),
+    )
+    .await
+    .expect("RabbitMQ unreachable: run `make services`");
+    let ch = conn.create_channel().await.unwrap();
+    (conn, ch)
+}
+
+fn args(pairs: &[(&str, AMQPValue)]) -> FieldTable {
+    let mut t = FieldTable::default();
+    for (k, v) in pairs {
+        t.insert((*k).into(), v.clone());
+    }
+    t
+}
+
+fn durable() -> QueueDeclareOptions {
+    QueueDeclareOptions {
+        durable: true,
+        ..Default::default()
+    }
+}
+
+/// Whether declaring `queue` with `with` is accepted (a fresh channel: a refusal closes it).
+async fn declares_as(queue: &str, with: FieldTable) -> bool {
+    let (_conn, ch) = channel().await;
+    ch.queue_declare(queue, durable(), with).await.is_ok()
+}
+
+/// Every event now on `queue`.
+async fn drain(ch: &Channel, queue: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    while let Some(m) = ch
+        .basic_get(queue, BasicGetOptions { no_ack: true })
+        .await
+        .unwrap()
+    {
+        out.push(serde_json::from_slice(&m.delivery.data).unwrap());
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_are_published_through_the_second_node_when_the_first_is_down() {
+    let dead = format!("amqp://guest:guest@127.0.0.1:{}/%2f", dead_port());
+    let app = spawn_app_with(AppOptions {
+        configure: Some(Box::new(move |s| {
+            let live = s.amqp.urls[0].clone();
+            s.amqp.urls = vec![dead.clone().into(), live];
+        })),
+        ..Default::default()
+    })
+    .await;
+    let (_, review_id) = app.pending_review().await;
+    let r = app.approve(&review_id, &app.reviewer()).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let events = app.wait_events(2, Duration::from_secs(10)).await;
+    let types: Vec<&str> = events
+        .iter()
+        .map(|e| e["event_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["document.submitted", "document.approved"]);
+    app.finish().await;
+}
+
+/// The archive queue exists already, made by operations with `existing`; the service is
+/// configured for `wanted`. Events must still be published, and land in that queue.
+async fn publishes_to_an_archive_made_elsewhere(existing: FieldTable, wanted: QueueType) {
+    let archive = format!("kh.test.archive.{}", uuid::Uuid::new_v4().simple());
+    let (_conn, ch) = channel().await;
+    ch.queue_declare(&archive, durable(), existing)
+        .await
+        .unwrap();
+    let queue = archive.clone();
+    let app = spawn_app_with(AppOptions {
+        configure: Some(Box::new(move |s| {
+            s.amqp.bind_queue = queue.clone();
+            s.amqp.bind_queue_type = wanted;
+        })),
+        ..Default::default()
+    })
+    .await;
+    let (_, review_id) = app.pending_review().await;
+    let r = app.approve(&review_id, &app.reviewer()).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    app.outbox_drained(Duration::from_secs(10)).await;
+    let archived = drain(&ch, &archive).await;
+    let types: Vec<&str> = archived
+        .iter()
+        .map(|e| e["event_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        ["document.submitted", "document.approved"],
+        "published to the archive"
+    );
+    assert_eq!(
+        app.take_events().await.len(),
+        2,
+        "and to the consumers' queue"
+    );
+    ch.queue_delete(&archive, QueueDeleteOptions::default())
+        .await
+        .unwrap();
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_archive_queue_made_as_a_quorum_queue_is_used_as_it_is() {
+    let quorum = args(&[("x-queue-type", AMQPValue::LongString("quorum".into()))]);
+    publishes_to_an_archive_made_elsewhere(quorum, QueueType::Classic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_archive_queue_with_another_length_bound_is_used_as_it_is() {
+    let shorter = args(&[("x-max-length", AMQPValue::LongLongInt(500))]);
+    publishes_to_an_archive_made_elsewhere(shorter, QueueType::Classic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_archive_queue_is_declared_as_the_configured_type() {
+    for wanted in [QueueType::Quorum, QueueType::Classic] {
+        let archive = format!("kh.test.archive.{}", uuid::Uuid::new_v4().simple());
+        let queue = archive.clone();
+        let app = spawn_app_with(AppOptions {
+            configure: Some(Box::new(move |s| {
+                s.amqp.bind_queue = queue.clone();
+                s.amqp.bind_queue_type = wanted;
+            })),
+            ..Default::default()
+        })
+        .await;
+        let (_, review_id) = app.pending_review().await;
+        app.outbox_drained(Duration::from_secs(10)).await;
+        assert_eq!(app.take_events().await.len(), 1, "{review_id} submitted");
+        // A declare with the same arguments is accepted, one with the other type refused.
+        let bound = ("x-max-length", AMQPValue::LongLongInt(100_000));
+        let same = args(&[
+            bound.clone(),
+            (
+                "x-queue-type",
+                AMQPValue::LongString(wanted.as_str().into()),
+            ),
+        ]);
+        let other = match wanted {
+            QueueType::Quorum => QueueType::Classic,
+            QueueType::Classic => QueueType::Quorum,
+        };
+        let differs = args(&[
+            bound,
+            ("x-queue-type", AMQPValue::LongString(other.as_str().into())),
+        ]);
+        assert!(
+            declares_as(&archive, same).await,
+            "{archive} is a {} queue",
+            wanted.as_str()
+        );
+        assert!(
+            !declares_as(&archive, differs).await,
+            "{archive} is no {} queue",
+            other.as_str()
+        );
+        let (_conn, ch) = channel().await;
+        ch.queue_delete(&archive, QueueDeleteOptions::default())
+            .await
+            .unwrap();
+        app.finish().await;
+    }
+}

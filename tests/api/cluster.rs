@@ -1,0 +1,225 @@
+//! The service on a real Redis Cluster (3 masters, 3 replicas; `scripts/services.sh up
+//! redis-cluster`): hash-tagged lock keys on every master, and a master killed mid-run.
+
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use kh_review::http::auth::Role;
+use kh_review::review::hooks::PAUSE_AFTER_LOCK_HEADER;
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use crate::support::topology::*;
+use crate::support::*;
+
+/// Holds the lock of `review_id` with a paused approve, fires `n` conflicting decisions at
+/// it, then lets the holder finish. Returns the holder's reply and the others' replies with
+/// their latencies.
+async fn conflict(
+    app: &TestApp,
+    topology: &Topology,
+    review_id: &str,
+    n: usize,
+) -> (StatusCode, Vec<(StatusCode, Value, Duration)>) {
+    let key = app.lock_key_review(review_id);
+    let holder = app
+        .approve_paused(review_id, PAUSE_AFTER_LOCK_HEADER, 1500, false)
+        .send();
+    let others = async {
+        wait_for(
+            "the holder to take the lock",
+            Duration::from_secs(5),
+            || async { (!topology.keys(&key).await.is_empty()).then_some(()) },
+        )
+        .await;
+        let calls = (0..n).map(|i| {
+            let token = app.token(&format!("reviewer-{i}"), &[Role::Reviewer]);
+            async move {
+                let started = Instant::now();
+                let r = if i % 2 == 0 {
+                    app.approve(review_id, &token).await
+                } else {
+                    app.reject(review_id, &token).await
+                };
+                let status = r.status();
+                (status, r.json::<Value>().await.unwrap(), started.elapsed())
+            }
+        });
+        join_all(calls).await
+    };
+    let (holder, others) = tokio::join!(holder, others);
+    (holder.unwrap().status(), others)
+}
+
+/// The one winner, and every other reply an immediate `LOCK_NOT_ACQUIRED`.
+fn refused_at_once(holder: StatusCode, others: &[(StatusCode, Value, Duration)]) {
+    assert_eq!(holder, StatusCode::OK, "the holder decides");
+    for (status, body, took) in others {
+        assert_eq!(*status, StatusCode::CONFLICT, "{body}");
+        assert_eq!(body["code"], "LOCK_NOT_ACQUIRED", "{body}");
+        assert!(
+            *took < Duration::from_millis(1000),
+            "refused at once, not after the holder (took {took:?})"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_conflicting_decisions_meet_the_redis_lock_on_every_master() {
+    let topology = Topology::cluster().await;
+    let app = spawn_app_with(topology.app_options()).await;
+    let masters: Vec<u16> = cluster_masters().await.into_iter().map(|m| m.0).collect();
+    assert_eq!(masters.len(), 3, "3 masters: {masters:?}");
+
+    // 50 conflicting decisions on one review.
+    let (doc_id, review_id) = app.pending_review().await;
+    let (holder, others) = conflict(&app, &topology, &review_id, 49).await;
+    refused_at_once(holder, &others);
+    let sql = format!(
+        "SELECT count(*) FROM audit_log WHERE document_id = '{doc_id}' AND lock_mode = 'redis'"
+    );
+    assert_eq!(
+        app.count(&sql).await,
+        2,
+        "submit and approve ran under the Redis lock"
+    );
+
+    // Reviews whose lock keys land on each of the three masters.
+    let mut by_master: Vec<(u16, String)> = Vec::new();
+    while by_master.len() < 3 {
+        let (_, review_id) = app.pending_review().await;
+        let master = master_of(&app.lock_key_review(&review_id)).await;
+        if by_master.iter().all(|(m, _)| *m != master) {
+            by_master.push((master, review_id));
+        }
+    }
+    let runs = by_master
+        .iter()
+        .map(|(_, review_id)| conflict(&app, &topology, review_id, 10));
+    for (holder, others) in join_all(runs).await {
+        refused_at_once(holder, &others);
+    }
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM audit_log WHERE lock_mode <> 'redis' AND action <> 'create'"
+        )
+        .await,
+        0,
+        "no request ran degraded"
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM reviews WHERE status = 'APPROVED'")
+            .await,
+        4
+    );
+    app.outbox_drained(Duration::from_secs(15)).await;
+    let decisions = app
+        .take_events()
+        .await
+        .into_iter()
+        .filter(|(e, _)| e["event_type"] == "document.approved")
+        .count();
+    assert_eq!(decisions, 4, "one event per decision");
+    assert!(
+        topology
+            .keys(&format!("{}lock:doc:*", app.shared.prefix))
+            .await
+            .iter()
+            .all(|k| k.ends_with(":fence")),
+        "no lock key left behind"
+    );
+    app.finish().await;
+}
+
+/// Approvals one after another over `reviews`: 20, then `victim` is killed, then on through
+/// the failover until 20 have run under the Redis lock again after the replica took over.
+/// Each approval's (time since the kill, lock mode), and when the replica was promoted.
+async fn approve_through_a_failover(
+    app: &TestApp,
+    topology: &Topology,
+    reviews: &[String],
+    victim: u16,
+) -> (Vec<(Option<Duration>, String)>, Option<Duration>) {
+    let token = app.token(REVIEWER, &[Role::Reviewer]);
+    let (mut done, mut killed_at, mut promoted_at, mut guarded) = (Vec::new(), None, None, 0);
+    for (i, review_id) in reviews.iter().enumerate() {
+        if i == 20 {
+            topology.kill(victim);
+            killed_at = Some(Instant::now());
+        }
+        let r = app.approve(review_id, &token).await;
+        assert_eq!(
+            r.status(),
+            StatusCode::OK,
+            "request {i}: {:?}",
+            r.text().await
+        );
+        let mode = approve_lock_mode(app, review_id).await;
+        done.push((killed_at.map(|at| at.elapsed()), mode.clone()));
+        if killed_at.is_some() && promoted_at.is_none() {
+            let masters = cluster_masters().await;
+            if masters.len() == 3 && masters.iter().all(|m| m.0 != victim) {
+                promoted_at = killed_at.map(|at| at.elapsed());
+            }
+        }
+        if promoted_at.is_some() && mode == "redis" {
+            guarded += 1;
+            if guarded == 20 {
+                return (done, promoted_at);
+            }
+        }
+    }
+    panic!(
+        "not back under the Redis lock within {} approvals",
+        reviews.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_a_master_killed_mid_run_costs_at_most_a_brief_degraded_spell() {
+    let topology = Topology::cluster().await;
+    let app = spawn_app_with(AppOptions {
+        breaker_open_ms: 500,
+        ..topology.app_options()
+    })
+    .await;
+    let reviews = app.pending_reviews_in_db(600).await;
+    let victim = master_of(&app.lock_key_review(&reviews[20])).await;
+    let (done, promoted_at) = approve_through_a_failover(&app, &topology, &reviews, victim).await;
+    let degraded: Vec<Duration> = done
+        .iter()
+        .filter(|(_, mode)| mode != "redis")
+        .map(|(at, _)| at.expect("nothing degraded before the kill"))
+        .collect();
+    let back_after = degraded.iter().max().copied().unwrap_or_default();
+    eprintln!(
+        "cluster: master {victim} killed; replica promoted after {promoted_at:?}; {} of {} later \
+         requests degraded; Redis-guarded again after {back_after:?}",
+        degraded.len(),
+        done.len() - 20
+    );
+    assert!(
+        back_after < Duration::from_secs(8),
+        "back to Redis-guarded requests within 8 s, was {back_after:?}"
+    );
+    let n = done.len() as i64;
+    let approvals = "SELECT count(*) FROM audit_log WHERE action = 'approve'";
+    assert_eq!(app.count(approvals).await, n, "one transition per review");
+    let reviews_decided =
+        "SELECT count(DISTINCT review_id) FROM audit_log WHERE action = 'approve'";
+    assert_eq!(app.count(reviews_decided).await, n);
+    app.outbox_drained(Duration::from_secs(20)).await;
+    assert_eq!(
+        app.take_events().await.len() as i64,
+        n,
+        "one event per transition"
+    );
+    let left = topology
+        .keys(&format!("{}lock:doc:*", app.shared.prefix))
+        .await;
+    assert!(
+        left.iter().all(|k| k.ends_with(":fence")),
+        "no lock key left behind: {left:?}"
+    );
+    app.finish().await;
+}
