@@ -7,10 +7,10 @@ export CARGO_TARGET_DIR ?= /var/tmp/kh-review-target
 WITH_ENV := eval "$$(scripts/services.sh env)" &&
 TEST_THREADS ?= 8
 
-.PHONY: help services services-down services-status run test lint fmt migrate build token bench sqlx-prepare
+.PHONY: help services services-down services-status run test test-topologies lint fmt migrate build token bench sqlx-prepare
 
 help:
-	@echo "make run | test | bench | lint | fmt | sqlx-prepare | services | services-down | migrate | build | token SUB=.. ROLES=.."
+	@echo "make run | test | test-topologies | bench | lint | fmt | sqlx-prepare | services | services-down | migrate | build | token SUB=.. ROLES=.."
 
 services:
 	scripts/services.sh up
@@ -32,12 +32,20 @@ migrate: services
 
 # Unit tests (lib), the integration suite, then the volume tests (a 20,000-row backlog, a
 # 100,000-document database) on their own, so that their load does not skew the timing of
-# the others. Examples and the binary hold no tests.
+# the others, then the Redis topology tests (a Redis Cluster and a Sentinel set-up, which
+# they start with scripts/services.sh and whose nodes they kill). Examples and the binary
+# hold no tests.
 VOLUME_TESTS := backlog:: plans::
+TOPOLOGY_TESTS := cluster:: sentinel::
 test: services
 	cargo build --example consumer
-	$(WITH_ENV) cargo test --lib --test api -- --test-threads=$(TEST_THREADS) $(addprefix --skip ,$(VOLUME_TESTS))
+	$(WITH_ENV) cargo test --lib --test api -- --test-threads=$(TEST_THREADS) $(addprefix --skip ,$(VOLUME_TESTS) $(TOPOLOGY_TESTS))
 	$(WITH_ENV) cargo test --test api -- --test-threads=1 $(VOLUME_TESTS)
+	$(MAKE) --no-print-directory test-topologies
+
+# The Redis topology tests alone; they print how long each failover took.
+test-topologies: services
+	$(WITH_ENV) cargo test --test api -- --test-threads=1 --nocapture $(TOPOLOGY_TESTS)
 
 # Benchmarks (release build; not part of `make test`). Report: target/bench/report.md and .json
 bench: services
