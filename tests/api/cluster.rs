@@ -223,3 +223,27 @@ async fn cluster_a_master_killed_mid_run_costs_at_most_a_brief_degraded_spell() 
     );
     app.finish().await;
 }
+
+/// A master that has forgotten the lock scripts (restarted, or a replica just promoted)
+/// learns them from the request itself, while another node is down: the script is sent by
+/// its source to the one node that serves the key, not loaded on every node (which fails
+/// while any node is down).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_a_master_without_the_scripts_learns_them_while_a_node_is_down() {
+    let topology = Topology::cluster().await;
+    let app = spawn_app_with(topology.app_options()).await;
+    assert_eq!(approve_one(&app).await, "redis", "the scripts are loaded");
+    let replica = cluster_replicas().await[0];
+    topology.kill(replica);
+    for (master, _) in cluster_masters().await {
+        let _: String = node(master, &["SCRIPT", "FLUSH"]).await.unwrap();
+    }
+    for _ in 0..3 {
+        assert_eq!(
+            approve_one(&app).await,
+            "redis",
+            "with replica {replica} down"
+        );
+    }
+    app.finish().await;
+}

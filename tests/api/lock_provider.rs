@@ -7,7 +7,7 @@ use kh_review::lock::redis::RedisLockProvider;
 use kh_review::lock::{LockProvider, Ttl};
 use uuid::Uuid;
 
-use crate::support::{redis_cmd, redis_url};
+use crate::support::*;
 
 fn provider() -> RedisLockProvider {
     RedisLockProvider::new(&redis_url(), 4, Duration::from_millis(500)).unwrap()
@@ -53,4 +53,55 @@ async fn fencing_tokens_keep_increasing_after_the_counter_is_lost() {
     );
     p.release(&b).await.unwrap();
     redis_cmd(&client, &["DEL", &fence]).await;
+}
+
+/// `rediss://` with a password, the server's certificate checked against a CA named by
+/// `SSL_CERT_FILE` (the real binary, so the variable is its own): the lock guards
+/// transitions over TLS. A wrong password, or a certificate nobody vouches for, is Redis
+/// being unavailable: degraded, never a failed request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_over_tls_with_a_password_guards_transitions() {
+    let dir = std::env::temp_dir().join(format!("kh-tls-{}", Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (own, ca) = OwnRedis::start_tls(&dir, "s3cret-pw").await;
+    let app = spawn_app().await; // for its stores; the binaries below share them
+    let url = |pw: &str| format!("rediss://:{pw}@127.0.0.1:{}", own.port);
+    let trusted = ca.to_str().unwrap().to_string();
+    let nobody = dir.join("none.pem").to_str().unwrap().to_string();
+    let cases = [
+        ("s3cret-pw", &trusted, "redis"),
+        ("wrong", &trusted, "row_lock_only"),
+        ("s3cret-pw", &nobody, "row_lock_only"),
+    ];
+    for (password, roots, guarded) in cases {
+        let (_, review_id) = app.pending_review().await;
+        let port = dead_port();
+        let envs = [
+            ("APP__REDIS__URL", url(password)),
+            ("SSL_CERT_FILE", roots.clone()),
+        ];
+        let _binary = serve_binary(&app, port, &envs);
+        let base = format!("http://127.0.0.1:{port}");
+        listening(&app, &base).await;
+        let r = app
+            .client
+            .post(format!("{base}/api/v1/reviews/{review_id}/approve"))
+            .bearer_auth(app.reviewer())
+            .json(&serde_json::json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), reqwest::StatusCode::OK);
+        let mode: String = sqlx::query_scalar(
+            "SELECT lock_mode FROM audit_log WHERE review_id = $1::uuid AND action = 'approve'",
+        )
+        .bind(&review_id)
+        .fetch_one(&app.pg)
+        .await
+        .unwrap();
+        assert_eq!(mode, guarded, "password {password}, roots {roots}");
+    }
+    app.outbox_drained(Duration::from_secs(10)).await;
+    app.finish().await;
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -178,17 +178,9 @@ async fn sigterm_mid_load_drains_without_resets_or_leftover_locks() {
     for _ in 0..10 {
         reviews.push(app.pending_review().await.1);
     }
-    let mut child = serve_binary(&app, port);
+    let mut child = serve_binary(&app, port, &[]);
     let base = format!("http://127.0.0.1:{port}");
-    wait_for("the binary to listen", Duration::from_secs(30), || async {
-        app.client
-            .get(format!("{base}/healthz"))
-            .send()
-            .await
-            .ok()
-            .map(|_| ())
-    })
-    .await;
+    listening(&app, &base).await;
     // Slow approvals (each pauses 2 s before COMMIT), all in flight when SIGTERM lands.
     let calls = reviews.iter().map(|review_id| {
         let req = app
@@ -239,34 +231,4 @@ async fn sigterm_mid_load_drains_without_resets_or_leftover_locks() {
         .await
         .is_err());
     app.finish().await;
-}
-
-/// Starts the binary `kh-review serve` on `port`, sharing `app`'s stores.
-fn serve_binary(app: &TestApp, port: u16) -> KillOnDrop {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_kh-review"));
-    cmd.arg("serve")
-        .env(
-            "APP_CONFIG_DIR",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/config"),
-        )
-        .env("APP__SERVER__PORT", port.to_string())
-        .env("APP__SERVER__TEST_HOOKS", "true")
-        .env("APP__DATABASE__URL", expose(&app.settings.database.url))
-        .env("APP__REDIS__KEY_PREFIX", &app.shared.prefix)
-        .env("APP__MONGO__DATABASE", &app.shared.mongo_db)
-        .env("APP__AMQP__EXCHANGE", &app.shared.exchange)
-        .env("APP__AMQP__BIND_QUEUE", "")
-        .env("APP__LOG__LEVEL", "warn")
-        .stdout(std::process::Stdio::null());
-    KillOnDrop(cmd.spawn().expect("the kh-review binary starts"))
-}
-
-/// Kills the child process if the test fails before it exits.
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }

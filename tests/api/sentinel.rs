@@ -77,8 +77,8 @@ async fn sentinel_a_manual_failover_is_followed_without_a_restart() {
 }
 
 /// Holder A has taken `key` on the master `old`, whose replica's writes are paused: kills
-/// `old`, waits for the sentinels to promote the replica (dropping the replication stream it
-/// had not applied), and for the service to take locks again. A's fencing token, and how
+/// `old`, promotes the replica (dropping the replication stream it had not applied), waits
+/// for the sentinels to name it master, and for the service to take locks again. A's fencing token, and how
 /// long until the service was Redis-guarded again.
 async fn fail_over_before_the_key_replicates(
     app: &TestApp,
@@ -99,9 +99,13 @@ async fn fail_over_before_the_key_replicates(
     assert_eq!(on_replica, None, "the key has not reached the replica");
     topology.kill(old);
     let killed = Instant::now();
+    // Promote the replica before it applies what it holds back: REPLICAOF NO ONE drops the
+    // unapplied replication stream. Unpause at once: sentinels talk to it through PUBLISH,
+    // which the pause holds too, and a replica that stops answering is no candidate.
+    let _: String = node(replica, &["REPLICAOF", "NO", "ONE"]).await.unwrap();
+    let _: String = node(replica, &["CLIENT", "UNPAUSE"]).await.unwrap();
     let new = sentinels_promoted_other_than(old, Duration::from_secs(20)).await;
     assert_eq!(new, replica);
-    let _: String = node(new, &["CLIENT", "UNPAUSE"]).await.unwrap();
     let lost: Option<String> = node(new, &["GET", key]).await.unwrap();
     assert_eq!(lost, None, "the promoted replica never got A's key");
     wait_for(

@@ -3,6 +3,7 @@
 //! service's replies as typed structs (`views`).
 
 pub mod app;
+pub mod binary;
 pub mod inspect;
 pub mod own_redis;
 pub mod proxy;
@@ -12,6 +13,7 @@ pub mod topology;
 pub mod views;
 
 pub use app::*;
+pub use binary::{listening, serve_binary};
 pub use inspect::*;
 pub use own_redis::OwnRedis;
 pub use proxy::{blackhole, dead_port, Proxy};

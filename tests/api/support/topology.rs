@@ -205,6 +205,20 @@ pub async fn cluster_masters() -> Vec<(u16, Vec<(u16, u16)>)> {
     );
 }
 
+/// The ports of the cluster's live replicas.
+pub async fn cluster_replicas() -> Vec<u16> {
+    let mut replicas = Vec::new();
+    for port in CLUSTER_PORTS {
+        let Ok(role) = node::<Vec<redis::Value>>(port, &["ROLE"]).await else {
+            continue;
+        };
+        if matches!(&role[0], redis::Value::BulkString(b) if b == b"slave") {
+            replicas.push(port);
+        }
+    }
+    replicas
+}
+
 /// The port of the master that serves `key`.
 pub async fn master_of(key: &str) -> u16 {
     let slot: i64 = node(CLUSTER_PORTS[0], &["CLUSTER", "KEYSLOT", key])
