@@ -315,6 +315,40 @@ mod tests {
     }
 
     #[test]
+    fn topology_settings_are_checked_for_each_mode() {
+        let mut s = defaults();
+        s.redis.mode = RedisMode::Cluster;
+        assert_eq!(problems(&s), ["redis.nodes"], "cluster mode without nodes");
+        s.redis.nodes = vec![SecretString::from("http://10.0.0.1:6379")];
+        assert_eq!(problems(&s), ["redis.nodes"], "not a redis URL");
+        s.redis.nodes = vec![SecretString::from("rediss://:pw@10.0.0.1:6379")];
+        assert!(problems(&s).is_empty());
+        s.redis.mode = RedisMode::Sentinel;
+        assert_eq!(problems(&s), ["redis.sentinels", "redis.master_name"]);
+        s.redis.sentinels = vec![SecretString::from("redis://10.0.0.1:26379")];
+        s.redis.master_name = "kh-master".into();
+        assert!(problems(&s).is_empty());
+        s.redis.key_prefix = "kh:{x}:".into();
+        assert_eq!(
+            problems(&s),
+            ["redis.key_prefix"],
+            "braces break the hash tag"
+        );
+        let mut s = defaults();
+        s.amqp.urls.clear();
+        assert_eq!(problems(&s), ["amqp.urls"]);
+        s.mongo.write_concern = "0".into();
+        s.mongo.read_preference = "secondaryish".into();
+        assert_eq!(
+            problems(&s),
+            ["amqp.urls", "mongo.write_concern", "mongo.read_preference"]
+        );
+        s.mongo.write_concern = "2".into();
+        s.mongo.read_preference = "secondaryPreferred".into();
+        assert_eq!(problems(&s), ["amqp.urls"]);
+    }
+
+    #[test]
     fn http_workers_default_to_half_the_cores_and_follow_the_setting() {
         let mut s = defaults();
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
