@@ -6,23 +6,29 @@ use std::time::Duration;
 use kh_review::outbox::QueueType;
 use lapin::options::{BasicGetOptions, QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::{AMQPValue, FieldTable};
-use lapin::{Channel, Connection, ConnectionProperties};
+use lapin::{Channel, Connection};
 use reqwest::StatusCode;
 use serde_json::Value;
 
 use crate::support::*;
 
 async fn channel() -> (Connection, Channel) {
-    let conn = Connection::connect(
-        &amqp_url(),
-        ConnectionProperties::default()
-            .with_executor(tokio_executor_trait::Tokio::current())
-            .with_reactor(tokio_reactor_trait::Tokio),
-    )
-    .await
-    .expect("RabbitMQ unreachable: run `make services`");
+    let conn = amqp_connection().await;
     let ch = conn.create_channel().await.unwrap();
     (conn, ch)
+}
+
+/// A test app whose archive queue is `queue`, declared as `wanted` if it does not exist.
+async fn app_with_archive(queue: &str, wanted: QueueType) -> TestApp {
+    let queue = queue.to_string();
+    spawn_app_with(AppOptions {
+        configure: Some(Box::new(move |s| {
+            s.amqp.bind_queue = queue.clone();
+            s.amqp.bind_queue_type = wanted;
+        })),
+        ..Default::default()
+    })
+    .await
 }
 
 fn args(pairs: &[(&str, AMQPValue)]) -> FieldTable {
@@ -90,15 +96,7 @@ async fn publishes_to_an_archive_made_elsewhere(existing: FieldTable, wanted: Qu
     ch.queue_declare(&archive, durable(), existing)
         .await
         .unwrap();
-    let queue = archive.clone();
-    let app = spawn_app_with(AppOptions {
-        configure: Some(Box::new(move |s| {
-            s.amqp.bind_queue = queue.clone();
-            s.amqp.bind_queue_type = wanted;
-        })),
-        ..Default::default()
-    })
-    .await;
+    let app = app_with_archive(&archive, wanted).await;
     let (_, review_id) = app.pending_review().await;
     let r = app.approve(&review_id, &app.reviewer()).await;
     assert_eq!(r.status(), StatusCode::OK);
@@ -140,15 +138,7 @@ async fn an_archive_queue_with_another_length_bound_is_used_as_it_is() {
 async fn the_archive_queue_is_declared_as_the_configured_type() {
     for wanted in [QueueType::Quorum, QueueType::Classic] {
         let archive = format!("kh.test.archive.{}", uuid::Uuid::new_v4().simple());
-        let queue = archive.clone();
-        let app = spawn_app_with(AppOptions {
-            configure: Some(Box::new(move |s| {
-                s.amqp.bind_queue = queue.clone();
-                s.amqp.bind_queue_type = wanted;
-            })),
-            ..Default::default()
-        })
-        .await;
+        let app = app_with_archive(&archive, wanted).await;
         let (_, review_id) = app.pending_review().await;
         app.outbox_drained(Duration::from_secs(10)).await;
         assert_eq!(app.take_events().await.len(), 1, "{review_id} submitted");

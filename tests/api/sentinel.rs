@@ -11,6 +11,17 @@ use reqwest::StatusCode;
 use crate::support::topology::*;
 use crate::support::*;
 
+/// A test app on the Sentinel set-up that has approved one review under the Redis lock.
+async fn guarded_app(topology: &Topology) -> TestApp {
+    let app = spawn_app_with(AppOptions {
+        breaker_open_ms: 500,
+        ..topology.app_options()
+    })
+    .await;
+    assert_eq!(approve_one(&app).await, "redis");
+    app
+}
+
 /// Approves fresh reviews until one runs under the Redis lock.
 async fn redis_guarded_again(app: &TestApp, deadline: Duration) {
     wait_for("a Redis-guarded approval", deadline, || async {
@@ -22,12 +33,7 @@ async fn redis_guarded_again(app: &TestApp, deadline: Duration) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sentinel_the_service_follows_a_killed_master_to_the_promoted_replica() {
     let topology = Topology::sentinel().await;
-    let app = spawn_app_with(AppOptions {
-        breaker_open_ms: 500,
-        ..topology.app_options()
-    })
-    .await;
-    assert_eq!(approve_one(&app).await, "redis");
+    let app = guarded_app(&topology).await;
     let old = sentinel_master().await;
     topology.kill(old);
     let killed = Instant::now();
@@ -54,12 +60,7 @@ async fn sentinel_the_service_follows_a_killed_master_to_the_promoted_replica() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sentinel_a_manual_failover_is_followed_without_a_restart() {
     let topology = Topology::sentinel().await;
-    let app = spawn_app_with(AppOptions {
-        breaker_open_ms: 500,
-        ..topology.app_options()
-    })
-    .await;
-    assert_eq!(approve_one(&app).await, "redis");
+    let app = guarded_app(&topology).await;
     let old = sentinel_master().await;
     let started = Instant::now();
     let _: String = node(SENTINEL_PORTS[0], &["SENTINEL", "FAILOVER", MASTER_NAME])

@@ -165,16 +165,21 @@ impl Views {
     }
 }
 
-/// The test's exchange, and a queue bound to every routing key on it.
-async fn declare_queue(shared: &Shared) -> (Connection, Channel) {
-    let conn = Connection::connect(
+/// A connection to the tests' RabbitMQ, failing loudly when it is missing.
+pub async fn amqp_connection() -> Connection {
+    Connection::connect(
         &amqp_url(),
         ConnectionProperties::default()
             .with_executor(tokio_executor_trait::Tokio::current())
             .with_reactor(tokio_reactor_trait::Tokio),
     )
     .await
-    .unwrap_or_else(|e| panic!("RabbitMQ unreachable ({e}): {HOW_TO_START}"));
+    .unwrap_or_else(|e| panic!("RabbitMQ unreachable ({e}): {HOW_TO_START}"))
+}
+
+/// The test's exchange, and a queue bound to every routing key on it.
+async fn declare_queue(shared: &Shared) -> (Connection, Channel) {
+    let conn = amqp_connection().await;
     let amqp = conn.create_channel().await.unwrap();
     let durable = ExchangeDeclareOptions {
         durable: true,
