@@ -346,6 +346,10 @@ mod tests {
         s.mongo.write_concern = "2".into();
         s.mongo.read_preference = "secondaryPreferred".into();
         assert_eq!(problems(&s), ["amqp.urls"]);
+        let unknown = RedisMode::try_from("replicated".to_string()).unwrap_err();
+        assert!(unknown.starts_with("redis.mode: "), "{unknown}");
+        let unknown = crate::outbox::QueueType::try_from("lazy".to_string()).unwrap_err();
+        assert!(unknown.starts_with("amqp.bind_queue_type: "), "{unknown}");
     }
 
     #[test]

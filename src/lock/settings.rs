@@ -8,7 +8,7 @@ use serde_with::{serde_as, DurationMilliSeconds, DurationSeconds};
 
 /// How the service finds its Redis (`redis.mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(try_from = "String")]
 pub enum RedisMode {
     /// One server at `redis.url`.
     Standalone,
@@ -17,6 +17,21 @@ pub enum RedisMode {
     Sentinel,
     /// A Redis Cluster reached through any of `redis.nodes`; MOVED and ASK are followed.
     Cluster,
+}
+
+impl TryFrom<String> for RedisMode {
+    type Error = String;
+
+    fn try_from(mode: String) -> Result<Self, String> {
+        match mode.as_str() {
+            "standalone" => Ok(RedisMode::Standalone),
+            "sentinel" => Ok(RedisMode::Sentinel),
+            "cluster" => Ok(RedisMode::Cluster),
+            _ => Err(format!(
+                "redis.mode: must be standalone, sentinel or cluster, not {mode:?}"
+            )),
+        }
+    }
 }
 
 #[serde_as]

@@ -8,11 +8,25 @@ use serde_with::{serde_as, DurationMilliSeconds};
 
 /// The kind of queue the archive queue is declared as (`amqp.bind_queue_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(try_from = "String")]
 pub enum QueueType {
     Classic,
     /// Replicated over the cluster's nodes (Raft); survives the loss of a minority.
     Quorum,
+}
+
+impl TryFrom<String> for QueueType {
+    type Error = String;
+
+    fn try_from(kind: String) -> Result<Self, String> {
+        match kind.as_str() {
+            "classic" => Ok(QueueType::Classic),
+            "quorum" => Ok(QueueType::Quorum),
+            _ => Err(format!(
+                "amqp.bind_queue_type: must be classic or quorum, not {kind:?}"
+            )),
+        }
+    }
 }
 
 impl QueueType {
