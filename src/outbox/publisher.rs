@@ -1,7 +1,7 @@
 //! The AMQP publisher: one lazily (re)connected connection (to the first of the configured
 //! nodes that answers), a confirm-mode channel, the durable topic exchange declared on
-//! connect. A publish succeeds only when the broker
-//! confirms it and did not return it as unroutable.
+//! connect. A publish succeeds only when the broker confirms it and did not return it as
+//! unroutable.
 
 use std::time::Duration;
 

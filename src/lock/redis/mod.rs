@@ -119,6 +119,30 @@ impl RedisLockProvider {
             ))),
         }
     }
+
+    /// Runs a compare-and-act script on `handle`'s key as its owner (release, or extend by
+    /// `ttl`): true when the key still held the owner's token.
+    async fn as_owner(
+        &self,
+        script: &Lua,
+        handle: &LockHandle,
+        ttl: Option<Ttl>,
+    ) -> Result<bool, LockError> {
+        let n: i64 = self
+            .run(|mut c| async move {
+                script
+                    .eval(&mut c, |cmd| {
+                        cmd.arg(1).arg(&handle.lock_key);
+                        cmd.arg(handle.owner_token.as_str());
+                        if let Some(ttl) = ttl {
+                            cmd.arg(ttl.as_millis());
+                        }
+                    })
+                    .await
+            })
+            .await?;
+        Ok(n == 1)
+    }
 }
 
 #[async_trait]
@@ -172,34 +196,11 @@ impl LockProvider for RedisLockProvider {
     }
 
     async fn release(&self, handle: &LockHandle) -> Result<bool, LockError> {
-        let n: i64 = self
-            .run(|mut c| async move {
-                self.release
-                    .eval(&mut c, |cmd| {
-                        cmd.arg(1)
-                            .arg(&handle.lock_key)
-                            .arg(handle.owner_token.as_str());
-                    })
-                    .await
-            })
-            .await?;
-        Ok(n == 1)
+        self.as_owner(&self.release, handle, None).await
     }
 
     async fn extend(&self, handle: &LockHandle, ttl: Ttl) -> Result<bool, LockError> {
-        let n: i64 = self
-            .run(|mut c| async move {
-                self.extend
-                    .eval(&mut c, |cmd| {
-                        cmd.arg(1)
-                            .arg(&handle.lock_key)
-                            .arg(handle.owner_token.as_str());
-                        cmd.arg(ttl.as_millis());
-                    })
-                    .await
-            })
-            .await?;
-        Ok(n == 1)
+        self.as_owner(&self.extend, handle, Some(ttl)).await
     }
 
     async fn locked(&self, key: &str) -> Result<bool, LockError> {
