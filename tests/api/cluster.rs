@@ -9,6 +9,7 @@ use kh_review::review::hooks::PAUSE_AFTER_LOCK_HEADER;
 use reqwest::StatusCode;
 use serde_json::Value;
 
+use crate::concurrency::timed_storm;
 use crate::support::topology::*;
 use crate::support::*;
 
@@ -32,20 +33,7 @@ async fn conflict(
             || async { (!topology.keys(&key).await.is_empty()).then_some(()) },
         )
         .await;
-        let calls = (0..n).map(|i| {
-            let token = app.token(&format!("reviewer-{i}"), &[Role::Reviewer]);
-            async move {
-                let started = Instant::now();
-                let r = if i % 2 == 0 {
-                    app.approve(review_id, &token).await
-                } else {
-                    app.reject(review_id, &token).await
-                };
-                let status = r.status();
-                (status, r.json::<Value>().await.unwrap(), started.elapsed())
-            }
-        });
-        join_all(calls).await
+        timed_storm(app, review_id, n).await
     };
     let (holder, others) = tokio::join!(holder, others);
     (holder.unwrap().status(), others)
@@ -120,14 +108,8 @@ async fn cluster_conflicting_decisions_meet_the_redis_lock_on_every_master() {
         .filter(|(e, _)| e["event_type"] == "document.approved")
         .count();
     assert_eq!(decisions, 4, "one event per decision");
-    assert!(
-        topology
-            .keys(&format!("{}lock:doc:*", app.shared.prefix))
-            .await
-            .iter()
-            .all(|k| k.ends_with(":fence")),
-        "no lock key left behind"
-    );
+    let left = topology.lock_keys_left(&app.shared.prefix).await;
+    assert!(left.is_empty(), "no lock key left behind: {left:?}");
     app.finish().await;
 }
 
@@ -154,7 +136,7 @@ async fn approve_through_a_failover(
             "request {i}: {:?}",
             r.text().await
         );
-        let mode = approve_lock_mode(app, review_id).await;
+        let mode = app.approval_lock_mode(review_id).await;
         done.push((killed_at.map(|at| at.elapsed()), mode.clone()));
         if killed_at.is_some() && promoted_at.is_none() {
             let masters = cluster_masters().await;
@@ -214,13 +196,8 @@ async fn cluster_a_master_killed_mid_run_costs_at_most_a_brief_degraded_spell() 
         n,
         "one event per transition"
     );
-    let left = topology
-        .keys(&format!("{}lock:doc:*", app.shared.prefix))
-        .await;
-    assert!(
-        left.iter().all(|k| k.ends_with(":fence")),
-        "no lock key left behind: {left:?}"
-    );
+    let left = topology.lock_keys_left(&app.shared.prefix).await;
+    assert!(left.is_empty(), "no lock key left behind: {left:?}");
     app.finish().await;
 }
 

@@ -92,13 +92,7 @@ async fn redis_over_tls_with_a_password_guards_transitions() {
             .await
             .unwrap();
         assert_eq!(r.status(), reqwest::StatusCode::OK);
-        let mode: String = sqlx::query_scalar(
-            "SELECT lock_mode FROM audit_log WHERE review_id = $1::uuid AND action = 'approve'",
-        )
-        .bind(&review_id)
-        .fetch_one(&app.pg)
-        .await
-        .unwrap();
+        let mode = app.approval_lock_mode(&review_id).await;
         assert_eq!(mode, guarded, "password {password}, roots {roots}");
     }
     app.outbox_drained(Duration::from_secs(10)).await;

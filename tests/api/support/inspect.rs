@@ -126,6 +126,17 @@ impl TestApp {
             .collect()
     }
 
+    /// The lock that guarded the approval of `review_id` (`redis` or `row_lock_only`).
+    pub async fn approval_lock_mode(&self, review_id: &str) -> String {
+        sqlx::query_scalar(
+            "SELECT lock_mode FROM audit_log WHERE review_id = $1::uuid AND action = 'approve'",
+        )
+        .bind(review_id)
+        .fetch_one(&self.pg)
+        .await
+        .unwrap()
+    }
+
     pub async fn count(&self, sql: &str) -> i64 {
         sqlx::query_scalar(sql).fetch_one(&self.pg).await.unwrap()
     }

@@ -81,6 +81,14 @@ impl Topology {
         Self { kind, _turn: turn }
     }
 
+    /// A test app on this topology.
+    pub fn app_options(&self) -> AppOptions {
+        AppOptions {
+            configure: Some(self.configure()),
+            ..Default::default()
+        }
+    }
+
     /// Points a test app's settings at this topology.
     pub fn configure(&self) -> Configure {
         let kind = self.kind;
@@ -113,9 +121,27 @@ impl Topology {
         }
     }
 
-    /// SIGKILL for the node on `port`.
+    /// SIGKILL for the node on `port`, by its pid file.
     pub fn kill(&self, port: u16) {
-        signal(self.kind, port, "-KILL");
+        let pidfile = state_dir()
+            .join(self.kind.profile())
+            .join(port.to_string())
+            .join("redis.pid");
+        let pid = std::fs::read_to_string(&pidfile)
+            .unwrap_or_else(|e| panic!("{}: {e}", pidfile.display()));
+        let ok = Command::new("kill")
+            .args(["-KILL", pid.trim()])
+            .status()
+            .expect("kill runs");
+        assert!(ok.success(), "kill -KILL {} (port {port})", pid.trim());
+    }
+
+    /// Lock keys (not fence counters) left under `prefix` on any data node.
+    pub async fn lock_keys_left(&self, prefix: &str) -> Vec<String> {
+        let keys = self.keys(&format!("{prefix}lock:doc:*")).await;
+        keys.into_iter()
+            .filter(|k| !k.ends_with(":fence"))
+            .collect()
     }
 
     /// Every key matching `pattern` on every data node that answers.
@@ -134,21 +160,6 @@ impl Topology {
 
 fn state_dir() -> PathBuf {
     PathBuf::from(std::env::var("KH_STATE_DIR").unwrap_or_else(|_| "/var/tmp/kh-review".into()))
-}
-
-/// Sends `sig` (`-KILL`, `-STOP`, `-CONT`) to the node on `port`, by its pid file.
-pub fn signal(kind: Kind, port: u16, sig: &str) {
-    let pidfile = state_dir()
-        .join(kind.profile())
-        .join(port.to_string())
-        .join("redis.pid");
-    let pid =
-        std::fs::read_to_string(&pidfile).unwrap_or_else(|e| panic!("{}: {e}", pidfile.display()));
-    let ok = Command::new("kill")
-        .args([sig, pid.trim()])
-        .status()
-        .expect("kill runs");
-    assert!(ok.success(), "kill {sig} {} (port {port})", pid.trim());
 }
 
 /// One command on the node at `port`, over a fresh connection with a short timeout.
@@ -205,14 +216,17 @@ pub async fn cluster_masters() -> Vec<(u16, Vec<(u16, u16)>)> {
     );
 }
 
+/// The role the node on `port` reports (`master`, `slave`, `sentinel`), if it answers.
+async fn role(port: u16) -> Option<String> {
+    let reply: Vec<redis::Value> = node(port, &["ROLE"]).await.ok()?;
+    String::from_redis_value(reply.first()?).ok()
+}
+
 /// The ports of the cluster's live replicas.
 pub async fn cluster_replicas() -> Vec<u16> {
     let mut replicas = Vec::new();
     for port in CLUSTER_PORTS {
-        let Ok(role) = node::<Vec<redis::Value>>(port, &["ROLE"]).await else {
-            continue;
-        };
-        if matches!(&role[0], redis::Value::BulkString(b) if b == b"slave") {
+        if role(port).await.as_deref() == Some("slave") {
             replicas.push(port);
         }
     }
@@ -233,13 +247,18 @@ pub async fn master_of(key: &str) -> u16 {
         .unwrap_or_else(|| panic!("no master serves slot {slot}"))
 }
 
+/// The master's port as the sentinel on `port` names it, if it answers.
+async fn named_master(port: u16) -> Option<u16> {
+    let cmd = ["SENTINEL", "get-master-addr-by-name", MASTER_NAME];
+    let addr: Vec<String> = node(port, &cmd).await.ok()?;
+    addr.get(1)?.parse().ok()
+}
+
 /// The master's port as the sentinels name it (the first sentinel that answers).
 pub async fn sentinel_master() -> u16 {
     for port in SENTINEL_PORTS {
-        if let Ok(addr) =
-            node::<Vec<String>>(port, &["SENTINEL", "get-master-addr-by-name", MASTER_NAME]).await
-        {
-            return addr[1].parse().unwrap();
+        if let Some(master) = named_master(port).await {
+            return master;
         }
     }
     panic!("no sentinel answers on {SENTINEL_PORTS:?}");
@@ -250,31 +269,15 @@ pub async fn sentinels_promoted_other_than(old: u16, deadline: Duration) -> u16 
     wait_for("the sentinels to promote the replica", deadline, || async {
         let mut named = Vec::new();
         for port in SENTINEL_PORTS {
-            let addr =
-                node::<Vec<String>>(port, &["SENTINEL", "get-master-addr-by-name", MASTER_NAME])
-                    .await
-                    .ok()?;
-            named.push(addr[1].parse::<u16>().ok()?);
+            named.push(named_master(port).await?);
         }
         let new = named[0];
         if new == old || named.iter().any(|&p| p != new) {
             return None;
         }
-        let role: Vec<redis::Value> = node(new, &["ROLE"]).await.ok()?;
-        let is_master = matches!(&role[0], redis::Value::BulkString(b) if b == b"master");
-        is_master.then_some(new)
+        (role(new).await.as_deref() == Some("master")).then_some(new)
     })
     .await
-}
-
-impl Topology {
-    /// A test app on this topology.
-    pub fn app_options(&self) -> AppOptions {
-        AppOptions {
-            configure: Some(self.configure()),
-            ..Default::default()
-        }
-    }
 }
 
 /// `/readyz` says Redis is up and the breaker is closed: the next request takes the lock.
@@ -286,21 +289,10 @@ pub async fn redis_guarding(app: &TestApp) -> bool {
     v["checks"]["redis"]["status"] == "up" && v["checks"]["redis"]["circuit_breaker"] == "closed"
 }
 
-/// The lock that guarded the approval of `review_id` (`redis` or `row_lock_only`).
-pub async fn approve_lock_mode(app: &TestApp, review_id: &str) -> String {
-    sqlx::query_scalar(
-        "SELECT lock_mode FROM audit_log WHERE review_id = $1::uuid AND action = 'approve'",
-    )
-    .bind(review_id)
-    .fetch_one(&app.pg)
-    .await
-    .unwrap()
-}
-
 /// Approves a fresh review and says which lock guarded it.
 pub async fn approve_one(app: &TestApp) -> String {
     let (_, review_id) = app.pending_review().await;
     let r = app.approve(&review_id, &app.reviewer()).await;
     assert_eq!(r.status(), StatusCode::OK);
-    approve_lock_mode(app, &review_id).await
+    app.approval_lock_mode(&review_id).await
 }
