@@ -918,29 +918,43 @@ ports_free() {
   done
 }
 
+# node_conf DIR PORT NOTE — the lines every process of a profile starts with:
+# loopback only, in the foreground, pid file, log and working dir in DIR
+node_conf() {
+  cat <<EOF
+# written by kh-review scripts/services.sh ($3) — tests only
+bind 127.0.0.1
+port $2
+protected-mode no
+daemonize no
+pidfile "$1/redis.pid"
+logfile "$1/redis.log"
+dir "$1"
+EOF
+}
+
+# data_conf — a data node keeps nothing on disk, and a (re)joining replica
+# syncs at once instead of after the default 5 s
+data_conf() {
+  cat <<EOF
+appendonly no
+save ""
+repl-diskless-sync-delay 0
+EOF
+}
+
 # ---- redis-cluster ---------------------------------------------------------
 
 cluster_conf() { # cluster_conf PORT — redis.conf of one cluster node
-  local d="$CLUSTER_DIR/$1"
+  node_conf "$CLUSTER_DIR/$1" "$1" "profile redis-cluster"
   cat <<EOF
-# written by kh-review scripts/services.sh (profile redis-cluster) — tests only
-bind 127.0.0.1
-port $1
-protected-mode no
-daemonize no
-pidfile "$d/redis.pid"
-logfile "$d/redis.log"
-dir "$d"
 cluster-enabled yes
 cluster-config-file nodes.conf
 cluster-node-timeout 1000
 cluster-replica-validity-factor 0
 cluster-require-full-coverage no
-appendonly no
-save ""
-# a (re)joining replica syncs at once instead of after the default 5 s
-repl-diskless-sync-delay 0
 EOF
+  data_conf
 }
 
 # CLUSTER NODES on stdin -> one sorted line per node: "PORT M SLOTS" (master),
@@ -1125,36 +1139,15 @@ sentinel_cmd() { # sets SENTINEL_CMD (Debian's redis-sentinel, else redis-server
 }
 
 sent_data_conf() { # sent_data_conf PORT [MASTER_PORT] — redis.conf of a data node
-  local d="$SENT_DIR/$1"
-  cat <<EOF
-# written by kh-review scripts/services.sh (profile redis-sentinel) — tests only;
-# the sentinels rewrite it (CONFIG REWRITE) when they change its role
-bind 127.0.0.1
-port $1
-protected-mode no
-daemonize no
-pidfile "$d/redis.pid"
-logfile "$d/redis.log"
-dir "$d"
-appendonly no
-save ""
-repl-diskless-sync-delay 0
-EOF
+  # (the sentinels rewrite it, CONFIG REWRITE, when they change its role)
+  node_conf "$SENT_DIR/$1" "$1" "profile redis-sentinel"
+  data_conf
   [[ -z ${2:-} ]] || echo "replicaof 127.0.0.1 $2"
 }
 
 sent_conf() { # sent_conf PORT — sentinel.conf (rewritten by the sentinel itself)
-  local d="$SENT_DIR/$1"
+  node_conf "$SENT_DIR/$1" "$1" "profile redis-sentinel"
   cat <<EOF
-# written by kh-review scripts/services.sh (profile redis-sentinel) — tests only;
-# the sentinel rewrites this file (known replicas/sentinels, current master)
-bind 127.0.0.1
-port $1
-protected-mode no
-daemonize no
-pidfile "$d/redis.pid"
-logfile "$d/redis.log"
-dir "$d"
 sentinel monitor $SENT_NAME 127.0.0.1 ${SENT_DATA_PORTS[0]} $SENT_QUORUM
 sentinel down-after-milliseconds $SENT_NAME 1000
 sentinel failover-timeout $SENT_NAME 2000
