@@ -9,7 +9,8 @@
 # Builds use .sqlx/ (SQLX_OFFLINE=true in .cargo/config.toml) and need no database.
 # prepare and check compile against a database of their own, `kh_review_sqlx` on the
 # server that scripts/services.sh runs (or KH_DATABASE_URL), recreated from migrations/
-# each time, so that the data always matches the committed schema.
+# each time, so that the data always matches the committed schema. (KH_TEST_TAG, when set,
+# is appended to that name, so that checkouts side by side do not share it.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,7 +32,7 @@ install() {
 schema_database() {
   eval "$(scripts/services.sh env)"
   local base="${APP__DATABASE__URL%/*}"
-  export DATABASE_URL="$base/kh_review_sqlx"
+  export DATABASE_URL="$base/kh_review_sqlx${KH_TEST_TAG:-}"
   "$SQLX" database drop -y >/dev/null
   "$SQLX" database create
   "$SQLX" migrate run --source migrations >/dev/null

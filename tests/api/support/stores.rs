@@ -40,13 +40,24 @@ pub fn with_db(url: &str, db: &str) -> String {
     format!("{base}/{db}")
 }
 
+/// `KH_TEST_TAG` (letters and digits, empty by default) keeps the databases of test runs
+/// from different checkouts apart on one server: each tag has its own template and only
+/// clears its own leftovers.
+fn tag() -> String {
+    env_or("KH_TEST_TAG", "")
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect::<String>()
+        .to_lowercase()
+}
+
 static TEMPLATE: OnceCell<String> = OnceCell::const_new();
 
 /// A migrated template database, made once per test process.
 async fn template() -> &'static str {
     TEMPLATE
         .get_or_init(|| async {
-            let name = "kh_review_test_template".to_string();
+            let name = format!("kh_review_test_template{}", tag());
             let mut admin = PgConnection::connect(&pg_url())
                 .await
                 .unwrap_or_else(|e| panic!("PostgreSQL unreachable ({e}): {HOW_TO_START}"));
@@ -60,9 +71,10 @@ async fn template() -> &'static str {
                 .unwrap();
             // Leftovers of earlier runs that died before their teardown.
             let stale: Vec<String> = sqlx::query_scalar(
-                "SELECT datname FROM pg_database WHERE datname LIKE 'kh_t_%' \
+                "SELECT datname FROM pg_database WHERE datname LIKE $1 \
                  AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = pg_database.datname)",
             )
+            .bind(format!("kh\\_t\\_{}\\_%", tag()))
             .fetch_all(&mut admin)
             .await
             .unwrap();
@@ -86,7 +98,7 @@ static TEMPLATE_COPY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 
 async fn create_test_database() -> String {
     let tpl = template().await;
-    let name = format!("kh_t_{}", Uuid::new_v4().simple());
+    let name = format!("kh_t_{}_{}", tag(), Uuid::new_v4().simple());
     let mut admin = PgConnection::connect(&pg_url()).await.unwrap();
     {
         let _turn = TEMPLATE_COPY.lock().await;
