@@ -216,6 +216,9 @@ impl Settings {
         if self.outbox.inline_lease.is_zero() {
             bad("outbox.inline_lease_ms", "must be greater than zero");
         }
+        if self.outbox.max_attempts < 1 {
+            bad("outbox.max_attempts", "must be at least 1");
+        }
         if let Err(e) = self.mongo.acknowledgment() {
             bad("mongo.write_concern", e);
         }

@@ -73,6 +73,9 @@ pub struct OutboxSettings {
     #[serde_as(as = "DurationMilliSeconds<u64>")]
     #[serde(rename = "inline_lease_ms")]
     pub inline_lease: std::time::Duration,
+    /// Failed attempts the broker's refusals (unroutable, nacked) may cost a row before it
+    /// is parked for an admin. A dependency that is down costs no attempt.
+    pub max_attempts: i32,
     /// Run the background dispatcher in this process.
     pub run_dispatcher: bool,
     /// Delivered outbox rows are deleted after this many hours.
