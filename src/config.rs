@@ -228,6 +228,9 @@ impl Settings {
         if self.mongo.timeout.is_zero() {
             bad("mongo.timeout_ms", "must be greater than zero");
         }
+        if self.amqp.max_message_bytes == 0 {
+            bad("amqp.max_message_bytes", "must be greater than zero");
+        }
         if self.amqp.exchange.trim().is_empty() {
             bad("amqp.exchange", "must not be empty");
         }
@@ -386,5 +389,17 @@ mod tests {
         s.lock.ttl = Duration::from_millis(900);
         s.lock.renew_interval = None;
         assert_eq!(s.lock.renew_every(), Duration::from_millis(300));
+    }
+
+    #[test]
+    fn outbox_parking_needs_at_least_one_attempt_and_a_message_size() {
+        let mut s = defaults();
+        assert_eq!(s.outbox.max_attempts, 10);
+        s.outbox.max_attempts = 0;
+        s.amqp.max_message_bytes = 0;
+        assert_eq!(
+            problems(&s),
+            ["outbox.max_attempts", "amqp.max_message_bytes"]
+        );
     }
 }

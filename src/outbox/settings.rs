@@ -52,6 +52,9 @@ pub struct AmqpSettings {
     #[serde_as(as = "DurationMilliSeconds<u64>")]
     #[serde(rename = "timeout_ms")]
     pub timeout: Duration,
+    /// A larger event body is refused without being sent: the broker would close the
+    /// channel (and so fail every publish pipelined on it), not refuse that one message.
+    pub max_message_bytes: usize,
 }
 
 #[serde_as]

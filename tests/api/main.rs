@@ -17,6 +17,7 @@ mod leases;
 mod lock_provider;
 mod operations;
 mod outbox;
+mod outbox_admin;
 mod parked;
 mod plans;
 mod reviews;

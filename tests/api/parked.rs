@@ -12,9 +12,9 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-const ADMIN: &str = "root";
+pub(crate) const ADMIN: &str = "root";
 
-fn with_max_attempts(n: i32) -> AppOptions {
+pub(crate) fn with_max_attempts(n: i32) -> AppOptions {
     AppOptions {
         configure: Some(Box::new(move |s| s.outbox.max_attempts = n)),
         ..Default::default()
@@ -49,7 +49,7 @@ async fn route_everything(app: &TestApp) {
 
 /// A document submitted (its event parked) and then approved; returns (document id, the
 /// parked row's id).
-async fn parked_submission(app: &TestApp, max_attempts: i32) -> (String, i64) {
+pub(crate) async fn parked_submission(app: &TestApp, max_attempts: i32) -> (String, i64) {
     route_only_approvals(app).await;
     let (doc, review) = app.pending_review().await;
     let id = wait_for(
@@ -83,7 +83,7 @@ async fn parked_submission(app: &TestApp, max_attempts: i32) -> (String, i64) {
 
 /// The approval waits behind the parked row: projected (MongoDB has version 3), never
 /// tried, never published, while the dispatcher runs a dozen publish passes.
-async fn assert_approval_held_back(app: &TestApp, doc: &str) {
+pub(crate) async fn assert_approval_held_back(app: &TestApp, doc: &str) {
     wait_for(
         "the approval's projection",
         Duration::from_secs(10),
@@ -110,7 +110,7 @@ async fn assert_approval_held_back(app: &TestApp, doc: &str) {
     assert_eq!((done, attempts), (false, 0), "the approval is held back");
 }
 
-async fn metric(app: &TestApp, name: &str) -> f64 {
+pub(crate) async fn metric(app: &TestApp, name: &str) -> f64 {
     let text = app.client.get(app.url("/metrics")).send().await.unwrap();
     let text = text.text().await.unwrap();
     text.lines()
@@ -119,7 +119,7 @@ async fn metric(app: &TestApp, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("{name} in /metrics"))
 }
 
-async fn parked_list(app: &TestApp) -> Vec<Value> {
+pub(crate) async fn parked_list(app: &TestApp) -> Vec<Value> {
     let admin = app.token(ADMIN, &[Role::Admin]);
     let r = app.get("/api/v1/admin/outbox?state=parked", &admin).await;
     assert_eq!(r.status(), StatusCode::OK);
@@ -128,7 +128,7 @@ async fn parked_list(app: &TestApp) -> Vec<Value> {
     page["items"].as_array().unwrap().clone()
 }
 
-async fn act(app: &TestApp, id: i64, action: &str, token: &str) -> reqwest::Response {
+pub(crate) async fn act(app: &TestApp, id: i64, action: &str, token: &str) -> reqwest::Response {
     app.post(
         &format!("/api/v1/admin/outbox/{id}/{action}"),
         token,
@@ -138,7 +138,7 @@ async fn act(app: &TestApp, id: i64, action: &str, token: &str) -> reqwest::Resp
 }
 
 /// (action, actor, attempts found) of every audit row of outbox row `id`.
-async fn audit(app: &TestApp, id: i64) -> Vec<(String, String, i32)> {
+pub(crate) async fn audit(app: &TestApp, id: i64) -> Vec<(String, String, i32)> {
     sqlx::query_as(
         "SELECT action, actor_id, attempts FROM outbox_admin_actions WHERE outbox_id = $1 ORDER BY id",
     )
@@ -299,65 +299,42 @@ async fn a_mongodb_that_is_down_never_parks_anything() {
     a_dependency_down_parks_nothing("mongodb").await;
 }
 
+/// An event body over `amqp.max_message_bytes` is refused before it is sent, and parked
+/// as too large; the document's earlier event went out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn only_admins_act_on_parked_rows_and_bad_requests_change_nothing() {
-    let app = spawn_app_with(with_max_attempts(1)).await;
-    let (doc, id) = parked_submission(&app, 1).await;
-    let admin = app.token(ADMIN, &[Role::Admin]);
-    let reviewer = app.token("bob", &[Role::Reviewer, Role::Author]);
-    for action in ["retry", "skip"] {
-        let r = act(&app, id, action, &reviewer).await;
-        expect_error(r, StatusCode::FORBIDDEN, "FORBIDDEN").await;
-        let r = app
-            .client
-            .post(app.url(&format!("/api/v1/admin/outbox/{id}/{action}")))
-            .send()
-            .await
-            .unwrap();
-        expect_error(r, StatusCode::UNAUTHORIZED, "UNAUTHORIZED").await;
-        for unknown in ["999999", "abc"] {
-            let path = format!("/api/v1/admin/outbox/{unknown}/{action}");
-            let r = app.post(&path, &admin, json!({})).await;
-            expect_error(r, StatusCode::NOT_FOUND, "NOT_FOUND").await;
-        }
-        // The document's creation row was delivered long ago: not parked.
-        let done: i64 = sqlx::query_scalar(
-            "SELECT id FROM outbox WHERE document_id = $1::uuid AND event_type = 'document.created'",
-        )
-        .bind(&doc)
-        .fetch_one(&app.pg)
-        .await
-        .unwrap();
-        let r = act(&app, done, action, &admin).await;
-        expect_error(r, StatusCode::CONFLICT, "INVALID_STATE").await;
-    }
+async fn an_event_too_large_to_send_is_parked() {
+    let app = spawn_app_with(AppOptions {
+        configure: Some(Box::new(|s| {
+            s.outbox.max_attempts = 2;
+            s.amqp.max_message_bytes = 1000;
+        })),
+        ..Default::default()
+    })
+    .await;
+    let (_, review) = app.pending_review().await;
+    let comment = "long ".repeat(300);
+    let path = format!("/api/v1/reviews/{review}/approve");
     let r = app
-        .get("/api/v1/admin/outbox?state=parked", &reviewer)
+        .post(&path, &app.reviewer(), json!({ "comment": comment }))
         .await;
-    expect_error(r, StatusCode::FORBIDDEN, "FORBIDDEN").await;
-    for bad in [
-        "state=stuck",
-        "state=",
-        "limit=0",
-        "limit=101",
-        "cursor=x",
-        "cursor=-1",
-    ] {
-        let r = app
-            .get(&format!("/api/v1/admin/outbox?{bad}"), &admin)
-            .await;
-        expect_error(r, StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_FAILED").await;
-    }
-    let items = parked_list(&app).await;
-    assert_eq!(items.len(), 1);
-    assert_eq!(
-        (&items[0]["state"], &items[0]["attempts"]),
-        (&json!("parked"), &json!(1))
+    assert_eq!(r.status(), StatusCode::OK);
+    let sql = "SELECT id, last_error FROM outbox \
+               WHERE event_type = 'document.approved' AND parked_at IS NOT NULL";
+    let (id, error): (i64, String) = wait_for(
+        "the approval to be parked",
+        Duration::from_secs(10),
+        || async { sqlx::query_as(sql).fetch_optional(&app.pg).await.unwrap() },
+    )
+    .await;
+    assert!(error.contains("too large"), "{error}");
+    let events = typed_events(&app.wait_events(1, Duration::from_secs(10)).await);
+    assert_eq!(events[0].event_type, "document.submitted");
+    let r = act(&app, id, "skip", &app.token(ADMIN, &[Role::Admin])).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    app.outbox_drained(Duration::from_secs(10)).await;
+    assert!(
+        app.take_events().await.is_empty(),
+        "the skipped event never comes"
     );
-    let audited = app.count("SELECT count(*) FROM outbox_admin_actions").await;
-    assert_eq!(audited, 0, "nothing was done, nothing audited");
-    assert_approval_held_back(&app, &doc).await;
-    assert_eq!(act(&app, id, "skip", &admin).await.status(), StatusCode::OK);
-    app.wait_events(1, Duration::from_secs(10)).await;
     app.finish().await;
 }
