@@ -268,9 +268,9 @@ impl Dispatcher {
         let max = self.settings.max_attempts;
         for row in rows {
             let retry_in = self.backoff(row.attempts);
-            let (id, token) = (row.id, row.claim_token);
-            let parked = (self.store)
-                .mark_failed(id, token, retry_in, &error, projected, max)
+            let parked = self
+                .store
+                .mark_failed(row.id, row.claim_token, retry_in, &error, projected, max)
                 .await?;
             if parked {
                 tracing::error!(outbox_id = row.id, document_id = %row.document_id, event_id = %row.event_id, attempts = row.attempts + 1, error, "outbox row parked: its document's later events wait until an admin retries or skips it");
