@@ -390,16 +390,4 @@ mod tests {
         s.lock.renew_interval = None;
         assert_eq!(s.lock.renew_every(), Duration::from_millis(300));
     }
-
-    #[test]
-    fn outbox_parking_needs_at_least_one_attempt_and_a_message_size() {
-        let mut s = defaults();
-        assert_eq!(s.outbox.max_attempts, 10);
-        s.outbox.max_attempts = 0;
-        s.amqp.max_message_bytes = 0;
-        assert_eq!(
-            problems(&s),
-            ["outbox.max_attempts", "amqp.max_message_bytes"]
-        );
-    }
 }
