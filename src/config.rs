@@ -216,6 +216,9 @@ impl Settings {
         if self.outbox.inline_lease.is_zero() {
             bad("outbox.inline_lease_ms", "must be greater than zero");
         }
+        if self.outbox.max_attempts < 1 {
+            bad("outbox.max_attempts", "must be at least 1");
+        }
         if let Err(e) = self.mongo.acknowledgment() {
             bad("mongo.write_concern", e);
         }
@@ -224,6 +227,9 @@ impl Settings {
         }
         if self.mongo.timeout.is_zero() {
             bad("mongo.timeout_ms", "must be greater than zero");
+        }
+        if self.amqp.max_message_bytes == 0 {
+            bad("amqp.max_message_bytes", "must be greater than zero");
         }
         if self.amqp.exchange.trim().is_empty() {
             bad("amqp.exchange", "must not be empty");

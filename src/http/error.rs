@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::request_id;
 use crate::domain::Refusal;
 use crate::lock::gate::Contended;
-use crate::review::{self, Reply};
+use crate::review::{self, AdminError, Reply};
 use crate::store::StoreError;
 
 /// Stable error codes: programs branch on these, never on messages.
@@ -267,6 +267,16 @@ impl From<StoreError> for ApiError {
                 ApiError::unavailable(anyhow::anyhow!("postgresql did not answer within {d:?}"))
             }
             StoreError::Unexpected(cause) => ApiError::internal(cause),
+        }
+    }
+}
+
+impl From<AdminError> for ApiError {
+    fn from(e: AdminError) -> Self {
+        match e {
+            AdminError::NotFound(_) => ApiError::not_found(e.to_string()),
+            AdminError::NotParked(..) => ApiError::conflict(ErrorCode::InvalidState, e.to_string()),
+            AdminError::Store(s) => s.into(),
         }
     }
 }

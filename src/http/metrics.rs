@@ -70,6 +70,7 @@ impl HttpMetrics {
             breaker: probes.breaker_state(),
             dispatch: probes.dispatch_stats(),
             backlog: probes.backlog().await,
+            parked: probes.parked().await,
         })
     }
 
@@ -78,6 +79,7 @@ impl HttpMetrics {
         let scrape = Registry::new();
         lock_metrics(&scrape, snapshot.locks, snapshot.breaker);
         dispatch_metrics(&scrape, snapshot.dispatch, snapshot.backlog);
+        parked_metrics(&scrape, snapshot.parked);
         let mut families = self.registry.gather();
         families.extend(scrape.gather());
         let mut out = Vec::new();
@@ -174,6 +176,26 @@ fn dispatch_metrics(scrape: &Registry, d: &DispatchStats, backlog: Option<(i64, 
     }
 }
 
+/// Parked outbox rows (see `outbox.max_attempts`): each holds back its document's later
+/// events until an admin retries or skips it.
+fn parked_metrics(scrape: &Registry, parked: Option<(i64, f64)>) {
+    let Some((rows, age)) = parked else { return };
+    let g = IntGauge::new(
+        "kh_outbox_parked",
+        "Outbox rows parked after outbox.max_attempts refusals",
+    )
+    .expect("valid metric");
+    g.set(rows);
+    register(scrape, g);
+    let a = Gauge::new(
+        "kh_outbox_parked_oldest_age_seconds",
+        "How long the longest-parked outbox row has been parked (0: none)",
+    )
+    .expect("valid metric");
+    a.set(age);
+    register(scrape, a);
+}
+
 /// What the scrape reads from the rest of the service.
 pub struct Snapshot<'a> {
     pub locks: &'a LockStats,
@@ -181,6 +203,9 @@ pub struct Snapshot<'a> {
     pub dispatch: &'a DispatchStats,
     /// Undelivered outbox rows and the age of the oldest; None when PostgreSQL is down.
     pub backlog: Option<(i64, f64)>,
+    /// Parked outbox rows and how long the oldest has been parked; None when PostgreSQL is
+    /// down.
+    pub parked: Option<(i64, f64)>,
 }
 
 #[cfg(test)]
@@ -205,6 +230,7 @@ mod tests {
             breaker: BreakerState::Open,
             dispatch: &DispatchStats::default(),
             backlog: Some((3, 1.5)),
+            parked: Some((1, 42.0)),
         });
         assert!(text.contains(
             "http_requests_total{method=\"POST\",route=\"/api/v1/reviews/{id}/approve\",status=\"200\"} 1"
@@ -212,6 +238,8 @@ mod tests {
         assert!(text.contains("kh_lock_acquisitions_total{outcome=\"acquired\"} 2"));
         assert!(text.contains("kh_redis_circuit_breaker_state 2"));
         assert!(text.contains("kh_outbox_backlog 3"));
+        assert!(text.contains("kh_outbox_parked 1"));
+        assert!(text.contains("kh_outbox_parked_oldest_age_seconds 42"));
         assert!(text.contains("kh_transitions_total{type=\"approve\"} 1"));
         assert!(text.contains("http_request_duration_seconds_bucket"));
     }

@@ -2,6 +2,7 @@
 //! roles and call the services of `review`; they hold no SQL, no locking and no rules.
 //! Nothing below this layer imports it.
 
+mod admin;
 pub mod auth;
 mod body;
 mod documents;
@@ -52,6 +53,9 @@ routes! {
     get "/api/v1/reviews" => reviews::list,
     post "/api/v1/reviews/{id}/approve" => reviews::approve,
     post "/api/v1/reviews/{id}/reject" => reviews::reject,
+    get "/api/v1/admin/outbox" => admin::list,
+    post "/api/v1/admin/outbox/{id}/retry" => admin::retry,
+    post "/api/v1/admin/outbox/{id}/skip" => admin::skip,
 }
 
 /// Registers every route and the extractors' error handlers.

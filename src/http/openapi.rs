@@ -5,6 +5,7 @@ use actix_web::HttpResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
+use super::admin::{OutboxPage, OutboxRowView};
 use super::documents::{CreateDocument, UpdateDocument};
 use super::error::{ErrorCode, ErrorEnvelope};
 use super::reviews::{ApproveBody, RejectBody};
@@ -26,6 +27,9 @@ use super::views::{DocumentView, ReviewHistory, ReviewPage, ReviewView, Transiti
         super::reviews::list,
         super::reviews::approve,
         super::reviews::reject,
+        super::admin::list,
+        super::admin::retry,
+        super::admin::skip,
         super::health::healthz,
         super::health::readyz,
         super::health::metrics,
@@ -34,12 +38,14 @@ use super::views::{DocumentView, ReviewHistory, ReviewPage, ReviewView, Transiti
     ),
     components(schemas(
         DocumentView, ReviewView, TransitionView, ReviewPage, ReviewHistory,
-        CreateDocument, UpdateDocument, ApproveBody, RejectBody, ErrorEnvelope, ErrorCode
+        CreateDocument, UpdateDocument, ApproveBody, RejectBody, ErrorEnvelope, ErrorCode,
+        OutboxRowView, OutboxPage
     )),
     modifiers(&BearerAuth),
     tags(
         (name = "documents", description = "Authors' documents"),
         (name = "reviews", description = "Reviewers' decisions"),
+        (name = "admin", description = "Parked outbox rows: list, retry, skip"),
         (name = "operations", description = "Health, metrics, this description")
     )
 )]

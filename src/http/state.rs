@@ -6,13 +6,16 @@ use actix_web::HttpRequest;
 use super::metrics::HttpMetrics;
 use super::request_id;
 use crate::domain::UserId;
-use crate::review::{Context, DocumentService, Hooks, Idempotency, Probes, ReviewService};
+use crate::review::{
+    Context, DocumentService, Hooks, Idempotency, OutboxAdmin, Probes, ReviewService,
+};
 
 pub struct AppState {
     pub documents: DocumentService,
     pub reviews: ReviewService,
     pub idempotency: Idempotency,
     pub probes: Probes,
+    pub outbox_admin: OutboxAdmin,
     pub metrics: HttpMetrics,
     /// The largest accepted request body, in bytes.
     pub json_limit: usize,

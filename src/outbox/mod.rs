@@ -247,7 +247,8 @@ impl Dispatcher {
 
     /// Rows of one claim failed. A dependency down: the rows go back as they were, with the
     /// error noted, and inline delivery pauses. A row refused: a failed attempt, retried
-    /// after its own backoff.
+    /// after its own backoff, or parked once it has failed `outbox.max_attempts` times
+    /// (only the message's own faults ever park a row).
     async fn fail(&self, rows: &[&OutboxRow], fault: &Fault) -> Result<(), StoreError> {
         let Some(token) = rows.first().map(|r| r.claim_token) else {
             return Ok(());
@@ -264,12 +265,18 @@ impl Dispatcher {
             let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
             return self.store.set_aside(&ids, token, &error, projected).await;
         }
+        let max = self.settings.max_attempts;
         for row in rows {
             let retry_in = self.backoff(row.attempts);
-            tracing::warn!(document_id = %row.document_id, event_id = %row.event_id, attempts = row.attempts + 1, ?retry_in, error, "outbox row refused");
-            self.store
-                .mark_failed(row.id, row.claim_token, retry_in, &error, projected)
+            let parked = self
+                .store
+                .mark_failed(row.id, row.claim_token, retry_in, &error, projected, max)
                 .await?;
+            if parked {
+                tracing::error!(outbox_id = row.id, document_id = %row.document_id, event_id = %row.event_id, attempts = row.attempts + 1, error, "outbox row parked: its document's later events wait until an admin retries or skips it");
+            } else {
+                tracing::warn!(document_id = %row.document_id, event_id = %row.event_id, attempts = row.attempts + 1, ?retry_in, error, "outbox row refused");
+            }
         }
         Ok(())
     }

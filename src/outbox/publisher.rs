@@ -21,8 +21,8 @@ use super::settings::{AmqpSettings, QueueType};
 /// Why a publish failed.
 #[derive(Debug, thiserror::Error)]
 pub enum PublishError {
-    /// The broker took the message and refused it (unroutable, nack): the message's fault,
-    /// so the row is retried with its own backoff.
+    /// The broker took the message and refused it (unroutable, nack), or it is too large
+    /// to send: the message's fault, so the row is retried with its own backoff.
     #[error("{0}")]
     Refused(String),
     /// The broker is unreachable or did not confirm in time: nothing about the message.
@@ -42,6 +42,7 @@ pub struct AmqpPublisher {
     bind_queue: Option<String>,
     queue_type: QueueType,
     timeout: Duration,
+    max_message_bytes: usize,
     live: Mutex<Option<(Connection, Channel)>>,
 }
 
@@ -54,6 +55,7 @@ impl AmqpPublisher {
             bind_queue: Some(settings.bind_queue.clone()).filter(|q| !q.trim().is_empty()),
             queue_type: settings.bind_queue_type,
             timeout: settings.timeout,
+            max_message_bytes: settings.max_message_bytes,
             live: Mutex::new(None),
         }
     }
@@ -195,6 +197,13 @@ impl AmqpPublisher {
         event_type: &str,
         body: &[u8],
     ) -> Result<(), PublishError> {
+        if body.len() > self.max_message_bytes {
+            return Err(PublishError::Refused(format!(
+                "too large: {} bytes, more than amqp.max_message_bytes ({})",
+                body.len(),
+                self.max_message_bytes
+            )));
+        }
         let sent = tokio::time::timeout(self.timeout, async {
             let ch = self.channel().await?;
             let props = BasicProperties::default()

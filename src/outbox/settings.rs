@@ -52,6 +52,9 @@ pub struct AmqpSettings {
     #[serde_as(as = "DurationMilliSeconds<u64>")]
     #[serde(rename = "timeout_ms")]
     pub timeout: Duration,
+    /// A larger event body is refused without being sent: the broker would close the
+    /// channel (and so fail every publish pipelined on it), not refuse that one message.
+    pub max_message_bytes: usize,
 }
 
 #[serde_as]
@@ -73,6 +76,9 @@ pub struct OutboxSettings {
     #[serde_as(as = "DurationMilliSeconds<u64>")]
     #[serde(rename = "inline_lease_ms")]
     pub inline_lease: std::time::Duration,
+    /// Failed attempts the broker's refusals (unroutable, nacked) may cost a row before it
+    /// is parked for an admin. A dependency that is down costs no attempt.
+    pub max_attempts: i32,
     /// Run the background dispatcher in this process.
     pub run_dispatcher: bool,
     /// Delivered outbox rows are deleted after this many hours.

@@ -1,7 +1,8 @@
 //! The application layer: the use cases the HTTP layer calls, each a service over the
 //! stores. `transitions` runs submit, approve and reject under the outer lock; `documents`
 //! creates, edits and reads; `idempotency` is the policy of `Idempotency-Key`; `probes`
-//! is what operators read. Every write commits through `commit`, the one seam.
+//! is what operators read; `outbox_admin` what admins do with parked outbox rows. Every
+//! write commits through `commit`, the one seam.
 //!
 //! Nothing here knows HTTP: replies are rendered by a function the caller passes in.
 
@@ -11,6 +12,7 @@ mod documents;
 mod error;
 pub mod hooks;
 pub mod idempotency;
+mod outbox_admin;
 mod probes;
 mod stats;
 mod transitions;
@@ -20,6 +22,7 @@ pub use documents::{BodySource, DocumentRead, DocumentService};
 pub use error::Error;
 pub use hooks::Hooks;
 pub use idempotency::{Idempotency, IdempotencySettings, Reply};
+pub use outbox_admin::{AdminError, OutboxAdmin};
 pub use probes::{Check, Probes, Readiness};
 pub use stats::{ReviewStats, LATENCY_BUCKETS};
 pub use transitions::ReviewService;

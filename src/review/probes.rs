@@ -102,6 +102,15 @@ impl Probes {
             .and_then(|r| r.ok())
     }
 
+    /// Parked outbox rows and how long the oldest has been parked; None when PostgreSQL
+    /// does not answer within a second.
+    pub async fn parked(&self) -> Option<(i64, f64)> {
+        tokio::time::timeout(Duration::from_secs(1), self.store.parked())
+            .await
+            .ok()
+            .and_then(|r| r.ok())
+    }
+
     pub fn lock_stats(&self) -> &LockStats {
         self.gate.stats()
     }

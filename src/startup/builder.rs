@@ -18,7 +18,9 @@ use crate::lock::redis::RedisLockProvider;
 use crate::lock::{LockKeys, LockProvider};
 use crate::outbox::publisher::AmqpPublisher;
 use crate::outbox::Dispatcher;
-use crate::review::{DocumentService, Idempotency, Probes, ReviewService, ReviewStats};
+use crate::review::{
+    DocumentService, Idempotency, OutboxAdmin, Probes, ReviewService, ReviewStats,
+};
 use crate::store::mongo::MongoProjection;
 use crate::store::PgStore;
 
@@ -89,6 +91,7 @@ impl<'a> AppStateBuilder<'a> {
             ),
             idempotency: Idempotency::from_settings(store.clone(), &s.idempotency),
             probes: Probes::new(store.clone(), gate, mongo, dispatcher.clone()),
+            outbox_admin: OutboxAdmin::new(store.clone()),
             metrics: HttpMetrics::new(&stats),
             json_limit: s.server.json_limit_bytes,
             runtime: tokio::runtime::Handle::current(),

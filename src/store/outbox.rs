@@ -158,7 +158,10 @@ impl PgStore {
     }
 
     /// Records a failed attempt on a row still claimed with `token`: retry after
-    /// `retry_in`. `projected`: its projection did succeed before the failure.
+    /// `retry_in`, or, when this was attempt `max_attempts`, park it (`parked_at`, and a
+    /// `next_attempt_at` of 'infinity' that no claim reaches: the row stays undone and
+    /// keeps holding back its document's later events). `projected`: its projection did
+    /// succeed before the failure. Returns whether the row is now parked.
     pub async fn mark_failed(
         &self,
         id: i64,
@@ -166,21 +169,30 @@ impl PgStore {
         retry_in: Duration,
         error: &str,
         projected: bool,
-    ) -> Result<(), StoreError> {
-        sqlx::query!(
-            "UPDATE outbox SET attempts = attempts + 1, claimed_until = NULL, \
-             next_attempt_at = now() + make_interval(secs => $2), last_error = left($3, 500), \
-             projected_at = CASE WHEN $5 THEN COALESCE(projected_at, now()) ELSE projected_at END \
-             WHERE id = $1 AND claim_token = $4",
+        max_attempts: i32,
+    ) -> Result<bool, StoreError> {
+        let row = sqlx::query!(
+            r#"UPDATE outbox SET attempts = attempts + 1, claimed_until = NULL,
+                 next_attempt_at = CASE WHEN attempts + 1 >= $6 THEN 'infinity'::timestamptz
+                                        ELSE now() + make_interval(secs => $2) END,
+                 parked_at = CASE WHEN attempts + 1 >= $6 THEN now() END,
+                 parked_reason = CASE WHEN attempts + 1 >= $6
+                   THEN format('refused %s times (outbox.max_attempts): %s', attempts + 1, left($3, 400))
+                   END,
+                 last_error = left($3, 500),
+                 projected_at = CASE WHEN $5 THEN COALESCE(projected_at, now()) ELSE projected_at END
+               WHERE id = $1 AND claim_token = $4
+               RETURNING parked_at IS NOT NULL AS "parked!""#,
             id,
             retry_in.as_secs_f64(),
             error,
             token,
-            projected
+            projected,
+            max_attempts,
         )
-        .execute(&self.pool)
+        .fetch_optional(&self.pool)
         .await?;
-        Ok(())
+        Ok(row.is_some_and(|r| r.parked))
     }
 
     /// Gives rows claimed with `token` back, due at once, noting why they were not delivered
@@ -222,7 +234,7 @@ impl PgStore {
         Ok(())
     }
 
-    /// Undone rows and the age of the oldest, in seconds.
+    /// Undone rows (parked ones included) and the age of the oldest, in seconds.
     pub async fn backlog(&self) -> Result<(i64, f64), StoreError> {
         let row = sqlx::query!(
             r#"SELECT count(*) AS "rows!",

@@ -17,6 +17,8 @@ mod leases;
 mod lock_provider;
 mod operations;
 mod outbox;
+mod outbox_admin;
+mod parked;
 mod plans;
 mod reviews;
 mod sentinel;

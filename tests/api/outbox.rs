@@ -268,15 +268,15 @@ async fn an_owned_row_is_taken_over_after_its_lease_and_an_expired_claim_cannot_
     assert_eq!(b.len(), 1, "an expired claim frees the row");
     assert_ne!(a[0].claim_token, b[0].claim_token);
     let ids = [a[0].id];
-    repo.mark_failed(
+    let parked = repo.mark_failed(
         a[0].id,
         a[0].claim_token,
         Duration::from_secs(60),
         "late",
         true,
-    )
-    .await
-    .unwrap();
+        1,
+    );
+    assert!(!parked.await.unwrap(), "a stale claim parks nothing");
     repo.unclaim(&ids, a[0].claim_token).await.unwrap();
     repo.mark_projected(&ids, a[0].claim_token).await.unwrap();
     let (attempts, claimed, projected): (i32, bool, bool) = sqlx::query_as(

@@ -1,0 +1,185 @@
+//! `/api/v1/admin/outbox`: the outbox rows that are stuck, and what an admin does with a
+//! parked one (retry: back in line; skip: dropped, and its document's later events go).
+//! Role `admin` only; every action is audited with the admin's id (`outbox_admin_actions`).
+
+use actix_web::{web, HttpResponse};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::auth::{Caller, Role};
+use super::error::{ApiError, ErrorEnvelope};
+use super::request_id;
+use super::state::AppState;
+use crate::store::{OutboxAction, OutboxFilter, OutboxRecord};
+
+/// An outbox row: one event (or projection) of a document, and how its delivery went.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = OutboxRow)]
+pub struct OutboxRowView {
+    pub id: i64,
+    pub event_id: Uuid,
+    pub document_id: Uuid,
+    pub document_version: i64,
+    #[schema(example = "document.submitted")]
+    pub event_type: String,
+    /// pending (waiting or being delivered), parked, done or skipped
+    #[schema(example = "parked")]
+    pub state: &'static str,
+    /// Attempts the broker refused (a dependency that is down costs none).
+    pub attempts: i32,
+    pub last_error: Option<String>,
+    pub parked_reason: Option<String>,
+    pub parked_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<&OutboxRecord> for OutboxRowView {
+    fn from(r: &OutboxRecord) -> Self {
+        Self {
+            id: r.id,
+            event_id: r.event_id,
+            document_id: r.document_id,
+            document_version: r.document_version,
+            event_type: r.event_type.clone(),
+            state: r.state(),
+            attempts: r.attempts,
+            last_error: r.last_error.clone(),
+            parked_reason: r.parked_reason.clone(),
+            parked_at: r.parked_at,
+            created_at: r.created_at,
+        }
+    }
+}
+
+/// A page of outbox rows, oldest first; pass `next_cursor` as `cursor` for the next one.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct OutboxPage {
+    pub items: Vec<OutboxRowView>,
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub struct ListQuery {
+    state: Option<String>,
+    limit: Option<i64>,
+    cursor: Option<String>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/admin/outbox",
+    tag = "admin",
+    summary = "Outbox rows that are stuck, oldest first (admin)",
+    params(("state" = Option<String>, Query, description = "parked (default): parked after outbox.max_attempts refusals, holding back their document's later events; retrying: refused at least once, not parked yet"), ("limit" = Option<i64>, Query, description = "1 to 100, default 20"), ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
+    responses(
+        (status = 200, description = "a page", body = OutboxPage),
+        (status = 401, description = "UNAUTHORIZED: missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: not an admin", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED: unknown state, limit out of range or a cursor this service did not issue", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list(
+    query: web::Query<ListQuery>,
+    caller: Caller,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Admin)?;
+    let filter = match query.state.as_deref() {
+        None | Some("parked") => OutboxFilter::Parked,
+        Some("retrying") => OutboxFilter::Retrying,
+        Some(_) => return Err(ApiError::validation("state must be parked or retrying")),
+    };
+    let limit = query.limit.unwrap_or(20);
+    if !(1..=100).contains(&limit) {
+        return Err(ApiError::validation("limit must be between 1 and 100"));
+    }
+    let after = match query.cursor.as_deref() {
+        None => None,
+        Some(c) => Some(
+            c.parse::<i64>()
+                .ok()
+                .filter(|id| *id > 0)
+                .ok_or_else(|| ApiError::validation("cursor is not one this service issued"))?,
+        ),
+    };
+    let mut rows = state.outbox_admin.list(filter, after, limit + 1).await?;
+    let next_cursor = if rows.len() as i64 > limit {
+        rows.truncate(limit as usize);
+        rows.last().map(|r| r.id.to_string())
+    } else {
+        None
+    };
+    Ok(HttpResponse::Ok().json(OutboxPage {
+        items: rows.iter().map(OutboxRowView::from).collect(),
+        next_cursor,
+    }))
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/admin/outbox/{id}/retry",
+    tag = "admin",
+    summary = "Put a parked row back in line, attempts reset (admin; audited)",
+    params(("id" = i64, Path, description = "outbox row id")),
+    responses(
+        (status = 200, description = "the row, now pending: it is delivered in its document's order", body = OutboxRowView),
+        (status = 401, description = "UNAUTHORIZED: missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: not an admin", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND: no such outbox row", body = ErrorEnvelope),
+        (status = 409, description = "INVALID_STATE: the row is not parked", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
+pub async fn retry(
+    path: web::Path<String>,
+    caller: Caller,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    act(&path, caller, &state, OutboxAction::Retry).await
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/admin/outbox/{id}/skip",
+    tag = "admin",
+    summary = "Drop a parked row: never published; its document's later events go (admin; audited)",
+    params(("id" = i64, Path, description = "outbox row id")),
+    responses(
+        (status = 200, description = "the row, now skipped", body = OutboxRowView),
+        (status = 401, description = "UNAUTHORIZED: missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: not an admin", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND: no such outbox row", body = ErrorEnvelope),
+        (status = 409, description = "INVALID_STATE: the row is not parked", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
+pub async fn skip(
+    path: web::Path<String>,
+    caller: Caller,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    act(&path, caller, &state, OutboxAction::Skip).await
+}
+
+#[tracing::instrument(skip_all, fields(outbox_id = %id, action = action.as_str()))]
+async fn act(
+    id: &str,
+    caller: Caller,
+    state: &AppState,
+    action: OutboxAction,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Admin)?;
+    let id: i64 = id
+        .parse()
+        .map_err(|_| ApiError::not_found("no such outbox row"))?;
+    let row = state
+        .outbox_admin
+        .act(id, action, &caller.id, &request_id::current())
+        .await?;
+    Ok(HttpResponse::Ok().json(OutboxRowView::from(&row)))
+}

@@ -1,0 +1,60 @@
+//! What admins do with the outbox: list the rows that are stuck (parked, or failing and
+//! not parked yet), put a parked row back in line, or skip it so that its document's later
+//! events go. Every action is audited with the admin's id, in the statement that makes it.
+
+use crate::domain::UserId;
+use crate::store::{OutboxAction, OutboxFilter, OutboxRecord, PgStore, StoreError};
+
+/// Why an admin action did not happen; nothing was changed.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("no outbox row {0}")]
+    NotFound(i64),
+    /// Only a parked row can be retried or skipped; the row's state is given.
+    #[error("outbox row {0} is {1}, not parked")]
+    NotParked(i64, &'static str),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+pub struct OutboxAdmin {
+    store: PgStore,
+}
+
+impl OutboxAdmin {
+    pub fn new(store: PgStore) -> Self {
+        Self { store }
+    }
+
+    /// Up to `limit` rows in `filter`, oldest first, after the row `after`.
+    pub async fn list(
+        &self,
+        filter: OutboxFilter,
+        after: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<OutboxRecord>, StoreError> {
+        self.store.outbox_rows(filter, after, limit).await
+    }
+
+    /// Retries or skips the parked row `id` for `admin`; returns the row as it is now.
+    pub async fn act(
+        &self,
+        id: i64,
+        action: OutboxAction,
+        admin: &UserId,
+        request_id: &str,
+    ) -> Result<OutboxRecord, AdminError> {
+        let acted = self
+            .store
+            .act_on_parked(id, action, admin.as_str(), request_id)
+            .await?;
+        if let Some(row) = acted {
+            tracing::warn!(outbox_id = id, document_id = %row.document_id, event_id = %row.event_id, action = action.as_str(), admin = admin.as_str(), "parked outbox row handled by an admin");
+            return Ok(row);
+        }
+        match self.store.outbox_row(id).await? {
+            None => Err(AdminError::NotFound(id)),
+            Some(row) => Err(AdminError::NotParked(id, row.state())),
+        }
+    }
+}
