@@ -19,5 +19,6 @@ mod operations;
 mod outbox;
 mod plans;
 mod reviews;
+mod routing;
 mod sentinel;
 mod support;
