@@ -100,6 +100,7 @@ impl Settings {
         self.check_urls(&mut bad);
         self.check_lock(&mut bad);
         self.check_rest(&mut bad);
+        self.check_auth(&mut bad);
         if problems.is_empty() {
             Ok(())
         } else {
@@ -247,6 +248,9 @@ impl Settings {
         if !matches!(self.log.format.as_str(), "pretty" | "json") {
             bad("log.format", "must be \"pretty\" or \"json\"");
         }
+    }
+
+    fn check_auth(&self, bad: &mut impl FnMut(&'static str, &str)) {
         let secret = self.auth.jwt_secret.expose_secret();
         if secret.len() < 16 {
             bad("auth.jwt_secret", "must be at least 16 bytes");
@@ -255,6 +259,14 @@ impl Settings {
             let problem = "the development secret may not be used outside development; \
                            set APP__AUTH__JWT_SECRET";
             bad("auth.jwt_secret", problem);
+        }
+        for (key, value) in [
+            ("auth.issuer", &self.auth.issuer),
+            ("auth.audience", &self.auth.audience),
+        ] {
+            if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+                bad(key, "must not be empty when set (unset, it is not checked)");
+            }
         }
     }
 }

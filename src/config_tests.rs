@@ -123,3 +123,14 @@ fn renewal_defaults_to_a_third_of_the_ttl() {
     s.lock.renew_interval = None;
     assert_eq!(s.lock.renew_every(), Duration::from_millis(300));
 }
+
+#[test]
+fn issuer_and_audience_are_optional_but_not_empty() {
+    let mut s = defaults();
+    s.auth.issuer = Some("https://idp.example.com/".into());
+    s.auth.audience = Some("kh-review".into());
+    assert!(problems(&s).is_empty());
+    s.auth.issuer = Some(" ".into());
+    s.auth.audience = Some(String::new());
+    assert_eq!(problems(&s), ["auth.issuer", "auth.audience"]);
+}

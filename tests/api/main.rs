@@ -2,6 +2,7 @@
 //! server. Start them with `make services`.
 
 mod architecture;
+mod auth;
 mod backlog;
 mod bad_input;
 mod brokers;
