@@ -19,6 +19,9 @@ use crate::telemetry::LogSettings;
 /// are `Duration`s, read from the `_ms` / `_secs` keys.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Settings {
+    /// `production` unless set: outside `development` the development JWT secret and short
+    /// secrets are refused, and test hooks need `development` or `test`.
+    #[serde(default = "production")]
     pub environment: String,
     pub server: ServerSettings,
     pub database: DatabaseSettings,
@@ -57,31 +60,50 @@ pub enum ConfigError {
     Invalid(Vec<ConfigProblem>),
 }
 
-const DEV_SECRET: &str = "development-only-secret-change-me";
+/// The public secret of `config/default.toml`: only ever accepted in `development`.
+pub const DEV_SECRET: &str = "development-only-secret-change-me";
+/// The shortest JWT secret accepted outside `development` (HS256 wants 256 bits).
+const MIN_SECRET_BYTES: usize = 32;
+/// The environments that may turn test hooks on.
+const TEST_HOOK_ENVIRONMENTS: [&str; 2] = ["development", "test"];
+
+fn production() -> String {
+    "production".to_string()
+}
 
 impl Settings {
     /// Loads the layers from `config_dir` (the folder holding `default.toml`) and validates.
     pub fn load_from(config_dir: &std::path::Path) -> Result<Self, ConfigError> {
+        Self::load_with(config_dir, &[])
+    }
+
+    /// [`Settings::load_from`] with `overrides` (`("section.key", value)`) on top of every
+    /// layer, before validation: how tests say `environment = development`.
+    pub fn load_with(
+        config_dir: &std::path::Path,
+        overrides: &[(&str, &str)],
+    ) -> Result<Self, ConfigError> {
         let mut builder = config::Config::builder()
             .add_source(config::File::from(config_dir.join("default.toml")).required(true));
         if let Ok(extra) = std::env::var("APP_CONFIG_FILE") {
             builder = builder.add_source(config::File::with_name(&extra).required(true));
         }
-        let settings: Settings = builder
-            .add_source(
-                config::Environment::with_prefix("APP")
-                    .prefix_separator("__")
-                    .separator("__")
-                    .try_parsing(true)
-                    // Lists in one variable, comma-separated:
-                    // APP__REDIS__NODES=redis://a:6379,redis://b:6379
-                    .list_separator(",")
-                    .with_list_parse_key("redis.nodes")
-                    .with_list_parse_key("redis.sentinels")
-                    .with_list_parse_key("amqp.urls"),
-            )
-            .build()?
-            .try_deserialize()?;
+        builder = builder.add_source(
+            config::Environment::with_prefix("APP")
+                .prefix_separator("__")
+                .separator("__")
+                .try_parsing(true)
+                // Lists in one variable, comma-separated:
+                // APP__REDIS__NODES=redis://a:6379,redis://b:6379
+                .list_separator(",")
+                .with_list_parse_key("redis.nodes")
+                .with_list_parse_key("redis.sentinels")
+                .with_list_parse_key("amqp.urls"),
+        );
+        for (key, value) in overrides {
+            builder = builder.set_override(*key, *value)?;
+        }
+        let settings: Settings = builder.build()?.try_deserialize()?;
         settings.validate()?;
         Ok(settings)
     }
@@ -235,9 +257,6 @@ impl Settings {
                 "must be at least 1 (or unset: half the CPU cores)",
             );
         }
-        if self.server.test_hooks && self.environment == "production" {
-            bad("server.test_hooks", "must be off in production");
-        }
         if self.idempotency.ttl.is_zero() {
             bad("idempotency.ttl_secs", "must be greater than zero");
         }
@@ -250,14 +269,30 @@ impl Settings {
         }
     }
 
+    /// Whether test-only request headers are honoured: `server.test_hooks` on, in
+    /// `development` or `test` (start-up refuses the setting anywhere else).
+    pub fn test_hooks(&self) -> bool {
+        self.server.test_hooks && TEST_HOOK_ENVIRONMENTS.contains(&self.environment.as_str())
+    }
+
+    /// The secret, the test hooks and the token checks against `environment`.
     fn check_auth(&self, bad: &mut impl FnMut(&'static str, &str)) {
-        let secret = self.auth.jwt_secret.expose_secret();
-        if secret.len() < 16 {
-            bad("auth.jwt_secret", "must be at least 16 bytes");
+        if self.server.test_hooks && !self.test_hooks() {
+            let problem = "test hooks need environment = \"development\" or \"test\" \
+                           (APP__ENVIRONMENT); turn them off anywhere else";
+            bad("server.test_hooks", problem);
         }
-        if self.environment != "development" && secret == DEV_SECRET {
-            let problem = "the development secret may not be used outside development; \
-                           set APP__AUTH__JWT_SECRET";
+        let secret = self.auth.jwt_secret.expose_secret();
+        if self.environment == "development" {
+            if secret.len() < 16 {
+                bad("auth.jwt_secret", "must be at least 16 bytes");
+            }
+        } else if secret == DEV_SECRET {
+            let problem = "the development secret may only be used with environment = \
+                           \"development\"; set APP__AUTH__JWT_SECRET to a secret of your own";
+            bad("auth.jwt_secret", problem);
+        } else if secret.len() < MIN_SECRET_BYTES {
+            let problem = "must be at least 32 bytes outside environment = \"development\"";
             bad("auth.jwt_secret", problem);
         }
         for (key, value) in [

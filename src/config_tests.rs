@@ -45,7 +45,7 @@ fn each_problem_names_its_key() {
         ["auth.jwt_secret"],
         "the development secret outside development"
     );
-    s.auth.jwt_secret = SecretString::from("a-real-production-secret-value");
+    s.auth.jwt_secret = SecretString::from("a-real-production-secret-of-32-bytes+");
     s.server.test_hooks = true;
     assert_eq!(problems(&s), ["server.test_hooks"]);
     let mut s = defaults();
@@ -133,4 +133,70 @@ fn issuer_and_audience_are_optional_but_not_empty() {
     s.auth.issuer = Some(" ".into());
     s.auth.audience = Some(String::new());
     assert_eq!(problems(&s), ["auth.issuer", "auth.audience"]);
+}
+
+const OWN_SECRET: &str = "0123456789abcdef0123456789abcdef";
+
+#[test]
+fn the_built_in_environment_is_production() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+    let text = std::fs::read_to_string(dir.join("default.toml")).unwrap();
+    let loaded = |text: &str| -> Settings {
+        config::Config::builder()
+            .add_source(config::File::from_str(text, config::FileFormat::Toml))
+            .build()
+            .unwrap()
+            .try_deserialize()
+            .unwrap()
+    };
+    let s = loaded(&text);
+    assert_eq!(s.environment, "production", "config/default.toml");
+    assert_eq!(
+        problems(&s),
+        ["auth.jwt_secret"],
+        "its public secret is refused"
+    );
+    let without: String = text
+        .lines()
+        .filter(|l| !l.starts_with("environment"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_eq!(loaded(&without).environment, "production", "no key at all");
+}
+
+#[test]
+fn outside_development_the_secret_is_your_own_and_32_bytes() {
+    for environment in ["production", "test", "staging"] {
+        let mut s = defaults();
+        s.environment = environment.into();
+        assert_eq!(problems(&s), ["auth.jwt_secret"], "{environment}: public");
+        s.auth.jwt_secret = SecretString::from(&OWN_SECRET[..31]);
+        assert_eq!(problems(&s), ["auth.jwt_secret"], "{environment}: 31 bytes");
+        s.auth.jwt_secret = SecretString::from(OWN_SECRET);
+        assert!(problems(&s).is_empty(), "{environment}: 32 bytes");
+    }
+    let mut s = defaults();
+    s.auth.jwt_secret = SecretString::from(&OWN_SECRET[..16]);
+    assert!(problems(&s).is_empty(), "development takes 16 bytes");
+    s.auth.jwt_secret = SecretString::from(&OWN_SECRET[..15]);
+    assert_eq!(problems(&s), ["auth.jwt_secret"]);
+}
+
+#[test]
+fn test_hooks_need_development_or_test() {
+    for (environment, allowed) in [
+        ("development", true),
+        ("test", true),
+        ("production", false),
+        ("staging", false),
+    ] {
+        let mut s = defaults();
+        s.environment = environment.into();
+        s.auth.jwt_secret = SecretString::from(OWN_SECRET);
+        assert!(!s.test_hooks(), "off unless turned on");
+        s.server.test_hooks = true;
+        assert_eq!(s.test_hooks(), allowed, "{environment}");
+        let expected: &[&str] = if allowed { &[] } else { &["server.test_hooks"] };
+        assert_eq!(problems(&s), expected, "{environment}");
+    }
 }

@@ -22,4 +22,5 @@ mod plans;
 mod reviews;
 mod routing;
 mod sentinel;
+mod startup;
 mod support;
