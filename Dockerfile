@@ -21,6 +21,8 @@ WORKDIR /app
 COPY --from=builder /app/target/release/kh-review /usr/local/bin/kh-review
 COPY config ./config
 USER 10001
+# production (also the built-in default) refuses the public development JWT secret: run with
+# -e APP__AUTH__JWT_SECRET=<a secret of your own, at least 32 bytes>.
 ENV APP__SERVER__HOST=0.0.0.0 \
     APP__ENVIRONMENT=production \
     APP__LOG__FORMAT=json

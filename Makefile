@@ -5,6 +5,9 @@
 SHELL := /bin/bash
 export CARGO_TARGET_DIR ?= /var/tmp/kh-review-target
 WITH_ENV := eval "$$(scripts/services.sh env)" &&
+# The built-in environment is production, which refuses the public development JWT secret
+# of config/default.toml: local runs say development (an APP__ENVIRONMENT already set wins).
+DEV_ENV := APP__ENVIRONMENT=$${APP__ENVIRONMENT:-development}
 TEST_THREADS ?= 8
 
 .PHONY: help services services-down services-status run test test-topologies lint fmt migrate build token bench sqlx-prepare
@@ -25,10 +28,10 @@ build:
 	cargo build --all-targets
 
 run: services
-	$(WITH_ENV) cargo run --bin kh-review -- serve
+	$(WITH_ENV) $(DEV_ENV) cargo run --bin kh-review -- serve
 
 migrate: services
-	$(WITH_ENV) cargo run --bin kh-review -- migrate
+	$(WITH_ENV) $(DEV_ENV) cargo run --bin kh-review -- migrate
 
 # Unit tests (lib), the integration suite, then the volume tests (a 20,000-row backlog, a
 # 100,000-document database) on their own, so that their load does not skew the timing of
@@ -69,4 +72,4 @@ fmt:
 
 # Prints a development JWT: make token SUB=alice ROLES=author
 token:
-	@cargo run -q --bin kh-review -- token $(or $(SUB),alice) --roles $(or $(ROLES),author)
+	@$(DEV_ENV) cargo run -q --bin kh-review -- token $(or $(SUB),alice) --roles $(or $(ROLES),author)

@@ -19,6 +19,9 @@ use crate::telemetry::LogSettings;
 /// are `Duration`s, read from the `_ms` / `_secs` keys.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Settings {
+    /// `production` unless set: outside `development` the development JWT secret and short
+    /// secrets are refused, and test hooks need `development` or `test`.
+    #[serde(default = "production")]
     pub environment: String,
     pub server: ServerSettings,
     pub database: DatabaseSettings,
@@ -57,31 +60,50 @@ pub enum ConfigError {
     Invalid(Vec<ConfigProblem>),
 }
 
-const DEV_SECRET: &str = "development-only-secret-change-me";
+/// The public secret of `config/default.toml`: only ever accepted in `development`.
+pub const DEV_SECRET: &str = "development-only-secret-change-me";
+/// The shortest JWT secret accepted outside `development` (HS256 wants 256 bits).
+const MIN_SECRET_BYTES: usize = 32;
+/// The environments that may turn test hooks on.
+const TEST_HOOK_ENVIRONMENTS: [&str; 2] = ["development", "test"];
+
+fn production() -> String {
+    "production".to_string()
+}
 
 impl Settings {
     /// Loads the layers from `config_dir` (the folder holding `default.toml`) and validates.
     pub fn load_from(config_dir: &std::path::Path) -> Result<Self, ConfigError> {
+        Self::load_with(config_dir, &[])
+    }
+
+    /// [`Settings::load_from`] with `overrides` (`("section.key", value)`) on top of every
+    /// layer, before validation: how tests say `environment = development`.
+    pub fn load_with(
+        config_dir: &std::path::Path,
+        overrides: &[(&str, &str)],
+    ) -> Result<Self, ConfigError> {
         let mut builder = config::Config::builder()
             .add_source(config::File::from(config_dir.join("default.toml")).required(true));
         if let Ok(extra) = std::env::var("APP_CONFIG_FILE") {
             builder = builder.add_source(config::File::with_name(&extra).required(true));
         }
-        let settings: Settings = builder
-            .add_source(
-                config::Environment::with_prefix("APP")
-                    .prefix_separator("__")
-                    .separator("__")
-                    .try_parsing(true)
-                    // Lists in one variable, comma-separated:
-                    // APP__REDIS__NODES=redis://a:6379,redis://b:6379
-                    .list_separator(",")
-                    .with_list_parse_key("redis.nodes")
-                    .with_list_parse_key("redis.sentinels")
-                    .with_list_parse_key("amqp.urls"),
-            )
-            .build()?
-            .try_deserialize()?;
+        builder = builder.add_source(
+            config::Environment::with_prefix("APP")
+                .prefix_separator("__")
+                .separator("__")
+                .try_parsing(true)
+                // Lists in one variable, comma-separated:
+                // APP__REDIS__NODES=redis://a:6379,redis://b:6379
+                .list_separator(",")
+                .with_list_parse_key("redis.nodes")
+                .with_list_parse_key("redis.sentinels")
+                .with_list_parse_key("amqp.urls"),
+        );
+        for (key, value) in overrides {
+            builder = builder.set_override(*key, *value)?;
+        }
+        let settings: Settings = builder.build()?.try_deserialize()?;
         settings.validate()?;
         Ok(settings)
     }
@@ -100,6 +122,7 @@ impl Settings {
         self.check_urls(&mut bad);
         self.check_lock(&mut bad);
         self.check_rest(&mut bad);
+        self.check_auth(&mut bad);
         if problems.is_empty() {
             Ok(())
         } else {
@@ -240,9 +263,6 @@ impl Settings {
                 "must be at least 1 (or unset: half the CPU cores)",
             );
         }
-        if self.server.test_hooks && self.environment == "production" {
-            bad("server.test_hooks", "must be off in production");
-        }
         if self.idempotency.ttl.is_zero() {
             bad("idempotency.ttl_secs", "must be greater than zero");
         }
@@ -253,141 +273,45 @@ impl Settings {
         if !matches!(self.log.format.as_str(), "pretty" | "json") {
             bad("log.format", "must be \"pretty\" or \"json\"");
         }
-        let secret = self.auth.jwt_secret.expose_secret();
-        if secret.len() < 16 {
-            bad("auth.jwt_secret", "must be at least 16 bytes");
+    }
+
+    /// Whether test-only request headers are honoured: `server.test_hooks` on, in
+    /// `development` or `test` (start-up refuses the setting anywhere else).
+    pub fn test_hooks(&self) -> bool {
+        self.server.test_hooks && TEST_HOOK_ENVIRONMENTS.contains(&self.environment.as_str())
+    }
+
+    /// The secret, the test hooks and the token checks against `environment`.
+    fn check_auth(&self, bad: &mut impl FnMut(&'static str, &str)) {
+        if self.server.test_hooks && !self.test_hooks() {
+            let problem = "test hooks need environment = \"development\" or \"test\" \
+                           (APP__ENVIRONMENT); turn them off anywhere else";
+            bad("server.test_hooks", problem);
         }
-        if self.environment != "development" && secret == DEV_SECRET {
-            let problem = "the development secret may not be used outside development; \
-                           set APP__AUTH__JWT_SECRET";
+        let secret = self.auth.jwt_secret.expose_secret();
+        if self.environment == "development" {
+            if secret.len() < 16 {
+                bad("auth.jwt_secret", "must be at least 16 bytes");
+            }
+        } else if secret == DEV_SECRET {
+            let problem = "the development secret may only be used with environment = \
+                           \"development\"; set APP__AUTH__JWT_SECRET to a secret of your own";
             bad("auth.jwt_secret", problem);
+        } else if secret.len() < MIN_SECRET_BYTES {
+            let problem = "must be at least 32 bytes outside environment = \"development\"";
+            bad("auth.jwt_secret", problem);
+        }
+        for (key, value) in [
+            ("auth.issuer", &self.auth.issuer),
+            ("auth.audience", &self.auth.audience),
+        ] {
+            if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+                bad(key, "must not be empty when set (unset, it is not checked)");
+            }
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-
-    fn defaults() -> Settings {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
-        let mut builder = config::Config::builder()
-            .add_source(config::File::from(dir.join("default.toml")).required(true));
-        builder = builder.set_override("environment", "development").unwrap();
-        builder.build().unwrap().try_deserialize().unwrap()
-    }
-
-    fn problems(s: &Settings) -> Vec<&'static str> {
-        match s.validate() {
-            Ok(()) => vec![],
-            Err(ConfigError::Invalid(ps)) => ps.into_iter().map(|p| p.key).collect(),
-            Err(e) => panic!("{e}"),
-        }
-    }
-
-    #[test]
-    fn the_defaults_are_valid() {
-        assert!(problems(&defaults()).is_empty());
-    }
-
-    #[test]
-    fn each_problem_names_its_key() {
-        let mut s = defaults();
-        s.database.url = SecretString::from("mysql://x");
-        s.lock.ttl = Duration::ZERO;
-        assert_eq!(
-            problems(&s),
-            ["database.url", "lock.ttl_ms", "redis.op_timeout_ms"],
-            "bad URL, zero TTL, and the Redis timeout no longer below ttl/3"
-        );
-        let mut s = defaults();
-        s.lock.renew_interval = Some(s.lock.ttl);
-        assert_eq!(problems(&s), ["lock.renew_interval_ms"]);
-        let mut s = defaults();
-        s.environment = "production".into();
-        assert_eq!(
-            problems(&s),
-            ["auth.jwt_secret"],
-            "the development secret outside development"
-        );
-        s.auth.jwt_secret = SecretString::from("a-real-production-secret-value");
-        s.server.test_hooks = true;
-        assert_eq!(problems(&s), ["server.test_hooks"]);
-        let mut s = defaults();
-        s.server.workers_setting = Some(0);
-        assert_eq!(problems(&s), ["server.workers"]);
-    }
-
-    #[test]
-    fn topology_settings_are_checked_for_each_mode() {
-        let mut s = defaults();
-        s.redis.mode = RedisMode::Cluster;
-        assert_eq!(problems(&s), ["redis.nodes"], "cluster mode without nodes");
-        s.redis.nodes = vec![SecretString::from("http://10.0.0.1:6379")];
-        assert_eq!(problems(&s), ["redis.nodes"], "not a redis URL");
-        s.redis.nodes = vec![SecretString::from("rediss://:pw@10.0.0.1:6379")];
-        assert!(problems(&s).is_empty());
-        s.redis.mode = RedisMode::Sentinel;
-        assert_eq!(problems(&s), ["redis.sentinels", "redis.master_name"]);
-        s.redis.sentinels = vec![SecretString::from("redis://10.0.0.1:26379")];
-        s.redis.master_name = "kh-master".into();
-        assert!(problems(&s).is_empty());
-        s.redis.key_prefix = "kh:{x}:".into();
-        assert_eq!(
-            problems(&s),
-            ["redis.key_prefix"],
-            "braces break the hash tag"
-        );
-        let mut s = defaults();
-        s.amqp.urls.clear();
-        assert_eq!(problems(&s), ["amqp.urls"]);
-        s.mongo.write_concern = "0".into();
-        s.mongo.read_preference = "secondaryish".into();
-        assert_eq!(
-            problems(&s),
-            ["amqp.urls", "mongo.write_concern", "mongo.read_preference"]
-        );
-        s.mongo.write_concern = "2".into();
-        s.mongo.read_preference = "secondaryPreferred".into();
-        assert_eq!(problems(&s), ["amqp.urls"]);
-        let unknown = RedisMode::try_from("replicated".to_string()).unwrap_err();
-        assert!(unknown.starts_with("redis.mode: "), "{unknown}");
-        let unknown = crate::outbox::QueueType::try_from("lazy".to_string()).unwrap_err();
-        assert!(unknown.starts_with("amqp.bind_queue_type: "), "{unknown}");
-    }
-
-    #[test]
-    fn http_workers_default_to_half_the_cores_and_follow_the_setting() {
-        let mut s = defaults();
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        assert_eq!(s.server.workers(), (cores / 2).max(1));
-        s.server.workers_setting = Some(3);
-        assert_eq!(s.server.workers(), 3);
-    }
-
-    #[test]
-    fn the_error_lists_every_problem_without_secrets() {
-        let mut s = defaults();
-        s.environment = "staging".into();
-        s.amqp.urls = vec![SecretString::from("http://user:hunter2@host")];
-        let text = s.validate().unwrap_err().to_string();
-        assert!(
-            text.contains("amqp.urls") && text.contains("auth.jwt_secret"),
-            "{text}"
-        );
-        assert!(
-            !text.contains("hunter2"),
-            "no secret in the message: {text}"
-        );
-    }
-
-    #[test]
-    fn renewal_defaults_to_a_third_of_the_ttl() {
-        let mut s = defaults();
-        s.lock.ttl = Duration::from_millis(900);
-        s.lock.renew_interval = None;
-        assert_eq!(s.lock.renew_every(), Duration::from_millis(300));
-    }
-}
+#[path = "config_tests.rs"]
+mod tests;

@@ -33,6 +33,7 @@ pub enum ErrorCode {
     IdempotencyInFlight,
     DependencyUnavailable,
     Internal,
+    MethodNotAllowed,
 }
 
 /// The body of every error response.

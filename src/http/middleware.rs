@@ -1,17 +1,45 @@
 //! The middleware every request passes: its request id (from `X-Request-Id` or generated,
 //! echoed back, in the root span of every log line and in every error body), and its HTTP
-//! metrics.
+//! metrics, whose labels come from a fixed set whatever the client sends (a label value
+//! made from a request would add a series per value, never freed).
 
 use std::time::Instant;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::http::Method;
 use actix_web::middleware::Next;
 use tracing::Instrument;
 
 use super::request_id::{sane, CURRENT, HEADER};
 use super::state::AppState;
+use super::ROUTES;
+
+/// The method's metrics label: a standard method, or `other`.
+fn method_label(method: &Method) -> &'static str {
+    const KNOWN: [Method; 7] = [
+        Method::GET,
+        Method::POST,
+        Method::PUT,
+        Method::PATCH,
+        Method::DELETE,
+        Method::HEAD,
+        Method::OPTIONS,
+    ];
+    KNOWN
+        .iter()
+        .find(|m| *m == method)
+        .map_or("other", Method::as_str)
+}
+
+/// The route's metrics label: the pattern of a served route (`/api/v1/documents/{id}`),
+/// or `other` for a path that matches none.
+fn route_label(pattern: Option<&str>) -> &'static str {
+    pattern
+        .and_then(|p| ROUTES.iter().find(|(_, route)| *route == p))
+        .map_or("other", |(_, route)| route)
+}
 
 pub async fn middleware(
     req: ServiceRequest,
@@ -30,7 +58,7 @@ pub async fn middleware(
         status = tracing::field::Empty,
     );
     let started = Instant::now();
-    let method = req.method().to_string();
+    let method = method_label(req.method());
     let state = req.app_data::<actix_web::web::Data<AppState>>().cloned();
     let result = CURRENT
         .scope(id.clone(), next.call(req))
@@ -40,11 +68,8 @@ pub async fn middleware(
     let status = res.status().as_u16();
     span.record("status", status);
     if let Some(m) = state.as_ref().map(|s| &s.metrics) {
-        let route = res
-            .request()
-            .match_pattern()
-            .unwrap_or_else(|| "unmatched".into());
-        m.observe_http(&method, &route, status, started.elapsed());
+        let route = route_label(res.request().match_pattern().as_deref());
+        m.observe_http(method, route, status, started.elapsed());
     }
     span.in_scope(|| {
         tracing::info!(
@@ -57,4 +82,22 @@ pub async fn middleware(
         res.headers_mut().insert(HeaderName::from_static(HEADER), v);
     }
     Ok(res)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_come_from_a_fixed_set() {
+        assert_eq!(method_label(&Method::PATCH), "PATCH");
+        let made_up = Method::from_bytes(b"FOO1").unwrap();
+        assert_eq!(method_label(&made_up), "other");
+        assert_eq!(
+            route_label(Some("/api/v1/documents/{id}")),
+            "/api/v1/documents/{id}"
+        );
+        assert_eq!(route_label(Some("/api/v1/{anything}")), "other");
+        assert_eq!(route_label(None), "other");
+    }
 }

@@ -22,16 +22,20 @@ pub use settings::{AuthSettings, ServerSettings};
 pub use state::AppState;
 
 use actix_web::error::{PathError, QueryPayloadError};
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse, ResponseError, Route};
 
-use error::ApiError;
+use error::{ApiError, ErrorCode};
 
 /// Declares the routes once: registers them and lists them (the OpenAPI test compares the
-/// list with the generated description, so neither can drift from the other).
+/// list with the generated description, so neither can drift from the other). A route added
+/// here gets the 405 answer for the other methods of its path and its own metrics label.
 macro_rules! routes {
     ($( $method:ident $path:literal => $handler:path ),* $(,)?) => {
-        fn register(cfg: &mut web::ServiceConfig) {
-            $( cfg.route($path, web::$method().to($handler)); )*
+        /// Every route with its path, in declaration order.
+        fn routes() -> Vec<(&'static str, Route)> {
+            vec![ $( ($path, web::$method().to($handler)) ),* ]
         }
         /// Every (method, path) the service serves.
         pub const ROUTES: &[(&str, &str)] = &[ $( (stringify!($method), $path) ),* ];
@@ -64,6 +68,48 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .app_data(web::QueryConfig::default().error_handler(query_error));
     register(cfg);
     cfg.default_service(web::to(not_found));
+}
+
+/// One resource per path, holding the routes of its methods; any other method on it
+/// answers 405 with `Allow`.
+fn register(cfg: &mut web::ServiceConfig) {
+    let mut paths: Vec<(&'static str, Vec<Route>)> = Vec::new();
+    for (path, route) in routes() {
+        match paths.iter_mut().find(|(p, _)| *p == path) {
+            Some((_, routes)) => routes.push(route),
+            None => paths.push((path, vec![route])),
+        }
+    }
+    for (path, routes) in paths {
+        let resource = routes
+            .into_iter()
+            .fold(web::resource(path), |r, route| r.route(route));
+        cfg.service(resource.default_service(web::to(move || method_not_allowed(path))));
+    }
+}
+
+/// The methods served on `path` (a pattern of [`ROUTES`]), as an `Allow` header value.
+pub fn allowed_methods(path: &str) -> String {
+    ROUTES
+        .iter()
+        .filter(|(_, p)| *p == path)
+        .map(|(m, _)| m.to_ascii_uppercase())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+async fn method_not_allowed(path: &'static str) -> HttpResponse {
+    let allow = allowed_methods(path);
+    let mut res = ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        ErrorCode::MethodNotAllowed,
+        format!("this path allows only {allow}"),
+    )
+    .error_response();
+    if let Ok(v) = HeaderValue::from_str(&allow) {
+        res.headers_mut().insert(header::ALLOW, v);
+    }
+    res
 }
 
 async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {

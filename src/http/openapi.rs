@@ -63,7 +63,8 @@ impl Modify for BearerAuth {
                     .scheme(HttpAuthScheme::Bearer)
                     .bearer_format("JWT")
                     .description(Some(
-                        "HS256 JWT with claims sub, roles (author, reviewer, admin), exp",
+                        "HS256 JWT with claims sub, roles (author, reviewer, admin), exp; nbf checked \
+                         when present, iss and aud when the service is configured with them",
                     ))
                     .build(),
             ),

@@ -41,4 +41,11 @@ impl ServerSettings {
 pub struct AuthSettings {
     /// HS256 secret of the bearer JWTs.
     pub jwt_secret: SecretString,
+    /// When set, a token's `iss` must be this. Unset: `iss` is not checked.
+    #[serde(default)]
+    pub issuer: Option<String>,
+    /// When set, a token's `aud` must name this. Unset: `aud` is not checked (a token
+    /// carrying one is accepted).
+    #[serde(default)]
+    pub audience: Option<String>,
 }

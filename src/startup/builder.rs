@@ -62,6 +62,8 @@ impl<'a> AppStateBuilder<'a> {
 
     pub async fn build(self) -> anyhow::Result<Core> {
         let s = self.settings;
+        // Settings built in code get the checks of loaded ones (the secret, the test hooks).
+        s.validate()?;
         let store = PgStore::from_settings(&s.database)?;
         if s.database.migrate_on_start {
             store.migrate().await?;
@@ -95,7 +97,7 @@ impl<'a> AppStateBuilder<'a> {
             metrics: HttpMetrics::new(&stats),
             json_limit: s.server.json_limit_bytes,
             runtime: tokio::runtime::Handle::current(),
-            test_hooks: s.server.test_hooks,
+            test_hooks: s.test_hooks(),
         };
         spawn_purger(store.clone(), s.outbox.retention(), self.shutdown.clone());
         Ok(Core {

@@ -358,3 +358,39 @@ async fn a_retry_with_its_json_keys_in_another_order_is_the_same_request() {
     assert_eq!(app.count("SELECT count(*) FROM documents").await, 1);
     app.finish().await;
 }
+
+/// Key order counts at no depth: a refusal is replayed to its body with nested keys reordered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_with_nested_keys_in_another_order_replays_the_same_reply() {
+    let app = spawn_app().await;
+    let send = |body: &'static str| {
+        keyed(
+            &app,
+            "/api/v1/documents",
+            &app.author(),
+            "nested-1",
+            json!({}),
+        )
+        .body(body)
+        .send()
+    };
+    let first = send(r#"{"title": {"lang": "en", "text": "Runbook"}, "body": "Restart."}"#)
+        .await
+        .unwrap();
+    let refusal = expect_error(first, StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_FAILED").await;
+    let retry = send(r#"{"body": "Restart.", "title": {"text": "Runbook", "lang": "en"}}"#)
+        .await
+        .unwrap();
+    assert_eq!(retry.headers().get("idempotent-replayed").unwrap(), "true");
+    assert_eq!(retry.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    // The recorded reply, as it was (with the first request's request_id).
+    assert_eq!(retry.json::<Value>().await.unwrap(), refusal);
+    // Another value at the same depth is another request.
+    let other = send(r#"{"body": "Restart.", "title": {"text": "Runbook", "lang": "de"}}"#)
+        .await
+        .unwrap();
+    let reused = "IDEMPOTENCY_KEY_REUSED";
+    expect_error(other, StatusCode::UNPROCESSABLE_ENTITY, reused).await;
+    assert_eq!(app.count("SELECT count(*) FROM documents").await, 0);
+    app.finish().await;
+}

@@ -2,6 +2,7 @@
 //! server. Start them with `make services`.
 
 mod architecture;
+mod auth;
 mod backlog;
 mod bad_input;
 mod brokers;
@@ -21,5 +22,7 @@ mod outbox_admin;
 mod parked;
 mod plans;
 mod reviews;
+mod routing;
 mod sentinel;
+mod startup;
 mod support;

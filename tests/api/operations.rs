@@ -71,6 +71,7 @@ async fn the_openapi_description_matches_the_routes_served() {
         "IDEMPOTENCY_IN_FLIGHT",
         "DEPENDENCY_UNAVAILABLE",
         "INTERNAL",
+        "METHOD_NOT_ALLOWED",
     ] {
         assert!(
             codes.contains(&code),

@@ -128,7 +128,9 @@ fn settings_for(opts: &AppOptions, shared: &Shared) -> Settings {
         SecretString::from(given.clone().unwrap_or_else(default))
     };
     let config_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
-    let mut s = Settings::load_from(&config_dir).expect("config/default.toml loads");
+    // The built-in default is production; tests run as development, with test hooks.
+    let dev = [("environment", "development")];
+    let mut s = Settings::load_with(&config_dir, &dev).expect("config/default.toml loads");
     s.server.port = 0;
     s.server.test_hooks = true;
     let db_url = opts.database_url.clone();

@@ -1,7 +1,9 @@
 //! The real `kh-review serve` binary as a child process, sharing a test app's stores: for
 //! what only a process shows (signals, its own environment).
 
+use std::io::Read;
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use super::app::{expose, TestApp};
@@ -26,6 +28,7 @@ pub fn serve_binary(app: &TestApp, port: u16, envs: &[(&str, String)]) -> KillOn
             concat!(env!("CARGO_MANIFEST_DIR"), "/config"),
         )
         .env("APP__SERVER__PORT", port.to_string())
+        .env("APP__ENVIRONMENT", "development")
         .env("APP__SERVER__TEST_HOOKS", "true")
         .env("APP__DATABASE__URL", expose(&app.settings.database.url))
         .env("APP__REDIS__KEY_PREFIX", &app.shared.prefix)
@@ -49,4 +52,63 @@ pub async fn listening(app: &TestApp, base: &str) {
             .map(|_| ())
     })
     .await
+}
+
+/// Runs `kh-review <args>` on `config/default.toml` with `envs` and none of this process's
+/// `APP_` variables, on a free port, with every store at a dead port (a process that should
+/// have refused to start touches nothing); waits (10 s at most) for it to exit and returns
+/// its exit code and what it wrote (stdout, then stderr).
+pub async fn run_binary(args: &[&str], envs: &[(&str, &str)]) -> (Option<i32>, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kh-review"));
+    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("APP_")) {
+        cmd.env_remove(k);
+    }
+    cmd.args(args)
+        .env(
+            "APP_CONFIG_DIR",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/config"),
+        )
+        .env("APP__SERVER__PORT", super::dead_port().to_string())
+        .envs(dead_stores())
+        .envs(envs.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = Mutex::new(KillOnDrop(
+        cmd.spawn().expect("the kh-review binary starts"),
+    ));
+    let status = wait_for("the binary to exit", Duration::from_secs(10), || {
+        let exited = child.lock().unwrap().0.try_wait().unwrap();
+        async move { exited }
+    })
+    .await;
+    let mut child = child.into_inner().unwrap();
+    let mut out = String::new();
+    child
+        .0
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    child
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    (status.code(), out)
+}
+
+fn dead_stores() -> [(&'static str, String); 4] {
+    let dead = super::dead_port();
+    [
+        (
+            "APP__DATABASE__URL",
+            format!("postgres://kh@127.0.0.1:{dead}/none"),
+        ),
+        ("APP__REDIS__URL", format!("redis://127.0.0.1:{dead}")),
+        ("APP__MONGO__URL", format!("mongodb://127.0.0.1:{dead}")),
+        ("APP__AMQP__URLS", format!("amqp://127.0.0.1:{dead}/%2f")),
+    ]
 }

@@ -13,7 +13,7 @@ pub mod topology;
 pub mod views;
 
 pub use app::*;
-pub use binary::{listening, serve_binary};
+pub use binary::{listening, run_binary, serve_binary};
 pub use inspect::*;
 pub use own_redis::OwnRedis;
 pub use proxy::{blackhole, dead_port, Proxy};

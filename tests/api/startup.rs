@@ -1,0 +1,67 @@
+//! What start-up refuses, with the real binary: the built-in environment is production,
+//! which takes neither the public development secret, nor a short one, nor test hooks.
+
+use jsonwebtoken::{decode, DecodingKey, Validation};
+use kh_review::config::DEV_SECRET;
+use kh_review::http::auth::Claims;
+
+use crate::support::*;
+
+const OWN_SECRET: &str = "0123456789abcdef0123456789abcdef";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_production_default_refuses_to_start_with_unsafe_settings() {
+    for (envs, key, why) in [
+        (vec![], "auth.jwt_secret", "development secret"),
+        (
+            vec![("APP__AUTH__JWT_SECRET", &OWN_SECRET[..20])],
+            "auth.jwt_secret",
+            "32 bytes",
+        ),
+        (
+            vec![
+                ("APP__AUTH__JWT_SECRET", OWN_SECRET),
+                ("APP__SERVER__TEST_HOOKS", "true"),
+            ],
+            "server.test_hooks",
+            "development",
+        ),
+        (
+            vec![
+                ("APP__ENVIRONMENT", "staging"),
+                ("APP__AUTH__JWT_SECRET", OWN_SECRET),
+                ("APP__SERVER__TEST_HOOKS", "true"),
+            ],
+            "server.test_hooks",
+            "development",
+        ),
+    ] {
+        let (code, out) = run_binary(&["serve"], &envs).await;
+        assert_eq!(code, Some(2), "{envs:?}: {out}");
+        let line = out.lines().find(|l| l.contains(key));
+        assert!(line.is_some_and(|l| l.contains(why)), "{envs:?}: {out}");
+        assert!(!out.contains(OWN_SECRET), "no secret in the message: {out}");
+    }
+    let (code, out) = run_binary(&["check-config"], &[("APP__ENVIRONMENT", "development")]).await;
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("environment: development"), "{out}");
+    let (code, out) = run_binary(&["check-config"], &[("APP__AUTH__JWT_SECRET", OWN_SECRET)]).await;
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("environment: production"), "{out}");
+}
+
+/// What `make token` runs: a token signed with the development secret, in development only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_are_minted_in_development_only() {
+    let args = ["token", "alice", "--roles", "author,reviewer"];
+    let (code, out) = run_binary(&args, &[("APP__ENVIRONMENT", "development")]).await;
+    assert_eq!(code, Some(0), "{out}");
+    let key = DecodingKey::from_secret(DEV_SECRET.as_bytes());
+    let claims = decode::<Claims>(out.trim(), &key, &Validation::default())
+        .expect("a token signed with the development secret")
+        .claims;
+    assert_eq!((claims.sub.as_str(), claims.roles.len()), ("alice", 2));
+    let (code, out) = run_binary(&args, &[("APP__AUTH__JWT_SECRET", OWN_SECRET)]).await;
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("development"), "{out}");
+}
