@@ -200,3 +200,15 @@ fn test_hooks_need_development_or_test() {
         assert_eq!(problems(&s), expected, "{environment}");
     }
 }
+
+#[test]
+fn outbox_parking_needs_at_least_one_attempt_and_a_message_size() {
+    let mut s = defaults();
+    assert_eq!(s.outbox.max_attempts, 10);
+    s.outbox.max_attempts = 0;
+    s.amqp.max_message_bytes = 0;
+    assert_eq!(
+        problems(&s),
+        ["outbox.max_attempts", "amqp.max_message_bytes"]
+    );
+}
