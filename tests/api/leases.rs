@@ -121,6 +121,49 @@ async fn a_renewal_slowed_by_a_redis_pause_is_retried_and_the_transition_commits
     app.finish().await;
 }
 
+/// Every connection to Redis cut (and new ones allowed again at once) while a transition
+/// holds its lock: the renewal that meets the dead connection is retried on a fresh one,
+/// and the transition commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_on_a_broken_connection_is_retried_on_a_fresh_one() {
+    let own = OwnRedis::start().await;
+    let (proxy, via) = Proxy::in_front_of(&own.url()).await;
+    let app = spawn_app_with(AppOptions {
+        redis_url: Some(via),
+        lock_ttl_ms: 1000,
+        configure: Some(Box::new(|s| {
+            s.lock.renew_interval = Some(Duration::from_millis(150))
+        })),
+        ..Default::default()
+    })
+    .await;
+    let (doc_id, review_id) = app.pending_review().await;
+    let req = app
+        .approve_paused(&review_id, PAUSE_HEADER, 1200, false)
+        .send();
+    let cut = async {
+        wait_for("a renewal", Duration::from_secs(5), || async {
+            let n = app.metric("kh_lock_renewals_total").await;
+            n.filter(|n| *n >= 1.0)
+        })
+        .await;
+        proxy.cut();
+        proxy.restore();
+    };
+    let (r, ()) = tokio::join!(req, cut);
+    let r = r.unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+    let (status, version, _) = state_of(&app, &doc_id).await;
+    assert_eq!((status.as_str(), version), ("APPROVED", 3));
+    assert_eq!(app.approval_lock_mode(&review_id).await, "redis");
+    let retried = app.metric("kh_lock_renewal_retries_total").await;
+    assert!(
+        retried.is_some_and(|n| n >= 1.0),
+        "a renewal met the cut connection and was retried: {retried:?}"
+    );
+    app.finish().await;
+}
+
 /// A frozen holder (renewals stopped) pauses before its transaction; its lock expires, a
 /// second reviewer takes the lock and commits; the first wakes and is refused by the fence.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
