@@ -74,7 +74,7 @@ async fn a_failed_renewal_loses_the_lease_and_commits_nothing() {
 }
 
 /// Redis paused for 300 ms (`CLIENT PAUSE`) while a transition holds its lock, with a Redis
-/// timeout of 100 ms and a renewal every 150 ms, so at least one renewal times out: it is
+/// timeout of 100 ms and a renewal every 100 ms, so at least one renewal times out: it is
 /// retried while the lease is still valid (a TTL of 1 s), and the transition commits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_renewal_slowed_by_a_redis_pause_is_retried_and_the_transition_commits() {
@@ -84,7 +84,7 @@ async fn a_renewal_slowed_by_a_redis_pause_is_retried_and_the_transition_commits
         lock_ttl_ms: 1000,
         redis_timeout_ms: 100,
         configure: Some(Box::new(|s| {
-            s.lock.renew_interval = Some(Duration::from_millis(150))
+            s.lock.renew_interval = Some(Duration::from_millis(100))
         })),
         ..Default::default()
     })

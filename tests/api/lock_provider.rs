@@ -102,21 +102,21 @@ async fn redis_over_tls_with_a_password_guards_transitions() {
 
 /// An acquire that times out client-side still runs on the server when its request arrives.
 /// Its clean-up release must not overtake it on another pooled connection, or the key is
-/// held by no one for a whole TTL. Here the acquire's request reaches Redis 800 ms late (a
-/// stalled connection, through a proxy), its connection goes to a waiter when the 200 ms
+/// held by no one for a whole TTL. Here the acquire's request reaches Redis 1.5 s late (a
+/// stalled connection, through a proxy), its connection goes to a waiter when the 500 ms
 /// timeout ends, and the other pooled connection is free for the clean-up.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timed_out_acquire_leaves_no_ghost_lock() {
     let own = OwnRedis::start().await;
     let (proxy, via) = Proxy::in_front_of(&own.url()).await;
-    let p = RedisLockProvider::new(&via, 2, Duration::from_millis(200)).unwrap();
+    let p = RedisLockProvider::new(&via, 2, Duration::from_millis(500)).unwrap();
     let ttl = Ttl::new(Duration::from_secs(10)).unwrap();
     // The server knows both scripts, so the late acquire runs by its hash.
     let warm = p.require_acquire("warm-up", ttl).await.unwrap();
     assert!(p.release(&warm).await.unwrap());
     let key = format!("lock:doc:review:{{{}}}", Uuid::new_v4());
     let fence = format!("{key}:fence");
-    proxy.delay_requests_containing(fence.as_bytes(), Duration::from_millis(800));
+    proxy.delay_requests_containing(fence.as_bytes(), Duration::from_millis(1500));
     // A full pool: one connection held here, the other by the acquire, and a waiter queued.
     let other = p.pool().get().await.unwrap();
     let started = Instant::now();
