@@ -121,6 +121,9 @@ fn lock_metrics(scrape: &Registry, l: &LockStats, breaker: BreakerState) {
     register(scrape, acquisitions);
     let renewals = "kh_lock_renewals_total";
     counter(scrape, renewals, "Successful lease renewals", &l.renewals);
+    let retries = "kh_lock_renewal_retries_total";
+    let help = "Lease renewals that timed out or failed to reach Redis and were retried";
+    counter(scrape, retries, help, &l.renewal_retries);
     let lost = "kh_lock_leases_lost_total";
     counter(scrape, lost, "Leases lost before release", &l.lost);
     let state = IntGauge::new(

@@ -1,5 +1,7 @@
-//! A lease: a held lock, kept alive by a watchdog that renews it every `renew_every`. Once
-//! LOST (renewal refused or failed, or deadline passed) a lease stays lost: a late renewal
+//! A lease: a held lock, kept alive by a watchdog that renews it every `renew_every`. A
+//! renewal that times out or meets a broken connection is retried while the lease is still
+//! valid. The lease is LOST only when a renewal finds the key gone or owned by another
+//! token, or its validity runs out (DESIGN step 5); once lost it stays lost: a late renewal
 //! reply never revives it. Deadlines use the monotonic clock.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,12 +17,20 @@ struct Shared {
     lost: AtomicBool,
     /// Test hook: renewals stop as if the process were frozen.
     suspended: AtomicBool,
+    /// The last confirmed start of the lock (the acquire or the last renewal, as sent) plus
+    /// its TTL, less the safety margin.
     valid_until: Mutex<Instant>,
 }
 
 impl Shared {
     fn mark_lost(&self) {
         self.lost.store(true, Ordering::SeqCst);
+    }
+    fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+    fn valid_until(&self) -> Instant {
+        *self.valid_until.lock().expect("lease poisoned")
     }
 }
 
@@ -45,6 +55,27 @@ pub(crate) struct Renewal {
     pub max_hold: Duration,
 }
 
+impl Renewal {
+    /// The part of each TTL the lease does not count on: a tenth, or less when renewals
+    /// come late in the TTL (half the time left after one), so the first renewal always
+    /// goes out while the lease is valid. The Redis host's clock may run a little ahead of
+    /// ours, and a renewal sent later would arrive too late to matter.
+    fn margin(&self) -> Duration {
+        let ttl = self.ttl.as_duration();
+        (ttl / 10).min(ttl.saturating_sub(self.every) / 2)
+    }
+    /// How long a lock confirmed now is ours by the local clock.
+    fn validity(&self) -> Duration {
+        self.ttl.as_duration() - self.margin()
+    }
+    /// The first pause before retrying a failed renewal; it doubles up to `every`.
+    fn first_retry_pause(&self) -> Duration {
+        (self.every / 4)
+            .min(Duration::from_millis(100))
+            .max(Duration::from_millis(1))
+    }
+}
+
 impl Lease {
     /// Starts the watchdog for `handle` (acquired).
     pub(crate) fn start(
@@ -58,7 +89,7 @@ impl Lease {
         let shared = Arc::new(Shared {
             lost: AtomicBool::new(false),
             suspended: AtomicBool::new(false),
-            valid_until: Mutex::new(handle.expires_at),
+            valid_until: Mutex::new(handle.expires_at - renewal.margin()),
         });
         let stop = shutdown.child_token();
         tokio::spawn(watchdog(
@@ -79,10 +110,10 @@ impl Lease {
 
     /// Ok while the lock is still ours; call right before COMMIT.
     pub fn check(&self) -> Result<(), LeaseLost> {
-        if self.shared.lost.load(Ordering::SeqCst) {
+        if self.shared.is_lost() {
             return Err(LeaseLost);
         }
-        if Instant::now() >= *self.shared.valid_until.lock().expect("lease poisoned") {
+        if Instant::now() >= self.shared.valid_until() {
             self.shared.mark_lost();
             return Err(LeaseLost);
         }
@@ -130,12 +161,20 @@ async fn watchdog(
     stop: CancellationToken,
 ) {
     let hard_stop = Instant::now() + renewal.max_hold;
+    let renewer = Renewer {
+        provider: provider.as_ref(),
+        handle: &handle,
+        renewal,
+        shared: &shared,
+        stats: &stats,
+        stop: &stop,
+    };
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(renewal.every) => {}
         }
-        if shared.lost.load(Ordering::SeqCst) {
+        if shared.is_lost() {
             return;
         }
         if shared.suspended.load(Ordering::SeqCst) {
@@ -146,26 +185,167 @@ async fn watchdog(
             tracing::warn!("lock held past its maximum hold time; renewal stopped");
             return;
         }
-        let sent_at = Instant::now();
-        let renewed = provider.extend(&handle, renewal.ttl).await;
-        let mut until = shared.valid_until.lock().expect("lease poisoned");
-        match renewed {
-            Ok(true) if !shared.lost.load(Ordering::SeqCst) && sent_at < *until => {
-                stats.renewals.fetch_add(1, Ordering::Relaxed);
-                *until = sent_at + renewal.ttl.as_duration();
-            }
-            Ok(_) => {
-                shared.mark_lost();
-                stats.lost.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!("lock renewal refused: lease lost");
-                return;
-            }
-            Err(e) => {
-                shared.mark_lost();
-                stats.lost.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(error = %e, "lock renewal failed: lease lost");
-                return;
-            }
+        if !renewer.renew().await {
+            return;
         }
+    }
+}
+
+/// What one renewal works with.
+struct Renewer<'a> {
+    provider: &'a dyn LockProvider,
+    handle: &'a LockHandle,
+    renewal: Renewal,
+    shared: &'a Shared,
+    stats: &'a LockStats,
+    stop: &'a CancellationToken,
+}
+
+impl Renewer<'_> {
+    /// One renewal. A timeout or a connection error says nothing about the lock, so the
+    /// extend is retried, after a pause that doubles, for as long as the lease is valid (the
+    /// provider gives a broken connection up, so a retry goes out on a sound one). False
+    /// when the lease is lost or the watchdog stopped.
+    async fn renew(&self) -> bool {
+        let mut pause = self.renewal.first_retry_pause();
+        loop {
+            let sent_at = Instant::now();
+            if self.shared.is_lost() {
+                return false;
+            }
+            if sent_at >= self.shared.valid_until() {
+                return self.lose("no lock renewal got through before the lease ran out");
+            }
+            let error = match self.provider.extend(self.handle, self.renewal.ttl).await {
+                Ok(true) => return self.confirm(sent_at),
+                Ok(false) => return self.lose("lock renewal refused: key gone or not ours"),
+                Err(e) => e,
+            };
+            let left = self
+                .shared
+                .valid_until()
+                .saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return self.lose("no lock renewal got through before the lease ran out");
+            }
+            self.stats.renewal_retries.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(error = %error, retry_in = ?pause.min(left), "lock renewal failed; retrying while the lease is valid");
+            tokio::select! {
+                _ = self.stop.cancelled() => return false,
+                _ = tokio::time::sleep(pause.min(left)) => {}
+            }
+            pause = (pause * 2).min(self.renewal.every);
+        }
+    }
+
+    /// The key still held our token when the extend sent at `sent_at` ran: valid for
+    /// another TTL from then. A lease lost meanwhile stays lost.
+    fn confirm(&self, sent_at: Instant) -> bool {
+        let mut until = self.shared.valid_until.lock().expect("lease poisoned");
+        if self.shared.is_lost() {
+            return false;
+        }
+        *until = sent_at + self.renewal.validity();
+        self.stats.renewals.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    fn lose(&self, why: &'static str) -> bool {
+        self.shared.mark_lost();
+        self.stats.lost.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(lock_key = %self.handle.lock_key, "{why}: lease lost");
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use async_trait::async_trait;
+
+    use super::*;
+    use crate::lock::memory::MemoryLockProvider;
+    use crate::lock::LockError;
+
+    /// The in-memory provider, except that `extend` answers from a script (then `Ok(true)`).
+    struct Scripted {
+        inner: MemoryLockProvider,
+        extends: Mutex<VecDeque<Result<bool, LockError>>>,
+    }
+
+    #[async_trait]
+    impl LockProvider for Scripted {
+        async fn acquire(&self, key: &str, ttl: Ttl) -> Result<LockHandle, LockError> {
+            self.inner.acquire(key, ttl).await
+        }
+        async fn release(&self, handle: &LockHandle) -> Result<bool, LockError> {
+            self.inner.release(handle).await
+        }
+        async fn extend(&self, _: &LockHandle, _: Ttl) -> Result<bool, LockError> {
+            let next = self.extends.lock().unwrap().pop_front();
+            next.unwrap_or(Ok(true))
+        }
+        async fn locked(&self, key: &str) -> Result<bool, LockError> {
+            self.inner.locked(key).await
+        }
+        async fn ping(&self) -> Result<(), LockError> {
+            Ok(())
+        }
+    }
+
+    fn down() -> Result<bool, LockError> {
+        Err(LockError::Unavailable("redis did not answer".into()))
+    }
+
+    /// A lease with a 300 ms TTL renewed every 60 ms, whose extends answer `script`.
+    async fn lease(script: Vec<Result<bool, LockError>>) -> (Lease, Arc<LockStats>) {
+        let provider = Arc::new(Scripted {
+            inner: MemoryLockProvider::new(),
+            extends: Mutex::new(script.into()),
+        });
+        let ttl = Ttl::new(Duration::from_millis(300)).unwrap();
+        let handle = provider.require_acquire("k", ttl).await.unwrap();
+        let renewal = Renewal {
+            ttl,
+            every: Duration::from_millis(60),
+            max_hold: Duration::from_secs(30),
+        };
+        let stats = Arc::new(LockStats::default());
+        let stop = CancellationToken::new();
+        let lease = Lease::start(provider, handle, renewal, stats.clone(), &stop);
+        (lease, stats)
+    }
+
+    #[tokio::test]
+    async fn failed_renewals_are_retried_while_the_lease_is_valid() {
+        let (lease, stats) = lease(vec![down(), down(), down()]).await;
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        assert!(lease.check().is_ok(), "two TTLs later, still held");
+        assert_eq!(stats.renewal_retries.load(Ordering::Relaxed), 3);
+        assert_eq!(stats.lost.load(Ordering::Relaxed), 0);
+        assert!(stats.renewals.load(Ordering::Relaxed) >= 2);
+    }
+
+    #[tokio::test]
+    async fn renewals_failing_until_the_validity_runs_out_lose_the_lease() {
+        let (lease, stats) = lease((0..1000).map(|_| down()).collect()).await;
+        tokio::time::sleep(Duration::from_millis(450)).await;
+        assert!(lease.check().is_err());
+        assert_eq!(stats.lost.load(Ordering::Relaxed), 1);
+        let retries = stats.renewal_retries.load(Ordering::Relaxed);
+        assert!(
+            (2..=10).contains(&retries),
+            "a few retries, backing off: {retries}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refused_renewal_loses_the_lease_at_once() {
+        let (lease, stats) = lease(vec![Ok(false)]).await;
+        tokio::time::sleep(Duration::from_millis(120)).await;
+        assert!(lease.check().is_err(), "lost well before the TTL ends");
+        assert_eq!(stats.lost.load(Ordering::Relaxed), 1);
+        assert_eq!(stats.renewal_retries.load(Ordering::Relaxed), 0);
     }
 }

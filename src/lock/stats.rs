@@ -9,5 +9,7 @@ pub struct LockStats {
     pub contended: AtomicU64,
     pub degraded: AtomicU64,
     pub renewals: AtomicU64,
+    /// Renewal attempts that timed out or failed to reach Redis, and were retried.
+    pub renewal_retries: AtomicU64,
     pub lost: AtomicU64,
 }

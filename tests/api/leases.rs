@@ -73,6 +73,97 @@ async fn a_failed_renewal_loses_the_lease_and_commits_nothing() {
     app.finish().await;
 }
 
+/// Redis paused for 300 ms (`CLIENT PAUSE`) while a transition holds its lock, with a Redis
+/// timeout of 100 ms and a renewal every 100 ms, so at least one renewal times out: it is
+/// retried while the lease is still valid (a TTL of 1 s), and the transition commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_slowed_by_a_redis_pause_is_retried_and_the_transition_commits() {
+    let own = OwnRedis::start().await;
+    let app = spawn_app_with(AppOptions {
+        redis_url: Some(own.url()),
+        lock_ttl_ms: 1000,
+        redis_timeout_ms: 100,
+        configure: Some(Box::new(|s| {
+            s.lock.renew_interval = Some(Duration::from_millis(100))
+        })),
+        ..Default::default()
+    })
+    .await;
+    let (doc_id, review_id) = app.pending_review().await;
+    let client = redis::Client::open(own.url()).unwrap();
+    let req = app
+        .approve_paused(&review_id, PAUSE_HEADER, 1500, false)
+        .send();
+    let pause = async {
+        // Once a renewal went through, the lock is held and its watchdog running: the pause
+        // meets renewals, not the acquire (before) or the release (after 1.5 s).
+        wait_for("a renewal", Duration::from_secs(5), || async {
+            let n = app.metric("kh_lock_renewals_total").await;
+            n.filter(|n| *n >= 1.0)
+        })
+        .await;
+        redis_cmd(&client, &["CLIENT", "PAUSE", "300", "ALL"]).await;
+    };
+    let (r, ()) = tokio::join!(req, pause);
+    let r = r.unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+    let (status, version, _) = state_of(&app, &doc_id).await;
+    assert_eq!((status.as_str(), version), ("APPROVED", 3));
+    assert_eq!(app.approval_lock_mode(&review_id).await, "redis");
+    let approved = "SELECT count(*) FROM outbox WHERE event_type = 'document.approved'";
+    assert_eq!(app.count(approved).await, 1, "one transition, one event");
+    let retried = app.metric("kh_lock_renewal_retries_total").await;
+    assert!(
+        retried.is_some_and(|n| n >= 1.0),
+        "a renewal timed out and was retried: {retried:?}"
+    );
+    assert_eq!(app.metric("kh_lock_leases_lost_total").await, Some(0.0));
+    app.finish().await;
+}
+
+/// Every connection to Redis cut (and new ones allowed again at once) while a transition
+/// holds its lock: the renewal that meets the dead connection is retried on a fresh one,
+/// and the transition commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_on_a_broken_connection_is_retried_on_a_fresh_one() {
+    let own = OwnRedis::start().await;
+    let (proxy, via) = Proxy::in_front_of(&own.url()).await;
+    let app = spawn_app_with(AppOptions {
+        redis_url: Some(via),
+        lock_ttl_ms: 1000,
+        configure: Some(Box::new(|s| {
+            s.lock.renew_interval = Some(Duration::from_millis(150))
+        })),
+        ..Default::default()
+    })
+    .await;
+    let (doc_id, review_id) = app.pending_review().await;
+    let req = app
+        .approve_paused(&review_id, PAUSE_HEADER, 1200, false)
+        .send();
+    let cut = async {
+        wait_for("a renewal", Duration::from_secs(5), || async {
+            let n = app.metric("kh_lock_renewals_total").await;
+            n.filter(|n| *n >= 1.0)
+        })
+        .await;
+        proxy.cut();
+        proxy.restore();
+    };
+    let (r, ()) = tokio::join!(req, cut);
+    let r = r.unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+    let (status, version, _) = state_of(&app, &doc_id).await;
+    assert_eq!((status.as_str(), version), ("APPROVED", 3));
+    assert_eq!(app.approval_lock_mode(&review_id).await, "redis");
+    let retried = app.metric("kh_lock_renewal_retries_total").await;
+    assert!(
+        retried.is_some_and(|n| n >= 1.0),
+        "a renewal met the cut connection and was retried: {retried:?}"
+    );
+    app.finish().await;
+}
+
 /// A frozen holder (renewals stopped) pauses before its transaction; its lock expires, a
 /// second reviewer takes the lock and commits; the first wakes and is refused by the fence.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

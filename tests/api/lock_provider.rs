@@ -1,7 +1,7 @@
 //! The lock provider contract against real Redis (the in-memory provider runs it in unit
 //! tests), plus the Redis-specific fencing guarantees.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kh_review::lock::redis::RedisLockProvider;
 use kh_review::lock::{LockProvider, Ttl};
@@ -98,4 +98,81 @@ async fn redis_over_tls_with_a_password_guards_transitions() {
     app.outbox_drained(Duration::from_secs(10)).await;
     app.finish().await;
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An acquire that times out client-side still runs on the server when its request arrives.
+/// Its clean-up release must not overtake it on another pooled connection, or the key is
+/// held by no one for a whole TTL. Here the acquire's request reaches Redis 1.5 s late (a
+/// stalled connection, through a proxy), its connection goes to a waiter when the 500 ms
+/// timeout ends, and the other pooled connection is free for the clean-up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_acquire_leaves_no_ghost_lock() {
+    let own = OwnRedis::start().await;
+    let (proxy, via) = Proxy::in_front_of(&own.url()).await;
+    let p = RedisLockProvider::new(&via, 2, Duration::from_millis(500)).unwrap();
+    let ttl = Ttl::new(Duration::from_secs(10)).unwrap();
+    // The server knows both scripts, so the late acquire runs by its hash.
+    let warm = p.require_acquire("warm-up", ttl).await.unwrap();
+    assert!(p.release(&warm).await.unwrap());
+    let key = format!("lock:doc:review:{{{}}}", Uuid::new_v4());
+    let fence = format!("{key}:fence");
+    proxy.delay_requests_containing(fence.as_bytes(), Duration::from_millis(1500));
+    // A full pool: one connection held here, the other by the acquire, and a waiter queued.
+    let other = p.pool().get().await.unwrap();
+    let started = Instant::now();
+    let attempt = tokio::spawn({
+        let (p, key) = (p.clone(), key.clone());
+        async move { p.acquire(&key, ttl).await }
+    });
+    let status = || async { Some(p.pool().status()) };
+    wait_for(
+        "the acquire to take the second connection",
+        Duration::from_secs(2),
+        || async { status().await.filter(|s| s.size == 2 && s.available == 0) },
+    )
+    .await;
+    let waiter = tokio::spawn({
+        let p = p.clone();
+        async move { p.pool().get().await.unwrap() }
+    });
+    wait_for("a waiter for the pool", Duration::from_secs(2), || async {
+        status().await.filter(|s| s.waiting == 1)
+    })
+    .await;
+    assert!(attempt.await.unwrap().is_err(), "the acquire timed out");
+    drop(other); // the only connection left for the clean-up release
+    let _stalled = waiter.await.unwrap(); // the waiter got the acquire's connection
+    let direct = redis::Client::open(own.url()).unwrap();
+    let exists = |k: String| {
+        let direct = direct.clone();
+        async move {
+            let mut c = direct.get_multiplexed_async_connection().await.unwrap();
+            let n: i64 = redis::cmd("EXISTS")
+                .arg(&k)
+                .query_async(&mut c)
+                .await
+                .unwrap();
+            n == 1
+        }
+    };
+    wait_for(
+        "the late acquire to run",
+        Duration::from_secs(3),
+        || async { exists(fence.clone()).await.then_some(()) },
+    )
+    .await;
+    let gone = poll_until(Duration::from_secs(2), || async {
+        (!exists(key.clone()).await).then_some(())
+    })
+    .await;
+    assert!(
+        gone.is_some(),
+        "a ghost lock: {key} still held {:?} after the timed-out acquire (ttl {ttl:?})",
+        started.elapsed()
+    );
+    // Another owner takes the lock at once, long before the TTL would have freed it.
+    let q = RedisLockProvider::new(&own.url(), 1, Duration::from_millis(500)).unwrap();
+    let next = q.require_acquire(&key, ttl).await.expect("the key is free");
+    assert!(started.elapsed() < ttl.as_duration() / 2);
+    q.release(&next).await.unwrap();
 }

@@ -97,27 +97,44 @@ impl RedisLockProvider {
         F: FnOnce(Conn) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
     {
-        let work = async {
-            let conn = self
-                .pool
-                .get()
-                .await
-                .map_err(|e| LockError::Unavailable(format!("redis pool: {e}")))?;
-            let result = f((*conn).clone()).await;
-            if let Err(e) = &result {
-                if broken(&conn, e) {
+        self.attempt(f).await.map_err(|failed| failed.error)
+    }
+
+    /// `run`, and on failure also the connection the command went out on (if it got that
+    /// far): a command that timed out may still run on the server later.
+    async fn attempt<T, F, Fut>(&self, f: F) -> Result<T, Failed>
+    where
+        F: FnOnce(Conn) -> Fut,
+        Fut: std::future::Future<Output = redis::RedisResult<T>>,
+    {
+        // One deadline for the whole call, checkout included.
+        let deadline = tokio::time::Instant::now() + self.op_timeout;
+        let timed_out =
+            || LockError::Unavailable(format!("redis did not answer within {:?}", self.op_timeout));
+        let unsent = |error| Failed {
+            error,
+            sent_on: None,
+        };
+        let conn = match tokio::time::timeout_at(deadline, self.pool.get()).await {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(e)) => return Err(unsent(LockError::Unavailable(format!("redis pool: {e}")))),
+            Err(_) => return Err(unsent(timed_out())),
+        };
+        let sent_on = (*conn).clone();
+        let error = match tokio::time::timeout_at(deadline, f(sent_on.clone())).await {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(e)) => {
+                if broken(&conn, &e) {
                     let _ = Object::take(conn);
                 }
+                LockError::Unavailable(format!("redis: {e}"))
             }
-            result.map_err(|e| LockError::Unavailable(format!("redis: {e}")))
+            Err(_) => timed_out(),
         };
-        match tokio::time::timeout(self.op_timeout, work).await {
-            Ok(r) => r,
-            Err(_) => Err(LockError::Unavailable(format!(
-                "redis did not answer within {:?}",
-                self.op_timeout
-            ))),
-        }
+        Err(Failed {
+            error,
+            sent_on: Some(sent_on),
+        })
     }
 
     /// Runs a compare-and-act script on `handle`'s key as its owner (release, or extend by
@@ -129,19 +146,53 @@ impl RedisLockProvider {
         ttl: Option<Ttl>,
     ) -> Result<bool, LockError> {
         let n: i64 = self
-            .run(|mut c| async move {
-                script
-                    .eval(&mut c, |cmd| {
-                        cmd.arg(1).arg(&handle.lock_key);
-                        cmd.arg(handle.owner_token.as_str());
-                        if let Some(ttl) = ttl {
-                            cmd.arg(ttl.as_millis());
-                        }
-                    })
-                    .await
-            })
+            .run(|mut c| async move { script.eval(&mut c, owner_args(handle, ttl)).await })
             .await?;
         Ok(n == 1)
+    }
+
+    /// Gives back the key a failed acquire (`ghost`) may still take on the server, whenever
+    /// its request gets there. The compare-and-delete goes out on the connection the acquire
+    /// went out on, queued behind it: Redis runs one connection's commands in the order they
+    /// arrive, so it runs after the acquire script, however late. On another connection it
+    /// could overtake the acquire and leave the key held by no one for a whole TTL. Only if
+    /// that connection broke (then the acquire ran before it closed, or never will) does a
+    /// fresh one from the pool do it. Waits at most a TTL: by then the key is gone anyway.
+    fn give_back(&self, ghost: LockHandle, sent_on: Conn, ttl: Ttl) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let mut conn = sent_on;
+            let release = this
+                .release
+                .eval::<i64>(&mut conn, owner_args(&ghost, None));
+            match tokio::time::timeout(ttl.as_duration(), release).await {
+                Ok(Err(e)) if broken(&conn, &e) => {
+                    let _ = this.release(&ghost).await;
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(lock_key = %ghost.lock_key, error = %e, "giving back a timed-out lock failed; it will expire by ttl")
+                }
+                Ok(Ok(_)) | Err(_) => {}
+            }
+        });
+    }
+}
+
+/// A failed call, and the connection its command went out on, if it got that far.
+struct Failed {
+    error: LockError,
+    sent_on: Option<Conn>,
+}
+
+/// The arguments of a compare-and-act script on `handle`'s key: the key, the owner's token,
+/// and the new TTL (extend).
+fn owner_args(handle: &LockHandle, ttl: Option<Ttl>) -> impl Fn(&mut redis::Cmd) + '_ {
+    move |cmd| {
+        cmd.arg(1).arg(&handle.lock_key);
+        cmd.arg(handle.owner_token.as_str());
+        if let Some(ttl) = ttl {
+            cmd.arg(ttl.as_millis());
+        }
     }
 }
 
@@ -151,12 +202,12 @@ impl LockProvider for RedisLockProvider {
         let token = OwnerToken::generate();
         let started = Instant::now();
         let owner = token.as_str();
-        let reply: Result<(i64, i64), LockError> = self
-            .run(|mut c| async move {
+        let reply = self
+            .attempt(|mut c| async move {
                 let fence = fence_key(key);
                 let retention = self.fence_retention.as_millis() as u64;
                 self.acquire
-                    .eval(&mut c, |cmd| {
+                    .eval::<(i64, i64)>(&mut c, |cmd| {
                         cmd.arg(2).arg(key).arg(&fence).arg(owner);
                         cmd.arg(ttl.as_millis()).arg(retention);
                     })
@@ -165,22 +216,21 @@ impl LockProvider for RedisLockProvider {
             .await;
         let (ok, value) = match reply {
             Ok(r) => r,
-            Err(e) => {
-                // The SET may have landed after we stopped waiting: give the key back in the
-                // background, by owner token, so it does not block others for a whole TTL.
-                let (this, key, token) = (self.clone(), key.to_string(), token.clone());
-                tokio::spawn(async move {
+            Err(Failed { error, sent_on }) => {
+                // The script may still run after we stopped waiting: give the key back, by
+                // owner token, so it does not block others for a whole TTL.
+                if let Some(conn) = sent_on {
                     let ghost = LockHandle {
                         acquired: true,
-                        lock_key: key,
+                        lock_key: key.to_string(),
                         owner_token: token,
-                        expires_at: Instant::now(),
+                        expires_at: started,
                         fencing_token: None,
                         holder_ttl: None,
                     };
-                    let _ = this.release(&ghost).await;
-                });
-                return Err(e);
+                    self.give_back(ghost, conn, ttl);
+                }
+                return Err(error);
             }
         };
         let acquired = ok == 1;

@@ -137,6 +137,17 @@ impl TestApp {
         .unwrap()
     }
 
+    /// The value of the metric line `name` (exactly, labels included) on `/metrics`; None
+    /// when the service does not export it.
+    pub async fn metric(&self, name: &str) -> Option<f64> {
+        let r = self.client.get(self.url("/metrics")).send().await.unwrap();
+        let text = r.text().await.unwrap();
+        let prefix = format!("{name} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .map(|v| v.trim().parse().unwrap())
+    }
+
     pub async fn count(&self, sql: &str) -> i64 {
         sqlx::query_scalar(sql).fetch_one(&self.pg).await.unwrap()
     }

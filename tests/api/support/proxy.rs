@@ -1,10 +1,25 @@
 //! A TCP proxy the test can cut and restore, to make a real server unreachable for the
-//! service (and only for it) without stopping the shared server.
+//! service (and only for it) without stopping the shared server, or slow one connection's
+//! requests down.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
+
+/// Requests (client to server) that contain `pattern` reach the server `by` late, and so
+/// does everything sent after them on the same connection: one stalled connection, the
+/// others unaffected.
+#[derive(Clone)]
+struct Delay {
+    pattern: Vec<u8>,
+    by: Duration,
+}
+
+type DelayRule = Arc<Mutex<Option<Delay>>>;
 
 pub struct Proxy {
     pub port: u16,
@@ -12,6 +27,7 @@ pub struct Proxy {
     stop: CancellationToken,
     /// Cancelled to stop forwarding while keeping every connection open (a partition).
     freeze: Arc<Mutex<CancellationToken>>,
+    delay: DelayRule,
 }
 
 impl Proxy {
@@ -21,14 +37,16 @@ impl Proxy {
         let state = Arc::new(Mutex::new((true, CancellationToken::new())));
         let stop = CancellationToken::new();
         let freeze = Arc::new(Mutex::new(CancellationToken::new()));
+        let delay = DelayRule::default();
         let (st, stop2, fr) = (state.clone(), stop.clone(), freeze.clone());
+        let rule = delay.clone();
         tokio::spawn(async move {
             loop {
                 let accepted = tokio::select! {
                     _ = stop2.cancelled() => return,
                     a = listener.accept() => a,
                 };
-                let Ok((mut inbound, _)) = accepted else {
+                let Ok((inbound, _)) = accepted else {
                     continue;
                 };
                 let (enabled, cut) = st.lock().unwrap().clone();
@@ -38,16 +56,23 @@ impl Proxy {
                 }
                 let target = target.clone();
                 let frozen = fr.lock().unwrap().clone();
+                let rule = rule.clone();
                 tokio::spawn(async move {
-                    let Ok(mut outbound) = TcpStream::connect(&target).await else {
+                    let Ok(outbound) = TcpStream::connect(&target).await else {
                         return;
                     };
                     // No Nagle delay on either leg: a proxied request/reply exchange must not
                     // wait for the peer's delayed ACK (about 40 ms each time).
                     let _ = inbound.set_nodelay(true);
                     let _ = outbound.set_nodelay(true);
+                    let (client_r, client_w) = inbound.into_split();
+                    let (server_r, server_w) = outbound.into_split();
+                    let both = futures_util::future::join(
+                        pump(client_r, server_w, Some(rule)),
+                        pump(server_r, client_w, None),
+                    );
                     tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = both => {}
                         _ = cut.cancelled() => {}
                         // Hold both ends open, silent, until cut.
                         _ = frozen.cancelled() => cut.cancelled().await,
@@ -60,6 +85,7 @@ impl Proxy {
             state,
             stop,
             freeze,
+            delay,
         }
     }
 
@@ -88,6 +114,43 @@ impl Proxy {
     pub fn restore(&self) {
         self.state.lock().unwrap().0 = true;
     }
+
+    /// From now on, a request containing `pattern` reaches the server `by` late, and the
+    /// requests after it on its connection wait behind it (open connections included).
+    pub fn delay_requests_containing(&self, pattern: &[u8], by: Duration) {
+        *self.delay.lock().unwrap() = Some(Delay {
+            pattern: pattern.to_vec(),
+            by,
+        });
+    }
+}
+
+/// Copies `from` to `to` until either ends. With a delay rule (requests only), a chunk that
+/// contains the rule's pattern (also across two reads) is held back `by`; reading stops
+/// meanwhile, so what follows on this connection keeps its order behind it.
+async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, rule: Option<DelayRule>) {
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut tail: Vec<u8> = Vec::new();
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let delay = rule.as_ref().and_then(|r| r.lock().unwrap().clone());
+        if let Some(d) = delay {
+            let mut seen = std::mem::take(&mut tail);
+            seen.extend_from_slice(&buf[..n]);
+            if seen.windows(d.pattern.len()).any(|w| w == d.pattern) {
+                tokio::time::sleep(d.by).await;
+            }
+            let keep = d.pattern.len().saturating_sub(1).min(seen.len());
+            tail = seen[seen.len() - keep..].to_vec();
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown().await;
 }
 
 impl Drop for Proxy {
