@@ -154,11 +154,14 @@ async fn metrics_count_requests_locks_transitions_and_the_outbox() {
     assert_eq!(metric(&text, "kh_transitions_total{type=\"submit\"}"), 1.0);
     assert_eq!(metric(&text, "kh_events_published_total"), 2.0);
     assert_eq!(metric(&text, "kh_outbox_backlog"), 0.0);
+    assert_eq!(metric(&text, "kh_outbox_parked"), 0.0);
+    assert_eq!(metric(&text, "kh_outbox_parked_oldest_age_seconds"), 0.0);
     assert_eq!(metric(&text, "kh_redis_circuit_breaker_state"), 0.0);
     for name in [
         "http_request_duration_seconds_bucket",
         "kh_lock_acquire_duration_seconds_bucket",
         "kh_lock_renewals_total",
+        "kh_lock_renewal_retries_total",
         "kh_lock_leases_lost_total",
         "kh_outbox_oldest_unsent_age_seconds",
         "kh_projection_failures_total",
