@@ -225,6 +225,9 @@ impl Settings {
         if self.mongo.timeout.is_zero() {
             bad("mongo.timeout_ms", "must be greater than zero");
         }
+        if self.mongo.breaker_failure_threshold == 0 {
+            bad("mongo.breaker_failure_threshold", "must be at least 1");
+        }
         if self.amqp.exchange.trim().is_empty() {
             bad("amqp.exchange", "must not be empty");
         }

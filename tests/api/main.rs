@@ -15,6 +15,7 @@ mod idempotency;
 mod instances;
 mod leases;
 mod lock_provider;
+mod mongo_reads;
 mod operations;
 mod outbox;
 mod plans;
