@@ -18,6 +18,6 @@ mod tx;
 pub use error::StoreError;
 pub use idempotency::{Claim, KeyRecord};
 pub use outbox::OutboxRow;
-pub use pg::{migrate, DatabaseSettings, PgStore};
+pub use pg::{migrate, migration_lock_id, DatabaseSettings, PgStore};
 pub use reviews::Staging;
 pub use tx::{Committed, Staged, WriteContext};
