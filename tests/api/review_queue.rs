@@ -142,6 +142,15 @@ async fn a_cursor_walk_during_submits_sees_every_review_once() {
     for (review, _) in later.iter().filter(|(_, at)| *at < last_read) {
         assert!(unique.contains(review), "{review} skipped; walk: {seen:?}");
     }
+    // A cursor that names no review is refused, not read as the end of the queue.
+    let nowhere = uuid::Uuid::new_v4().simple();
+    let r = app
+        .get(
+            &format!("/api/v1/reviews?cursor={nowhere}"),
+            &app.reviewer(),
+        )
+        .await;
+    expect_error(r, StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_FAILED").await;
     println!(
         "walk saw {} reviews; {} of the 5 later submits committed before its last page",
         seen.len(),
