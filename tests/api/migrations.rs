@@ -17,9 +17,9 @@ async fn admin() -> PgConnection {
     PgConnection::connect(&pg_url()).await.unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_instances_started_at_once_on_a_fresh_database_both_come_up() {
-    let owner = spawn_app().await; // the other stores, and a clean-up
+/// A new, empty database, named like the tests' own (so a run that dies leaves it to the
+/// next run's clean-up).
+async fn fresh_database() -> String {
     let tag: String = env_or("KH_TEST_TAG", "")
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
@@ -29,6 +29,13 @@ async fn two_instances_started_at_once_on_a_fresh_database_both_come_up() {
         .execute(&mut admin().await)
         .await
         .unwrap();
+    fresh
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_started_at_once_on_a_fresh_database_both_come_up() {
+    let owner = spawn_app().await; // the other stores, and a clean-up
+    let fresh = fresh_database().await;
     let url = with_db(&pg_url(), &fresh);
     // Another instance's long migration, as the two instances see it: sqlx's lock, held.
     let mut holder = PgConnection::connect(&url).await.unwrap();

@@ -52,6 +52,46 @@ async fn submitted_at(app: &TestApp, review: &str) -> chrono::DateTime<chrono::U
         .unwrap()
 }
 
+/// Waits until a statement of the app waits on a row lock.
+async fn waiting_on_a_row_lock(app: &TestApp) {
+    let waiting = || async {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 \
+             AND wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE%'",
+        )
+        .bind(&app.shared.db_name)
+        .fetch_one(&app.pg)
+        .await
+        .unwrap();
+        (n > 0).then_some(())
+    };
+    wait_for(
+        "a submit to wait on the row lock",
+        Duration::from_secs(10),
+        waiting,
+    )
+    .await;
+}
+
+/// Waits until `doc` has a committed review.
+async fn reviewed(app: &TestApp, doc: &str) {
+    let committed = || async {
+        let n: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM reviews WHERE document_id = $1::uuid")
+                .bind(doc)
+                .fetch_one(&app.pg)
+                .await
+                .unwrap();
+        (n > 0).then_some(())
+    };
+    wait_for(
+        "the waiting submit to commit",
+        Duration::from_secs(10),
+        committed,
+    )
+    .await;
+}
+
 /// A walk through the queue while submits commit: the first page is read while a submit
 /// that started earlier waits on its document's row lock; that submit then commits (with
 /// the older `submitted_at`), more submits run during the rest of the walk. The walk sees
@@ -77,42 +117,14 @@ async fn a_cursor_walk_during_submits_sees_every_review_once() {
         .unwrap();
     let waiter = submit(&app, &docs[0]);
     let walk = async {
-        wait_for(
-            "the submit to wait on the row lock",
-            Duration::from_secs(10),
-            || async {
-                let n: i64 = sqlx::query_scalar(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 \
-                 AND wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE%'",
-                )
-                .bind(&app.shared.db_name)
-                .fetch_one(&app.pg)
-                .await
-                .unwrap();
-                (n > 0).then_some(())
-            },
-        )
-        .await;
+        waiting_on_a_row_lock(&app).await;
         let mut early = Vec::new();
         for doc in &docs[1..5] {
             early.push(submit(&app, doc).await.0);
         }
         let (mut seen, mut cursor) = page(&app, None).await;
         holder.commit().await.unwrap(); // the waiting submit goes on and commits
-        wait_for(
-            "the waiting submit to commit",
-            Duration::from_secs(10),
-            || async {
-                let n: i64 =
-                    sqlx::query_scalar("SELECT count(*) FROM reviews WHERE document_id = $1::uuid")
-                        .bind(&docs[0])
-                        .fetch_one(&app.pg)
-                        .await
-                        .unwrap();
-                (n > 0).then_some(())
-            },
-        )
-        .await;
+        reviewed(&app, &docs[0]).await;
         let later = join_all(docs[5..].iter().map(|d| submit(&app, d)));
         let rest = async {
             let mut last_read = Instant::now();
