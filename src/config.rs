@@ -254,6 +254,9 @@ impl Settings {
         if self.amqp.max_message_bytes == 0 {
             bad("amqp.max_message_bytes", "must be greater than zero");
         }
+        if self.mongo.breaker_failure_threshold == 0 {
+            bad("mongo.breaker_failure_threshold", "must be at least 1");
+        }
         if self.amqp.exchange.trim().is_empty() {
             bad("amqp.exchange", "must not be empty");
         }

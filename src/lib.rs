@@ -2,8 +2,10 @@
 //!
 //! Layers, each importing only those below it (`docs/architecture.md`):
 //! `domain` (rules, no I/O) <- `lock`, `store` <- `outbox` <- `review` (use cases) <-
-//! `http` <- `startup` (wiring, with `config` and `telemetry`).
+//! `http` <- `startup` (wiring, with `config` and `telemetry`); `breaker` (a circuit
+//! breaker, no imports) may be used by every layer.
 
+pub mod breaker;
 pub mod config;
 pub mod domain;
 pub mod http;

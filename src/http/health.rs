@@ -55,7 +55,8 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
             "postgresql": { "status": r.postgresql.status(), "required": true },
             "redis": { "status": r.redis.status(), "required": false,
                        "circuit_breaker": r.breaker.as_str() },
-            "mongodb": { "status": r.mongodb.status(), "required": false },
+            "mongodb": { "status": r.mongodb.status(), "required": false,
+                         "circuit_breaker": r.mongo_breaker.as_str() },
             "rabbitmq": { "status": r.rabbitmq.status(), "required": false },
         }
     });

@@ -1,7 +1,6 @@
 //! `/api/v1/reviews` handlers.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use uuid::Uuid;
 
@@ -168,10 +167,14 @@ pub async fn list(
         return Err(ApiError::validation("limit must be between 1 and 100"));
     }
     let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
-    let mut items = state.reviews.list(status, after, limit + 1).await?;
+    let mut items = state
+        .reviews
+        .list(status, after, limit + 1)
+        .await?
+        .ok_or_else(bad_cursor)?;
     let next_cursor = if items.len() as i64 > limit {
         items.truncate(limit as usize);
-        items.last().map(|r| encode_cursor(r.submitted_at, r.id))
+        items.last().map(|r| encode_cursor(r.id))
     } else {
         None
     };
@@ -181,17 +184,24 @@ pub async fn list(
     }))
 }
 
-fn encode_cursor(at: DateTime<Utc>, id: Uuid) -> String {
-    format!("{}.{}", at.timestamp_micros(), id.simple())
+/// A cursor names the last review of a page; the next page starts after it in the queue's
+/// order (its `queue_seq`). Cursors issued before that order existed were
+/// `<submitted_at micros>.<review id>`: their review id is read the same way.
+fn encode_cursor(id: Uuid) -> String {
+    id.simple().to_string()
 }
 
-fn decode_cursor(s: &str) -> Result<(DateTime<Utc>, Uuid), ApiError> {
-    let bad = || ApiError::validation("cursor is not one this service issued");
-    let (micros, id) = s.split_once('.').ok_or_else(bad)?;
-    let micros: i64 = micros.parse().map_err(|_| bad())?;
-    let at = DateTime::from_timestamp_micros(micros).ok_or_else(bad)?;
-    let id = Uuid::parse_str(id).map_err(|_| bad())?;
-    Ok((at, id))
+fn decode_cursor(s: &str) -> Result<Uuid, ApiError> {
+    let id = match s.split_once('.') {
+        Some((micros, id)) if micros.parse::<i64>().is_ok() => id,
+        Some(_) => return Err(bad_cursor()),
+        None => s,
+    };
+    Uuid::parse_str(id).map_err(|_| bad_cursor())
+}
+
+fn bad_cursor() -> ApiError {
+    ApiError::validation("cursor is not one this service issued")
 }
 
 #[cfg(test)]
@@ -200,9 +210,14 @@ mod tests {
 
     #[test]
     fn cursors_round_trip_and_garbage_is_refused() {
-        let at = DateTime::from_timestamp_micros(1_700_000_000_123_456).unwrap();
         let id = Uuid::now_v7();
-        assert_eq!(decode_cursor(&encode_cursor(at, id)).unwrap(), (at, id));
+        assert_eq!(decode_cursor(&encode_cursor(id)).unwrap(), id);
+        let before = format!("1700000000123456.{}", id.simple());
+        assert_eq!(
+            decode_cursor(&before).unwrap(),
+            id,
+            "a cursor of the old form"
+        );
         for bad in ["", "x", "1.", ".abc", "1.not-a-uuid", "' OR 1=1 --"] {
             assert!(decode_cursor(bad).is_err(), "{bad}");
         }

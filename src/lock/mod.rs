@@ -5,7 +5,6 @@
 //! what [`gate::LockGate`] and its circuit breaker are for), and it must never hold a lock
 //! without a TTL.
 
-pub mod breaker;
 #[doc(hidden)]
 pub mod contract;
 pub mod gate;
@@ -21,6 +20,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use rand::RngCore;
 
+/// The circuit breaker, at its old path (it is the crate's `breaker`, shared with MongoDB reads).
+pub use crate::breaker;
 pub use crate::domain::FencingToken;
 pub use settings::{LockSettings, RedisMode, RedisSettings};
 

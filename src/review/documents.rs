@@ -10,7 +10,7 @@ use crate::domain::{
     preview_of, Document, DocumentBody, DocumentTitle, Guard, Refusal, Review, UserId,
 };
 use crate::outbox::Dispatcher;
-use crate::store::mongo::MongoProjection;
+use crate::store::mongo::{MongoProjection, ReadError};
 use crate::store::{PgStore, WriteContext};
 
 use super::commit::commit;
@@ -134,8 +134,16 @@ impl DocumentService {
                 })
             }
             other => {
-                if let Err(e) = other {
-                    tracing::warn!(error = %e, "mongodb unavailable; serving the body from postgresql");
+                match other {
+                    Err(ReadError::Failed(e)) => {
+                        tracing::warn!(error = %e, "mongodb unavailable; serving the body from postgresql")
+                    }
+                    Err(ReadError::Skipped) => {
+                        tracing::debug!(
+                            "mongodb circuit breaker open; serving the body from postgresql"
+                        )
+                    }
+                    Ok(_) => {}
                 }
                 Ok(DocumentRead {
                     preview: preview_of(&document.body),

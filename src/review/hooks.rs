@@ -17,6 +17,8 @@ pub const SKIP_DISPATCH_HEADER: &str = "x-test-skip-dispatch";
 /// Leave the outbox row to the background dispatchers, as while inline delivery is paused
 /// after a dependency failed.
 pub const LEAVE_TO_DISPATCHER_HEADER: &str = "x-test-leave-to-dispatcher";
+/// Pause a transition right after its COMMIT, before the delivery attempt.
+pub const PAUSE_AFTER_COMMIT_HEADER: &str = "x-test-pause-after-commit-ms";
 /// Answer 503 after a successful COMMIT, as if the reply had been lost.
 pub const FAIL_AFTER_COMMIT_HEADER: &str = "x-test-fail-after-commit";
 
@@ -24,6 +26,7 @@ pub const FAIL_AFTER_COMMIT_HEADER: &str = "x-test-fail-after-commit";
 pub struct Hooks {
     pub pause_before_commit: Option<Duration>,
     pub pause_after_lock: Option<Duration>,
+    pub pause_after_commit: Option<Duration>,
     pub suspend_renewal: bool,
     pub skip_dispatch: bool,
     pub leave_to_dispatcher: bool,
@@ -42,6 +45,7 @@ impl Hooks {
         Hooks {
             pause_before_commit: ms(PAUSE_HEADER),
             pause_after_lock: ms(PAUSE_AFTER_LOCK_HEADER),
+            pause_after_commit: ms(PAUSE_AFTER_COMMIT_HEADER),
             suspend_renewal: header(SUSPEND_RENEWAL_HEADER) == Some("true"),
             skip_dispatch: header(SKIP_DISPATCH_HEADER) == Some("true"),
             leave_to_dispatcher: header(LEAVE_TO_DISPATCHER_HEADER) == Some("true"),

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::lock::breaker::BreakerState;
+use crate::breaker::BreakerState;
 use crate::lock::gate::{LockGate, LockStats};
 use crate::outbox::{DispatchStats, Dispatcher};
 use crate::store::mongo::MongoProjection;
@@ -34,7 +34,10 @@ pub struct Readiness {
     pub redis: Check,
     pub mongodb: Check,
     pub rabbitmq: Check,
+    /// The Redis breaker (the lock gate's).
     pub breaker: BreakerState,
+    /// The MongoDB read breaker.
+    pub mongo_breaker: BreakerState,
 }
 
 pub struct Probes {
@@ -90,6 +93,7 @@ impl Probes {
             mongodb,
             rabbitmq,
             breaker: self.gate.breaker_state(),
+            mongo_breaker: self.mongo.breaker_state(),
         }
     }
 

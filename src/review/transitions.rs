@@ -6,7 +6,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::domain::{Decision, Guard, Review, ReviewStatus, Transitioned};
@@ -88,13 +87,14 @@ impl ReviewService {
             .await
     }
 
-    /// Reviews in `status`, oldest submission first, after the keyset `after`.
+    /// Reviews in `status`, in the order their submits committed, after the review `after`
+    /// (`None`: `after` is no review).
     pub async fn list(
         &self,
         status: ReviewStatus,
-        after: Option<(DateTime<Utc>, Uuid)>,
+        after: Option<Uuid>,
         limit: i64,
-    ) -> Result<Vec<Review>, Error> {
+    ) -> Result<Option<Vec<Review>>, Error> {
         Ok(self.store.list_reviews(status, after, limit).await?)
     }
 
@@ -127,6 +127,9 @@ impl ReviewService {
             version = done.document.version,
             "transition committed"
         );
+        if let Some(pause) = ctx.hooks.pause_after_commit {
+            tokio::time::sleep(pause).await;
+        }
         if !ctx.hooks.skip_dispatch && !ctx.hooks.leave_to_dispatcher {
             self.dispatcher
                 .after_commit(&done.document, committed.owned)

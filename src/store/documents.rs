@@ -5,7 +5,7 @@ use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::error::StoreError;
-use super::pg::PgStore;
+use super::pg::{PgStore, Statement};
 use super::tx::{record, Staged, WriteContext};
 use crate::domain::rules::{self, DocumentChange};
 use crate::domain::{
@@ -54,7 +54,7 @@ impl PgStore {
 
     /// The document as committed, if it exists.
     pub async fn document(&self, id: Uuid) -> Result<Option<Document>, StoreError> {
-        Ok(sqlx::query_as!(
+        sqlx::query_as!(
             Document,
             r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
                       current_review_id, fence_token, created_at, updated_at
@@ -62,12 +62,13 @@ impl PgStore {
             id
         )
         .fetch_optional(&self.pool)
-        .await?)
+        .bounded(self)
+        .await
     }
 
     /// The documents of `ids` as committed, in no particular order (missing ones left out).
     pub async fn documents(&self, ids: &[Uuid]) -> Result<Vec<Document>, StoreError> {
-        Ok(sqlx::query_as!(
+        sqlx::query_as!(
             Document,
             r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
                       current_review_id, fence_token, created_at, updated_at
@@ -75,7 +76,8 @@ impl PgStore {
             ids
         )
         .fetch_all(&self.pool)
-        .await?)
+        .bounded(self)
+        .await
     }
 
     /// Edits title and/or body under the row lock, as the rules allow; uncommitted.

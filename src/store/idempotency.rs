@@ -7,7 +7,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use super::error::StoreError;
-use super::pg::PgStore;
+use super::pg::{PgStore, Statement};
 use super::tx::Staged;
 
 /// A key a running request holds: whose, which, and under which claim (a takeover changes
@@ -39,6 +39,7 @@ impl PgStore {
             key
         )
         .execute(&self.pool)
+        .bounded(self)
         .await?;
         Ok(())
     }
@@ -65,12 +66,13 @@ impl PgStore {
             claim.token
         )
         .fetch_optional(&self.pool)
+        .bounded(self)
         .await?;
         Ok(inserted.is_some())
     }
 
     pub async fn find_key(&self, owner: &str, key: &str) -> Result<Option<KeyRecord>, StoreError> {
-        Ok(sqlx::query_as!(
+        sqlx::query_as!(
             KeyRecord,
             r#"SELECT fingerprint, state = 'DONE' AS "done!", response_status, response_body,
                       locked_until < now() AS "stale!"
@@ -79,7 +81,8 @@ impl PgStore {
             key
         )
         .fetch_optional(&self.pool)
-        .await?)
+        .bounded(self)
+        .await
     }
 
     /// Takes over a stale IN_FLIGHT record for `claim`; false when it is no longer stale.
@@ -98,6 +101,7 @@ impl PgStore {
             claim.token
         )
         .fetch_optional(&self.pool)
+        .bounded(self)
         .await?;
         Ok(taken.is_some())
     }
@@ -109,7 +113,8 @@ impl PgStore {
         status: u16,
         body: &serde_json::Value,
     ) -> Result<(), StoreError> {
-        write_response(&self.pool, claim, status, body).await?;
+        self.bounded(write_response(&self.pool, claim, status, body))
+            .await?;
         Ok(())
     }
 
@@ -123,6 +128,7 @@ impl PgStore {
             claim.token
         )
         .execute(&self.pool)
+        .bounded(self)
         .await?;
         Ok(())
     }
@@ -132,6 +138,7 @@ impl PgStore {
         Ok(
             sqlx::query!("DELETE FROM idempotency_keys WHERE expires_at < now()")
                 .execute(&self.pool)
+                .bounded(self)
                 .await?
                 .rows_affected(),
         )

@@ -20,6 +20,6 @@ pub use error::StoreError;
 pub use idempotency::{Claim, KeyRecord};
 pub use outbox::OutboxRow;
 pub use outbox_admin::{OutboxAction, OutboxFilter, OutboxRecord};
-pub use pg::{migrate, DatabaseSettings, PgStore};
+pub use pg::{migrate, migration_lock_id, DatabaseSettings, PgStore};
 pub use reviews::Staging;
 pub use tx::{Committed, Staged, WriteContext};

@@ -2,7 +2,12 @@
 //! admin UI and downstream chunkers. Re-derivable from PostgreSQL at any time.
 //!
 //! Writes only ever move `version` forward: a stale writer can never overwrite a newer one.
+//!
+//! Reads go through a circuit breaker: while MongoDB is down, a read is skipped at once (the
+//! caller serves PostgreSQL's copy) instead of paying server selection on every request.
+//! Writes are not gated: the outbox dispatcher has its own pause while MongoDB is down.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -17,6 +22,7 @@ use serde::Deserialize;
 use serde_with::{serde_as, DurationMilliSeconds};
 use uuid::Uuid;
 
+use crate::breaker::{BreakerState, CircuitBreaker, Permit};
 use crate::domain::{preview_of, Document};
 
 /// `[mongo]` in `config/default.toml`.
@@ -35,6 +41,12 @@ pub struct MongoSettings {
     /// Where reads of the body go: `primary`, `primaryPreferred`, `secondary`,
     /// `secondaryPreferred` or `nearest`.
     pub read_preference: String,
+    /// Consecutive failed reads that open the read breaker.
+    pub breaker_failure_threshold: u32,
+    /// How long the read breaker stays open before one read probes MongoDB again.
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "breaker_open_ms")]
+    pub breaker_open: Duration,
 }
 
 impl MongoSettings {
@@ -83,11 +95,26 @@ pub struct ProjectedDocument {
     pub preview: String,
 }
 
+/// Why a read of the projection gave no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// MongoDB failed recently: the read breaker is open and the read was not tried.
+    #[error("mongodb circuit breaker open: read skipped")]
+    Skipped,
+    #[error(transparent)]
+    Failed(#[from] anyhow::Error),
+}
+
+/// The read breaker of a projection built without settings for it.
+const DEFAULT_BREAKER: (u32, Duration) = (1, Duration::from_secs(2));
+
 #[derive(Clone)]
 pub struct MongoProjection {
     client: Client,
     coll: Collection<Bson>,
     timeout: Duration,
+    /// Shared by the clones: one view of MongoDB's health per process.
+    breaker: Arc<CircuitBreaker>,
 }
 
 impl MongoProjection {
@@ -131,11 +158,22 @@ impl MongoProjection {
         opts.selection_criteria = Some(SelectionCriteria::ReadPreference(read));
         let client = Client::with_options(opts).context("could not build the mongo client")?;
         let coll = client.database(database).collection(collection);
+        let (threshold, open_for) = DEFAULT_BREAKER;
         Ok(Self {
             client,
             coll,
             timeout,
+            breaker: Arc::new(CircuitBreaker::new(threshold, open_for)),
         })
+    }
+
+    /// This projection with a read breaker that opens after `threshold` consecutive failed
+    /// reads and stays open for `open_for`.
+    pub fn with_breaker(self, threshold: u32, open_for: Duration) -> Self {
+        Self {
+            breaker: Arc::new(CircuitBreaker::new(threshold, open_for)),
+            ..self
+        }
     }
 
     /// The projection `[mongo]` describes; does not connect.
@@ -154,6 +192,12 @@ impl MongoProjection {
                 .map_err(|e| invalid("mongo.read_preference", e))?,
         )
         .await
+        .map(|p| p.with_breaker(settings.breaker_failure_threshold, settings.breaker_open))
+    }
+
+    /// The read breaker's state, for `/readyz`.
+    pub fn breaker_state(&self) -> BreakerState {
+        self.breaker.state()
     }
 
     fn bound(&self) -> Duration {
@@ -218,12 +262,29 @@ impl MongoProjection {
             .map_err(|_| anyhow::anyhow!("mongo did not answer within {:?}", self.bound()))?
     }
 
-    pub async fn get(&self, id: Uuid) -> anyhow::Result<Option<ProjectedDocument>> {
+    /// The projected document, unless the read breaker is open (then MongoDB is not asked:
+    /// [`ReadError::Skipped`]). Each read's outcome feeds the breaker.
+    pub async fn get(&self, id: Uuid) -> Result<Option<ProjectedDocument>, ReadError> {
+        if self.breaker.permit() == Permit::Rejected {
+            return Err(ReadError::Skipped);
+        }
         let work = self.coll.find_one(doc! { "_id": id.to_string() });
         let found = tokio::time::timeout(self.bound(), work)
             .await
-            .map_err(|_| anyhow::anyhow!("mongo did not answer in time"))?
-            .context("mongo find")?;
+            .map_err(|_| anyhow::anyhow!("mongo did not answer in time"))
+            .and_then(|r| r.context("mongo find"));
+        let found = match found {
+            Ok(found) => {
+                self.breaker.on_success();
+                found
+            }
+            Err(e) => {
+                if self.breaker.on_failure() {
+                    tracing::warn!(error = %e, "mongodb circuit breaker opened: bodies are served from postgresql");
+                }
+                return Err(e.into());
+            }
+        };
         Ok(found.map(|d| ProjectedDocument {
             version: d.get_i64("version").unwrap_or(0),
             status: d.get_str("status").unwrap_or_default().to_string(),

@@ -9,7 +9,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use super::error::StoreError;
-use super::pg::PgStore;
+use super::pg::{PgStore, Statement};
 
 #[derive(Debug, Clone)]
 pub struct OutboxRow {
@@ -41,7 +41,7 @@ impl PgStore {
         limit: i64,
         claim_for: Duration,
     ) -> Result<Vec<OutboxRow>, StoreError> {
-        Ok(sqlx::query_as!(
+        sqlx::query_as!(
             OutboxRow,
             r#"WITH due AS (
                  SELECT o.id FROM outbox o
@@ -75,7 +75,8 @@ impl PgStore {
             Uuid::new_v4(),
         )
         .fetch_all(&self.pool)
-        .await?)
+        .bounded(self)
+        .await
     }
 
     /// Claims up to `limit` projected, due rows, at most one per document: the oldest undone
@@ -118,6 +119,7 @@ impl PgStore {
             Uuid::new_v4(),
         )
         .fetch_all(&self.pool)
+        .bounded(self)
         .await?;
         rows.sort_by_key(|r| r.id);
         Ok(rows)
@@ -134,6 +136,7 @@ impl PgStore {
             token
         )
         .execute(&self.pool)
+        .bounded(self)
         .await?;
         Ok(())
     }
@@ -153,6 +156,7 @@ impl PgStore {
             ids
         )
         .execute(&self.pool)
+        .bounded(self)
         .await?;
         Ok(())
     }
@@ -191,6 +195,7 @@ impl PgStore {
             max_attempts,
         )
         .fetch_optional(&self.pool)
+        .bounded(self)
         .await?;
         Ok(row.is_some_and(|r| r.parked))
     }
@@ -215,6 +220,7 @@ impl PgStore {
             projected
         )
         .execute(&self.pool)
+        .bounded(self)
         .await?;
         Ok(())
     }
@@ -230,6 +236,7 @@ impl PgStore {
             token
         )
         .execute(&self.pool)
+        .bounded(self)
         .await?;
         Ok(())
     }
@@ -242,6 +249,7 @@ impl PgStore {
                FROM outbox WHERE done_at IS NULL"#
         )
         .fetch_one(&self.pool)
+        .bounded(self)
         .await?;
         Ok((row.rows, row.age.unwrap_or(0.0)))
     }
@@ -254,6 +262,7 @@ impl PgStore {
             keep.as_secs_f64()
         )
         .execute(&self.pool)
+        .bounded(self)
         .await?
         .rows_affected())
     }

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::error::StoreError;
-use super::pg::PgStore;
+use super::pg::{PgStore, Statement};
 
 /// An outbox row as an operator sees it.
 #[derive(Debug, Clone)]
@@ -87,6 +87,7 @@ impl PgStore {
                     limit
                 )
                 .fetch_all(&self.pool)
+                .bounded(self)
                 .await?
             }
             OutboxFilter::Retrying => {
@@ -100,6 +101,7 @@ impl PgStore {
                     limit
                 )
                 .fetch_all(&self.pool)
+                .bounded(self)
                 .await?
             }
         };
@@ -116,6 +118,7 @@ impl PgStore {
             id
         )
         .fetch_optional(&self.pool)
+        .bounded(self)
         .await?)
     }
 
@@ -163,6 +166,7 @@ impl PgStore {
             request_id,
         )
         .fetch_optional(&self.pool)
+        .bounded(self)
         .await?)
     }
 
@@ -174,6 +178,7 @@ impl PgStore {
                FROM outbox WHERE parked_at IS NOT NULL AND done_at IS NULL"#
         )
         .fetch_one(&self.pool)
+        .bounded(self)
         .await?;
         Ok((row.rows, row.age.unwrap_or(0.0)))
     }

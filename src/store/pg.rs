@@ -1,6 +1,12 @@
-//! The PostgreSQL store: the pool, the server-side and client-side time bounds every write
-//! runs under, and the schema migrations. Its statements live in the modules named after
-//! their subject (`documents`, `reviews`, `outbox`, `idempotency`), as methods of [`PgStore`].
+//! The PostgreSQL store: the pool, the server-side and client-side time bounds every
+//! statement runs under, and the schema migrations. Its statements live in the modules named
+//! after their subject (`documents`, `reviews`, `outbox`, `idempotency`), as methods of
+//! [`PgStore`].
+//!
+//! Nothing here may wait on the database without the client-side bound: a partitioned
+//! server never answers, and its own timeouts cannot fire then. A write transaction runs
+//! whole under [`PgStore::bounded`]; a statement on the pool ends in
+//! [`Statement::bounded`].
 
 use std::future::Future;
 use std::time::Duration;
@@ -10,7 +16,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_with::{serde_as, DurationMilliSeconds};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{Connection, PgPool};
+use sqlx::{Connection, PgConnection, PgPool};
 
 use super::error::StoreError;
 
@@ -37,8 +43,9 @@ pub struct DatabaseSettings {
 }
 
 impl DatabaseSettings {
-    /// Client-side bound on a write transaction: row-lock wait plus the slowest statement,
-    /// plus slack (the pause test hook sleeps inside transactions).
+    /// Client-side bound on a write transaction, and on any one statement outside one:
+    /// row-lock wait plus the slowest statement, plus slack (the pause test hook sleeps
+    /// inside transactions).
     pub fn tx_timeout(&self) -> Duration {
         self.lock_timeout + self.statement_timeout + Duration::from_secs(5)
     }
@@ -47,8 +54,9 @@ impl DatabaseSettings {
 #[derive(Clone)]
 pub struct PgStore {
     pub(super) pool: PgPool,
-    /// Client-side bound on a whole write transaction: a partitioned database never
-    /// answers, and the server-side timeouts cannot fire then.
+    /// Client-side bound on a whole write transaction, and on each statement run on the
+    /// pool outside one: a partitioned database never answers, and the server-side
+    /// timeouts cannot fire then.
     tx_timeout: Duration,
 }
 
@@ -113,14 +121,26 @@ impl PgStore {
             .map_err(|_| StoreError::TimedOut(self.tx_timeout))?
     }
 
-    /// Applies the migrations under sqlx's advisory lock, so instances may start together.
+    /// Applies the migrations under sqlx's advisory lock (see `run_migrations`), so
+    /// instances may start together, on a connection of their own: not a pooled session, whose `statement_timeout` and
+    /// `lock_timeout` would end a long migration, or the wait for another instance's, and
+    /// make the instance fail and restart in a loop.
     pub async fn migrate(&self) -> anyhow::Result<()> {
-        migrate(&self.pool).await
+        let opts = (*self.pool.connect_options()).clone();
+        let dial = self.pool.options().get_acquire_timeout();
+        let mut conn = tokio::time::timeout(dial, PgConnection::connect_with(&opts))
+            .await
+            .map_err(|_| anyhow::anyhow!("PostgreSQL did not answer within {dial:?}"))?
+            .context("could not reach PostgreSQL")?;
+        let ran = run_migrations(&mut conn).await;
+        let _ = conn.close().await;
+        ran
     }
 
     pub async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query!("SELECT 1 AS one")
             .fetch_one(&self.pool)
+            .bounded(self)
             .await?;
         Ok(())
     }
@@ -130,20 +150,109 @@ impl PgStore {
     }
 }
 
-/// Applies the migrations in `migrations/` to `pool`'s database.
-/// Waits for another instance's migration however long it takes (the pool's sessions would
-/// give up on its advisory lock after `lock_timeout`).
+/// One statement on the pool, under the store's client-side bound: on timeout the
+/// statement is dropped and the caller gets [`StoreError::TimedOut`] (a 503), never a hang.
+pub(super) trait Statement<T>: Future<Output = Result<T, sqlx::Error>> + Sized {
+    async fn bounded(self, store: &PgStore) -> Result<T, StoreError> {
+        let bound = store.tx_timeout;
+        match tokio::time::timeout(bound, self).await {
+            Ok(done) => Ok(done?),
+            Err(_) => Err(StoreError::TimedOut(bound)),
+        }
+    }
+}
+
+impl<T, F: Future<Output = Result<T, sqlx::Error>>> Statement<T> for F {}
+
+/// Applies the migrations in `migrations/` to `pool`'s database, on one of its connections
+/// (given back with its session settings as they were). The service itself migrates with
+/// [`PgStore::migrate`], on a connection of its own.
 pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await.context("could not reach PostgreSQL")?;
-    sqlx::query!("SELECT set_config('lock_timeout', '0', false)")
-        .fetch_one(&mut *conn)
-        .await?;
-    let ran = sqlx::migrate!("./migrations")
-        .run(&mut *conn)
-        .await
-        .context("could not apply database migrations");
+    let ran = run_migrations(&mut conn).await;
     sqlx::query!("RESET lock_timeout")
         .execute(&mut *conn)
         .await?;
+    sqlx::query!("RESET statement_timeout")
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query!("RESET idle_in_transaction_session_timeout")
+        .execute(&mut *conn)
+        .await?;
     ran
+}
+
+/// How often an instance asks again for the migration lock while another one migrates.
+const MIGRATION_LOCK_POLL: Duration = Duration::from_millis(200);
+
+/// Applies the migrations on `conn` with no `statement_timeout` and no `lock_timeout`: a
+/// migration takes as long as it takes, and another instance's migration is waited for
+/// however long it runs.
+///
+/// The migration lock is sqlx's advisory lock (the same key, so older instances, which let
+/// sqlx take it, still exclude this one), but taken with `pg_try_advisory_lock` at
+/// intervals rather than sqlx's blocking `pg_advisory_lock`: a session blocked in a
+/// statement holds a snapshot, which a `CREATE INDEX CONCURRENTLY` of the migrating
+/// instance waits for while the blocked one waits for its lock: a deadlock. Between tries
+/// a waiting session is idle and holds nothing.
+async fn run_migrations(conn: &mut PgConnection) -> anyhow::Result<()> {
+    sqlx::query!(
+        "SELECT set_config('lock_timeout', '0', false) AS lock_timeout, \
+         set_config('statement_timeout', '0', false) AS statement_timeout, \
+         set_config('idle_in_transaction_session_timeout', '0', false) AS idle"
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    let database = sqlx::query_scalar!(r#"SELECT current_database() AS "name!""#)
+        .fetch_one(&mut *conn)
+        .await?;
+    let lock = migration_lock_id(&database);
+    let mut logged = false;
+    while !sqlx::query_scalar!(r#"SELECT pg_try_advisory_lock($1) AS "taken!""#, lock)
+        .fetch_one(&mut *conn)
+        .await?
+    {
+        if !std::mem::replace(&mut logged, true) {
+            tracing::info!("another instance is migrating the database: waiting for it");
+        }
+        tokio::time::sleep(MIGRATION_LOCK_POLL).await;
+    }
+    let mut migrator = sqlx::migrate!("./migrations");
+    migrator.set_locking(false); // held above
+    let ran = migrator
+        .run(&mut *conn)
+        .await
+        .context("could not apply database migrations");
+    sqlx::query!("SELECT pg_advisory_unlock($1)", lock)
+        .fetch_one(&mut *conn)
+        .await?;
+    ran
+}
+
+/// The advisory lock key sqlx's PostgreSQL migrator uses for `database` (sqlx-postgres
+/// `generate_lock_id`: 0x3d32ad9e times the CRC-32/ISO-HDLC of the name).
+pub fn migration_lock_id(database: &str) -> i64 {
+    let mut crc = 0xFFFF_FFFFu32;
+    for byte in database.bytes() {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            let carry = crc & 1 == 1;
+            crc >>= 1;
+            if carry {
+                crc ^= 0xEDB8_8320;
+            }
+        }
+    }
+    0x3d32_ad9e * i64::from(!crc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_migration_lock_is_sqlx_s() {
+        // CRC-32/ISO-HDLC of "123456789" is 0xCBF43926 (the catalogue's check value).
+        assert_eq!(migration_lock_id("123456789"), 0x3d32_ad9e * 0xCBF4_3926);
+    }
 }

@@ -3,13 +3,12 @@
 //! global order, so two transitions never deadlock), asks the rules for a plan, and writes
 //! the plan uncommitted.
 
-use chrono::{DateTime, Utc};
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::documents::{lock_document, lock_document_of_review, planned_document, write_document};
 use super::error::{violates, StoreError};
-use super::pg::PgStore;
+use super::pg::{PgStore, Statement};
 use super::tx::{record, Staged, WriteContext};
 use crate::domain::rules::{self, DecideReview, OpenReview, ReviewChange};
 use crate::domain::{
@@ -64,30 +63,46 @@ impl PgStore {
         }
     }
 
-    /// Reviews in `status`, oldest submission first, after the keyset `after`.
+    /// Reviews in `status` in the order their submits committed, after the review `after`
+    /// (the last one a reader was shown); `None` when `after` is no review. A review
+    /// committed later always comes later in this order (`queue_seq`, assigned at COMMIT:
+    /// see the migration `review_queue_order`), so a reader paging through never skips one.
     pub async fn list_reviews(
         &self,
         status: ReviewStatus,
-        after: Option<(DateTime<Utc>, Uuid)>,
+        after: Option<Uuid>,
         limit: i64,
-    ) -> Result<Vec<Review>, StoreError> {
-        let (at, id) = after.unzip();
-        Ok(sqlx::query_as!(
-            Review,
-            r#"SELECT id, document_id, status AS "status: ReviewStatus", document_version,
-                      submitted_by, submitted_at, decided_by, decided_at, comment, reason,
-                      fence_token
-               FROM reviews
-               WHERE status = $1
-                 AND ($2::timestamptz IS NULL OR (submitted_at, id) > ($2, $3::uuid))
-               ORDER BY submitted_at, id LIMIT $4"#,
-            status as ReviewStatus,
-            at,
-            id,
-            limit
-        )
-        .fetch_all(&self.pool)
-        .await?)
+    ) -> Result<Option<Vec<Review>>, StoreError> {
+        let after_seq = match after {
+            None => None,
+            Some(id) => {
+                match sqlx::query_scalar!("SELECT queue_seq FROM reviews WHERE id = $1", id)
+                    .fetch_optional(&self.pool)
+                    .bounded(self)
+                    .await?
+                {
+                    None => return Ok(None),
+                    seq => seq,
+                }
+            }
+        };
+        Ok(Some(
+            sqlx::query_as!(
+                Review,
+                r#"SELECT id, document_id, status AS "status: ReviewStatus", document_version,
+                          submitted_by, submitted_at, decided_by, decided_at, comment, reason,
+                          fence_token
+                   FROM reviews
+                   WHERE status = $1 AND ($2::int8 IS NULL OR queue_seq > $2)
+                   ORDER BY queue_seq LIMIT $3"#,
+                status as ReviewStatus,
+                after_seq,
+                limit
+            )
+            .fetch_all(&self.pool)
+            .bounded(self)
+            .await?,
+        ))
     }
 
     /// Every review of a document, oldest first; `None` when the document does not exist.
@@ -100,6 +115,7 @@ impl PgStore {
             document_id
         )
         .fetch_one(&self.pool)
+        .bounded(self)
         .await?;
         if !exists {
             return Ok(None);
@@ -110,10 +126,11 @@ impl PgStore {
                 r#"SELECT id, document_id, status AS "status: ReviewStatus", document_version,
                           submitted_by, submitted_at, decided_by, decided_at, comment, reason,
                           fence_token
-                   FROM reviews WHERE document_id = $1 ORDER BY submitted_at, id"#,
+                   FROM reviews WHERE document_id = $1 ORDER BY queue_seq"#,
                 document_id
             )
             .fetch_all(&self.pool)
+            .bounded(self)
             .await?,
         ))
     }

@@ -11,12 +11,16 @@ const MAX_FN_LINES: usize = 80;
 /// Each layer and the crate modules it may import. Everything else (`startup`, `config`,
 /// `telemetry`, `lib.rs`, `main.rs`) is the wiring, which may import anything.
 const LAYERS: &[(&str, &[&str])] = &[
+    ("breaker", &[]),
     ("domain", &[]),
-    ("lock", &["domain"]),
-    ("store", &["domain"]),
-    ("outbox", &["domain", "store"]),
-    ("review", &["domain", "lock", "store", "outbox"]),
-    ("http", &["domain", "lock", "store", "outbox", "review"]),
+    ("lock", &["breaker", "domain"]),
+    ("store", &["breaker", "domain"]),
+    ("outbox", &["breaker", "domain", "store"]),
+    ("review", &["breaker", "domain", "lock", "store", "outbox"]),
+    (
+        "http",
+        &["breaker", "domain", "lock", "store", "outbox", "review"],
+    ),
 ];
 
 fn root() -> PathBuf {

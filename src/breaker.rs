@@ -1,6 +1,10 @@
-//! A circuit breaker around Redis: after `threshold` consecutive failures it opens and every
-//! request skips Redis (degraded mode, row lock alone) instead of paying the timeout; after
+//! A circuit breaker around an optional dependency: after `threshold` consecutive failures
+//! it opens and every request skips the dependency instead of paying its timeout; after
 //! `open_for` one request is let through as a probe, and its outcome closes or re-opens it.
+//!
+//! Used for Redis by the lock gate (degraded mode: the row lock alone) and for MongoDB reads
+//! by the projection (the body served from PostgreSQL). A layer of its own below every
+//! other: it imports nothing of the crate, so both may use it.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
