@@ -57,8 +57,12 @@ pub async fn read_body(
     Ok(body)
 }
 
-/// Parses `body` as `T`. An empty body is read as `{}` when `empty_ok`.
+/// Parses `body` as `T`. When `empty_ok` (an optional body, described as nullable), an empty
+/// body and a JSON `null` are both read as `{}`.
 pub fn parse_json<T: DeserializeOwned>(body: &[u8], empty_ok: bool) -> Result<T, ApiError> {
+    if empty_ok && body.trim_ascii() == b"null" {
+        return parse_json(b"{}", false);
+    }
     let body: &[u8] = if body.iter().all(|b| b.is_ascii_whitespace()) {
         if empty_ok {
             b"{}"
@@ -78,4 +82,29 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8], empty_ok: bool) -> Result<T,
             ApiError::malformed(format!("the request body is not valid JSON: {msg}"))
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    struct Optional {
+        #[allow(dead_code)]
+        comment: Option<String>,
+    }
+
+    /// The fuzzer sent approve a `null` body, which its nullable optional body allows.
+    #[test]
+    fn an_optional_body_may_be_empty_or_null_a_required_one_may_not() {
+        for body in [&b""[..], b"  ", b"null", b" null\n", b"{}"] {
+            assert!(parse_json::<Optional>(body, true).is_ok(), "{body:?}");
+        }
+        for body in [&b""[..], b"null"] {
+            let e = parse_json::<Optional>(body, false).unwrap_err();
+            assert_eq!(e.code, ErrorCode::ValidationFailed);
+        }
+        assert!(parse_json::<Optional>(b"nul", true).is_err());
+    }
 }
