@@ -15,6 +15,8 @@
 #   FUZZ_EXAMPLES   test cases per operation and phase (default 30; raise it for a longer run)
 #   FUZZ_SEED       a seed schemathesis printed, to replay a run
 #   FUZZ_ROLES      the roles to run as (default "author reviewer admin")
+#   FUZZ_REPORT_DIR keep each role's requests and responses there (<role>.har; default: a
+#                   temporary directory, deleted at the end)
 # Arguments are passed on to `st run` (after the ones above): e.g. `--checks all` to look
 # for more than CI asks, `--include-path-regex reviews` to fuzz some operations only.
 #
@@ -170,6 +172,8 @@ from-file = "ids.dict"
 EOF
 
 curl -fsS -o "$WORK/openapi.json" "$BASE/openapi.json"
+HARS="${FUZZ_REPORT_DIR:-$WORK}"
+mkdir -p "$HARS"
 # One worker: with two, hypothesis (inside schemathesis) parses source code from two threads
 # at once, and the Python 3.11 of some machines then fails with "SystemError: AST
 # constructor recursion depth mismatch" (CPython gh-106905), an error of the tool, not of
@@ -184,10 +188,10 @@ for role in $ROLES; do
       --max-examples "$EXAMPLES" ${FUZZ_SEED:+--seed "$FUZZ_SEED"} \
       --header "Authorization: Bearer ${TOKENS[$role]}" \
       --generation-database none --workers 1 --no-color \
-      --report har --report-har-path "$WORK/$role.har" "$@"); then
+      --report har --report-har-path "$HARS/$role.har" "$@"); then
     failed+=("$role")
   fi
-  "$PY" scripts/fuzz_statuses.py "$WORK/openapi.json" "$WORK/$role.har" || failed+=("$role (statuses)")
+  "$PY" scripts/fuzz_statuses.py "$WORK/openapi.json" "$HARS/$role.har" || failed+=("$role (statuses)")
 done
 
 if ((${#failed[@]})); then

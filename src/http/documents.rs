@@ -7,6 +7,7 @@ use uuid::Uuid;
 use super::auth::{Caller, Role};
 use super::body::{parse_json, read_body};
 use super::error::{ApiError, ErrorEnvelope};
+use super::fields;
 use super::post;
 use super::request_id;
 use super::state::AppState;
@@ -17,14 +18,20 @@ use crate::review::Context;
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateDocument {
+    #[schema(schema_with = fields::title)]
     title: String,
+    #[schema(schema_with = fields::body)]
     body: String,
 }
 
+/// At least one of title and body.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(min_properties = 1)]
 pub struct UpdateDocument {
+    #[schema(schema_with = fields::title)]
     title: Option<String>,
+    #[schema(schema_with = fields::body)]
     body: Option<String>,
 }
 
@@ -37,7 +44,7 @@ fn input_ok<T>(r: Result<T, crate::domain::InputError>) -> Result<T, ApiError> {
     path = "/api/v1/documents",
     tag = "documents",
     summary = "Create a draft document (author)",
-    params(("Idempotency-Key" = Option<String>, Header, description = "Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    params(("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
     request_body = CreateDocument,
     responses(
         (status = 201, description = "created", body = DocumentView),
@@ -156,7 +163,7 @@ pub async fn update(
     path = "/api/v1/documents/{id}/submit",
     tag = "documents",
     summary = "Submit for review (its author)",
-    params(("id" = Uuid, Path, description = "document id"), ("Idempotency-Key" = Option<String>, Header, description = "Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    params(("id" = Uuid, Path, description = "document id"), ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
     responses(
         (status = 201, description = "submitted: a new pending review", body = TransitionView),
         (status = 400, description = "VALIDATION_FAILED: the request body could not be read", body = ErrorEnvelope),

@@ -8,6 +8,7 @@ use uuid::Uuid;
 use super::auth::{Caller, Role};
 use super::body::{parse_json, read_body};
 use super::error::{ApiError, ErrorEnvelope};
+use super::fields;
 use super::post;
 use super::state::AppState;
 use super::views::{self, ReviewPage, ReviewView, TransitionView};
@@ -17,12 +18,14 @@ use crate::review::Context;
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApproveBody {
+    #[schema(schema_with = fields::comment)]
     comment: Option<String>,
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RejectBody {
+    #[schema(schema_with = fields::reason)]
     reason: String,
 }
 
@@ -38,7 +41,7 @@ pub struct ListQuery {
     path = "/api/v1/reviews/{id}/approve",
     tag = "reviews",
     summary = "Approve (reviewer, not the author)",
-    params(("id" = Uuid, Path, description = "review id"), ("Idempotency-Key" = Option<String>, Header, description = "Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    params(("id" = Uuid, Path, description = "review id"), ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
     request_body = Option<ApproveBody>,
     responses(
         (status = 200, description = "approved", body = TransitionView),
@@ -82,7 +85,7 @@ pub async fn approve(
     path = "/api/v1/reviews/{id}/reject",
     tag = "reviews",
     summary = "Reject with a reason (reviewer, not the author)",
-    params(("id" = Uuid, Path, description = "review id"), ("Idempotency-Key" = Option<String>, Header, description = "Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    params(("id" = Uuid, Path, description = "review id"), ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
     request_body = RejectBody,
     responses(
         (status = 200, description = "rejected", body = TransitionView),
@@ -145,7 +148,11 @@ async fn decide(
     path = "/api/v1/reviews",
     tag = "reviews",
     summary = "Reviews by status, oldest submission first (reviewer)",
-    params(("status" = Option<String>, Query, description = "PENDING (default), APPROVED or REJECTED"), ("limit" = Option<i64>, Query, description = "1 to 100, default 20"), ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
+    params(
+        ("status" = Option<String>, Query, pattern = "^(PENDING|APPROVED|REJECTED)$", description = "PENDING (default), APPROVED or REJECTED"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 100, description = "1 to 100, default 20"),
+        ("cursor" = Option<String>, Query, pattern = r"^[0-9]{1,16}\.[0-9a-f]{32}$", description = "next_cursor of the previous page")
+    ),
     responses(
         (status = 200, description = "a page", body = ReviewPage),
         (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
