@@ -2,9 +2,87 @@
 //! RabbitMQ reported one by one; an optional one down means degraded, not unready).
 
 use actix_web::{web, HttpResponse};
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::state::AppState;
+use crate::lock::breaker::BreakerState;
+
+/// The answer of `/healthz`.
+#[derive(Serialize, ToSchema)]
+pub struct Health {
+    /// Always "ok".
+    #[schema(pattern = "^ok$")]
+    status: &'static str,
+}
+
+/// The answer of `/readyz`.
+#[derive(Serialize, ToSchema)]
+pub struct Readiness {
+    status: ReadyState,
+    checks: Checks,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadyState {
+    /// Every dependency is up.
+    Ready,
+    /// PostgreSQL is up, an optional dependency is down.
+    Degraded,
+    /// PostgreSQL is down (with 503).
+    NotReady,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Checks {
+    postgresql: DependencyCheck,
+    redis: RedisCheck,
+    mongodb: DependencyCheck,
+    rabbitmq: DependencyCheck,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct DependencyCheck {
+    status: UpDown,
+    /// Whether the service is unready without it.
+    required: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RedisCheck {
+    status: UpDown,
+    required: bool,
+    circuit_breaker: Breaker,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum UpDown {
+    Up,
+    Down,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Breaker {
+    Closed,
+    Open,
+    HalfOpen,
+}
+
+fn check(up: bool, required: bool) -> DependencyCheck {
+    let status = if up { UpDown::Up } else { UpDown::Down };
+    DependencyCheck { status, required }
+}
+
+fn breaker(b: BreakerState) -> Breaker {
+    match b {
+        BreakerState::Closed => Breaker::Closed,
+        BreakerState::Open => Breaker::Open,
+        BreakerState::HalfOpen => Breaker::HalfOpen,
+    }
+}
 
 #[utoipa::path(
     get,
@@ -12,11 +90,11 @@ use super::state::AppState;
     tag = "operations",
     summary = "The process is alive",
     responses(
-        (status = 200, description = "alive")
+        (status = 200, description = "alive", body = Health)
     )
 )]
 pub async fn healthz() -> HttpResponse {
-    HttpResponse::Ok().json(json!({ "status": "ok" }))
+    HttpResponse::Ok().json(Health { status: "ok" })
 }
 
 #[utoipa::path(
@@ -25,18 +103,19 @@ pub async fn healthz() -> HttpResponse {
     tag = "operations",
     summary = "Readiness: PostgreSQL required; Redis, MongoDB, RabbitMQ reported",
     responses(
-        (status = 200, description = "ready or degraded"), (status = 503, description = "PostgreSQL unreachable")
+        (status = 200, description = "ready or degraded", body = Readiness),
+        (status = 503, description = "not_ready: PostgreSQL unreachable", body = Readiness)
     )
 )]
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     let r = state.probes.readiness().await;
     let optional_down = !(r.redis.up && r.mongodb.up && r.rabbitmq.up);
     let status = if !r.postgresql.up {
-        "not_ready"
+        ReadyState::NotReady
     } else if optional_down {
-        "degraded"
+        ReadyState::Degraded
     } else {
-        "ready"
+        ReadyState::Ready
     };
     // Failure reasons of dependencies are kept to the log: they can name hosts.
     for (name, check) in [
@@ -49,16 +128,20 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
             tracing::warn!(dependency = name, state = check.status(), reason = %why, "readiness probe");
         }
     }
-    let body = json!({
-        "status": status,
-        "checks": {
-            "postgresql": { "status": r.postgresql.status(), "required": true },
-            "redis": { "status": r.redis.status(), "required": false,
-                       "circuit_breaker": r.breaker.as_str() },
-            "mongodb": { "status": r.mongodb.status(), "required": false },
-            "rabbitmq": { "status": r.rabbitmq.status(), "required": false },
-        }
-    });
+    let redis = check(r.redis.up, false);
+    let body = Readiness {
+        status,
+        checks: Checks {
+            postgresql: check(r.postgresql.up, true),
+            redis: RedisCheck {
+                status: redis.status,
+                required: redis.required,
+                circuit_breaker: breaker(r.breaker),
+            },
+            mongodb: check(r.mongodb.up, false),
+            rabbitmq: check(r.rabbitmq.up, false),
+        },
+    };
     if r.postgresql.up {
         HttpResponse::Ok().json(body)
     } else {

@@ -34,7 +34,8 @@ use super::views::{DocumentView, ReviewHistory, ReviewPage, ReviewView, Transiti
     ),
     components(schemas(
         DocumentView, ReviewView, TransitionView, ReviewPage, ReviewHistory,
-        CreateDocument, UpdateDocument, ApproveBody, RejectBody, ErrorEnvelope, ErrorCode
+        CreateDocument, UpdateDocument, ApproveBody, RejectBody, ErrorEnvelope, ErrorCode,
+        super::health::Health, super::health::Readiness
     )),
     modifiers(&BearerAuth),
     tags(
