@@ -50,7 +50,7 @@ fn input_ok<T>(r: Result<T, crate::domain::InputError>) -> Result<T, ApiError> {
         (status = 201, description = "created", body = DocumentView),
         (status = 400, description = "VALIDATION_FAILED: malformed JSON", body = ErrorEnvelope),
         (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
-        (status = 403, description = "FORBIDDEN: wrong role, or not the document's author", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: not an author", body = ErrorEnvelope),
         (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
         (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
         (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),

@@ -80,7 +80,9 @@ mod tests {
 
     #[test]
     fn edge_cases_the_schemas_admit_are_accepted() {
-        for s in ["x", " x ", "\tx", "a\nb", "\u{b}x", "x\u{85}", "\u{feff}", "", " "] {
+        for s in [
+            "x", " x ", "\tx", "a\nb", "\u{b}x", "x\u{85}", "\u{feff}", "", " ",
+        ] {
             check(s).unwrap();
         }
         assert!(!admits(&title(), " "), "blank");

@@ -156,8 +156,8 @@ async fn decide(
     responses(
         (status = 200, description = "a page", body = ReviewPage),
         (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
-        (status = 403, description = "FORBIDDEN: wrong role, or not the document's author", body = ErrorEnvelope),
-        (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: not a reviewer", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED: a parameter out of its range, or a cursor this service did not issue", body = ErrorEnvelope),
         (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
     ),
     security(("bearer" = []))
