@@ -45,26 +45,36 @@ log() { printf '[fuzz] %s (%ss)\n' "$*" "$SECONDS"; }
 
 if [[ ${EUID} -eq 0 ]]; then ROOT_CMD=(); else ROOT_CMD=(sudo); fi
 
+apt_install() {
+  log "apt-get install $*"
+  "${ROOT_CMD[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null
+  "${ROOT_CMD[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 \
+    install -y -q --no-install-recommends "$@" >/dev/null
+}
+
 install_venv() {
   local want="schemathesis==$SCHEMATHESIS_VERSION pymongo==$PYMONGO_VERSION"
+  mkdir -p "$TOOLS"
+  # One install at a time: checkouts side by side share the virtualenv.
+  exec 9>"$TOOLS/.fuzz-venv.lock"
+  flock 9
   if [[ -x $VENV/bin/st && "$(cat "$VENV/.kh-installed" 2>/dev/null)" == "$want" ]]; then
+    exec 9>&-
     return
   fi
   log "installing $want into $VENV (once per machine)"
   rm -rf "$VENV"
-  mkdir -p "$TOOLS"
+  command -v python3 >/dev/null 2>&1 || apt_install python3 python3-venv
   if ! python3 -m venv "$VENV" >/dev/null 2>&1; then
     # Debian and Ubuntu ship venv (with ensurepip) as a package of its own.
     rm -rf "$VENV"
-    log "python3 -m venv failed: apt-get install python3-venv"
-    "${ROOT_CMD[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null
-    "${ROOT_CMD[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 \
-      install -y -q --no-install-recommends python3-venv >/dev/null
+    apt_install python3-venv
     python3 -m venv "$VENV"
   fi
   # shellcheck disable=SC2086 # $want is two requirement specifiers
   "$VENV/bin/pip" install --quiet --disable-pip-version-check $want
   printf '%s' "$want" >"$VENV/.kh-installed"
+  exec 9>&-
 }
 
 install_venv
@@ -177,7 +187,7 @@ mkdir -p "$HARS"
 # One worker: with two, hypothesis (inside schemathesis) parses source code from two threads
 # at once, and the Python 3.11 of some machines then fails with "SystemError: AST
 # constructor recursion depth mismatch" (CPython gh-106905), an error of the tool, not of
-# the service. One worker takes about 8 s per role at 30 examples.
+# the service. With one, a role takes 10 to 20 s at 30 examples.
 failed=()
 for role in $ROLES; do
   seed
