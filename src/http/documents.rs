@@ -27,7 +27,6 @@ pub struct CreateDocument {
 /// At least one of title and body.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-#[schema(min_properties = 1)]
 pub struct UpdateDocument {
     #[schema(schema_with = fields::title)]
     title: Option<String>,
