@@ -43,7 +43,7 @@ fn input_ok<T>(r: Result<T, crate::domain::InputError>) -> Result<T, ApiError> {
     path = "/api/v1/documents",
     tag = "documents",
     summary = "Create a draft document (author)",
-    params(("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    params(("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
     request_body = CreateDocument,
     responses(
         (status = 201, description = "created", body = DocumentView),
@@ -162,7 +162,7 @@ pub async fn update(
     path = "/api/v1/documents/{id}/submit",
     tag = "documents",
     summary = "Submit for review (its author)",
-    params(("id" = Uuid, Path, description = "document id"), ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    params(("id" = Uuid, Path, description = "document id"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
     responses(
         (status = 201, description = "submitted: a new pending review", body = TransitionView),
         (status = 400, description = "VALIDATION_FAILED: the request body could not be read", body = ErrorEnvelope),

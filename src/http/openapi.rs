@@ -134,4 +134,21 @@ mod tests {
         assert_eq!(update["minProperties"], 1, "{update}");
         assert!(update.get("maxProperties").is_none(), "{update}");
     }
+
+    /// A header is there or not; utoipa describes an optional one as nullable unless told.
+    #[test]
+    fn header_parameters_are_strings_never_null() {
+        let spec = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        let mut headers = 0;
+        for item in spec["paths"].as_object().unwrap().values() {
+            for op in item.as_object().unwrap().values() {
+                let params = op["parameters"].as_array().cloned().unwrap_or_default();
+                for p in params.iter().filter(|p| p["in"] == "header") {
+                    assert_eq!(p["schema"]["type"], "string", "{p}");
+                    headers += 1;
+                }
+            }
+        }
+        assert!(headers >= 4, "the Idempotency-Key of every POST");
+    }
 }

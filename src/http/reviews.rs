@@ -41,7 +41,7 @@ pub struct ListQuery {
     path = "/api/v1/reviews/{id}/approve",
     tag = "reviews",
     summary = "Approve (reviewer, not the author)",
-    params(("id" = Uuid, Path, description = "review id"), ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    params(("id" = Uuid, Path, description = "review id"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
     request_body = Option<ApproveBody>,
     responses(
         (status = 200, description = "approved", body = TransitionView),
@@ -85,7 +85,7 @@ pub async fn approve(
     path = "/api/v1/reviews/{id}/reject",
     tag = "reviews",
     summary = "Reject with a reason (reviewer, not the author)",
-    params(("id" = Uuid, Path, description = "review id"), ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    params(("id" = Uuid, Path, description = "review id"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
     request_body = RejectBody,
     responses(
         (status = 200, description = "rejected", body = TransitionView),
