@@ -50,7 +50,7 @@ test-topologies: services
 # Schema-driven fuzzing: schemathesis (pinned, in a virtualenv under /var/tmp/kh-review-tools)
 # against the running service's /openapi.json, as author, reviewer and admin: no 5xx, and
 # every status, content type and body as documented. FUZZ_EXAMPLES=N (default 30) cases per
-# operation and phase; about half a minute warm. README: "Fuzzing".
+# operation and phase; under a minute warm. README: "Fuzzing".
 fuzz: services
 	scripts/fuzz.sh
 
