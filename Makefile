@@ -10,10 +10,10 @@ WITH_ENV := eval "$$(scripts/services.sh env)" &&
 DEV_ENV := APP__ENVIRONMENT=$${APP__ENVIRONMENT:-development}
 TEST_THREADS ?= 8
 
-.PHONY: help services services-down services-status run test test-topologies lint fmt migrate build token bench sqlx-prepare
+.PHONY: help services services-down services-status run test test-topologies fuzz lint fmt migrate build token bench sqlx-prepare
 
 help:
-	@echo "make run | test | test-topologies | bench | lint | fmt | sqlx-prepare | services | services-down | migrate | build | token SUB=.. ROLES=.."
+	@echo "make run | test | test-topologies | fuzz | bench | lint | fmt | sqlx-prepare | services | services-down | migrate | build | token SUB=.. ROLES=.."
 
 services:
 	scripts/services.sh up
@@ -49,6 +49,13 @@ test: services
 # The Redis topology tests alone; they print how long each failover took.
 test-topologies: services
 	$(WITH_ENV) cargo test --test api -- --test-threads=1 --nocapture $(TOPOLOGY_TESTS)
+
+# Schema-driven fuzzing: schemathesis (pinned, in a virtualenv under /var/tmp/kh-review-tools)
+# against the running service's /openapi.json, as author, reviewer and admin: no 5xx, and
+# every status, content type and body as documented. FUZZ_EXAMPLES=N (default 30) cases per
+# operation and phase; under a minute warm. README: "Fuzzing".
+fuzz: services
+	scripts/fuzz.sh
 
 # Benchmarks (release build; not part of `make test`). Report: target/bench/report.md and .json
 bench: services

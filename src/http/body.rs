@@ -57,8 +57,12 @@ pub async fn read_body(
     Ok(body)
 }
 
-/// Parses `body` as `T`. An empty body is read as `{}` when `empty_ok`.
+/// Parses `body` as `T`. When `empty_ok` (an optional body, described as nullable), an empty
+/// body and a JSON `null` are both read as `{}`.
 pub fn parse_json<T: DeserializeOwned>(body: &[u8], empty_ok: bool) -> Result<T, ApiError> {
+    if empty_ok && body.trim_ascii() == b"null" {
+        return parse_json(b"{}", false);
+    }
     let body: &[u8] = if body.iter().all(|b| b.is_ascii_whitespace()) {
         if empty_ok {
             b"{}"
@@ -68,14 +72,65 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8], empty_ok: bool) -> Result<T,
     } else {
         body
     };
+    let clip = |e: serde_json::Error| -> String { e.to_string().chars().take(200).collect() };
+    // Syntax first (400); a truncated array would otherwise fail as data at its first element.
+    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(body) {
+        let msg = clip(e);
+        return Err(ApiError::malformed(format!(
+            "the request body is not valid JSON: {msg}"
+        )));
+    }
+    // serde reads a struct from an array as well ([title, body]); every body here is an object.
+    if body.trim_ascii_start().first() != Some(&b'{') {
+        return Err(ApiError::validation(
+            "the request body must be a JSON object",
+        ));
+    }
     serde_json::from_slice(body).map_err(|e| {
-        let msg: String = e.to_string().chars().take(200).collect();
-        if e.is_data() {
-            ApiError::validation(format!(
-                "the request body does not match the expected fields: {msg}"
-            ))
-        } else {
-            ApiError::malformed(format!("the request body is not valid JSON: {msg}"))
-        }
+        let msg = clip(e);
+        ApiError::validation(format!(
+            "the request body does not match the expected fields: {msg}"
+        ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    struct Optional {
+        #[allow(dead_code)]
+        comment: Option<String>,
+    }
+
+    /// The fuzzer sent approve a `null` body, which its nullable optional body allows.
+    #[test]
+    fn an_optional_body_may_be_empty_or_null_a_required_one_may_not() {
+        for body in [&b""[..], b"  ", b"null", b" null\n", b"{}"] {
+            assert!(parse_json::<Optional>(body, true).is_ok(), "{body:?}");
+        }
+        for body in [&b""[..], b"null"] {
+            let e = parse_json::<Optional>(body, false).unwrap_err();
+            assert_eq!(e.code, ErrorCode::ValidationFailed);
+        }
+        assert!(parse_json::<Optional>(b"nul", true).is_err());
+    }
+
+    /// serde reads a struct from a JSON array too: `["x"]` was taken as `{"comment": "x"}`.
+    #[test]
+    fn a_body_that_is_not_an_object_is_refused() {
+        for body in [&b"[null]"[..], b" [\"x\"]", b"\"x\"", b"1", b"true"] {
+            let e = parse_json::<Optional>(body, true).unwrap_err();
+            assert_eq!(e.status, StatusCode::UNPROCESSABLE_ENTITY, "{body:?}");
+        }
+        let e = parse_json::<Optional>(b"[1,", true).unwrap_err();
+        assert_eq!(
+            e.status,
+            StatusCode::BAD_REQUEST,
+            "malformed JSON stays a 400"
+        );
+        assert!(parse_json::<Optional>(b" {\"comment\": \"ok\"}", true).is_ok());
+    }
 }

@@ -7,6 +7,7 @@ use uuid::Uuid;
 use super::auth::{Caller, Role};
 use super::body::{parse_json, read_body};
 use super::error::{ApiError, ErrorEnvelope};
+use super::fields;
 use super::post;
 use super::request_id;
 use super::state::AppState;
@@ -17,14 +18,19 @@ use crate::review::Context;
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateDocument {
+    #[schema(schema_with = fields::title)]
     title: String,
+    #[schema(schema_with = fields::body)]
     body: String,
 }
 
+/// At least one of title and body.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateDocument {
+    #[schema(schema_with = fields::title)]
     title: Option<String>,
+    #[schema(schema_with = fields::body)]
     body: Option<String>,
 }
 
@@ -37,14 +43,15 @@ fn input_ok<T>(r: Result<T, crate::domain::InputError>) -> Result<T, ApiError> {
     path = "/api/v1/documents",
     tag = "documents",
     summary = "Create a draft document (author)",
-    params(("Idempotency-Key" = Option<String>, Header, description = "Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    params(("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
     request_body = CreateDocument,
     responses(
         (status = 201, description = "created", body = DocumentView),
         (status = 400, description = "VALIDATION_FAILED: malformed JSON", body = ErrorEnvelope),
         (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
-        (status = 403, description = "FORBIDDEN: wrong role, or not the document's author", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: not an author", body = ErrorEnvelope),
         (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
+        (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
         (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
         (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
     ),
@@ -120,6 +127,7 @@ pub async fn get(
         (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
         (status = 409, description = "INVALID_STATE", body = ErrorEnvelope),
         (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
+        (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
         (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
         (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
     ),
@@ -155,13 +163,16 @@ pub async fn update(
     path = "/api/v1/documents/{id}/submit",
     tag = "documents",
     summary = "Submit for review (its author)",
-    params(("id" = Uuid, Path, description = "document id"), ("Idempotency-Key" = Option<String>, Header, description = "Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    params(("id" = Uuid, Path, description = "document id"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
     responses(
         (status = 201, description = "submitted: a new pending review", body = TransitionView),
+        (status = 400, description = "VALIDATION_FAILED: the request body could not be read", body = ErrorEnvelope),
         (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
         (status = 403, description = "FORBIDDEN: wrong role, or not the document's author", body = ErrorEnvelope),
         (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
         (status = 409, description = "LOCK_NOT_ACQUIRED (with Retry-After), INVALID_STATE, LOCK_LOST or IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
+        (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
+        (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
         (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
         (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
     ),

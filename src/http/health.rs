@@ -2,9 +2,88 @@
 //! RabbitMQ reported one by one; an optional one down means degraded, not unready).
 
 use actix_web::{web, HttpResponse};
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::state::AppState;
+use crate::lock::breaker::BreakerState;
+
+/// The answer of `/healthz`.
+#[derive(Serialize, ToSchema)]
+pub struct Health {
+    /// Always "ok".
+    #[schema(pattern = "^ok$")]
+    status: &'static str,
+}
+
+/// The answer of `/readyz`.
+#[derive(Serialize, ToSchema)]
+pub struct Readiness {
+    status: ReadyState,
+    checks: Checks,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadyState {
+    /// Every dependency is up.
+    Ready,
+    /// PostgreSQL is up, an optional dependency is down.
+    Degraded,
+    /// PostgreSQL is down (with 503).
+    NotReady,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Checks {
+    postgresql: DependencyCheck,
+    redis: BreakerCheck,
+    mongodb: BreakerCheck,
+    rabbitmq: DependencyCheck,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct DependencyCheck {
+    status: UpDown,
+    /// Whether the service is unready without it.
+    required: bool,
+}
+
+/// A dependency the service skips behind a circuit breaker while it is down.
+#[derive(Serialize, ToSchema)]
+pub struct BreakerCheck {
+    status: UpDown,
+    required: bool,
+    circuit_breaker: Breaker,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum UpDown {
+    Up,
+    Down,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Breaker {
+    Closed,
+    Open,
+    HalfOpen,
+}
+
+fn check(up: bool, required: bool) -> DependencyCheck {
+    let status = if up { UpDown::Up } else { UpDown::Down };
+    DependencyCheck { status, required }
+}
+
+fn breaker(b: BreakerState) -> Breaker {
+    match b {
+        BreakerState::Closed => Breaker::Closed,
+        BreakerState::Open => Breaker::Open,
+        BreakerState::HalfOpen => Breaker::HalfOpen,
+    }
+}
 
 #[utoipa::path(
     get,
@@ -12,11 +91,11 @@ use super::state::AppState;
     tag = "operations",
     summary = "The process is alive",
     responses(
-        (status = 200, description = "alive")
+        (status = 200, description = "alive", body = Health)
     )
 )]
 pub async fn healthz() -> HttpResponse {
-    HttpResponse::Ok().json(json!({ "status": "ok" }))
+    HttpResponse::Ok().json(Health { status: "ok" })
 }
 
 #[utoipa::path(
@@ -25,18 +104,19 @@ pub async fn healthz() -> HttpResponse {
     tag = "operations",
     summary = "Readiness: PostgreSQL required; Redis, MongoDB, RabbitMQ reported",
     responses(
-        (status = 200, description = "ready or degraded"), (status = 503, description = "PostgreSQL unreachable")
+        (status = 200, description = "ready or degraded", body = Readiness),
+        (status = 503, description = "not_ready: PostgreSQL unreachable", body = Readiness)
     )
 )]
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     let r = state.probes.readiness().await;
     let optional_down = !(r.redis.up && r.mongodb.up && r.rabbitmq.up);
     let status = if !r.postgresql.up {
-        "not_ready"
+        ReadyState::NotReady
     } else if optional_down {
-        "degraded"
+        ReadyState::Degraded
     } else {
-        "ready"
+        ReadyState::Ready
     };
     // Failure reasons of dependencies are kept to the log: they can name hosts.
     for (name, check) in [
@@ -49,17 +129,23 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
             tracing::warn!(dependency = name, state = check.status(), reason = %why, "readiness probe");
         }
     }
-    let body = json!({
-        "status": status,
-        "checks": {
-            "postgresql": { "status": r.postgresql.status(), "required": true },
-            "redis": { "status": r.redis.status(), "required": false,
-                       "circuit_breaker": r.breaker.as_str() },
-            "mongodb": { "status": r.mongodb.status(), "required": false,
-                         "circuit_breaker": r.mongo_breaker.as_str() },
-            "rabbitmq": { "status": r.rabbitmq.status(), "required": false },
+    let guarded = |up: bool, state: BreakerState| {
+        let c = check(up, false);
+        BreakerCheck {
+            status: c.status,
+            required: c.required,
+            circuit_breaker: breaker(state),
         }
-    });
+    };
+    let body = Readiness {
+        status,
+        checks: Checks {
+            postgresql: check(r.postgresql.up, true),
+            redis: guarded(r.redis.up, r.breaker),
+            mongodb: guarded(r.mongodb.up, r.mongo_breaker),
+            rabbitmq: check(r.rabbitmq.up, false),
+        },
+    };
     if r.postgresql.up {
         HttpResponse::Ok().json(body)
     } else {

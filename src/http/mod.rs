@@ -7,6 +7,7 @@ pub mod auth;
 mod body;
 mod documents;
 pub mod error;
+mod fields;
 mod health;
 pub mod metrics;
 pub mod middleware;

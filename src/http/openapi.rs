@@ -3,6 +3,7 @@
 
 use actix_web::HttpResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{RefOr, Schema};
 use utoipa::{Modify, OpenApi};
 
 use super::admin::{OutboxPage, OutboxRowView};
@@ -39,9 +40,9 @@ use super::views::{DocumentView, ReviewHistory, ReviewPage, ReviewView, Transiti
     components(schemas(
         DocumentView, ReviewView, TransitionView, ReviewPage, ReviewHistory,
         CreateDocument, UpdateDocument, ApproveBody, RejectBody, ErrorEnvelope, ErrorCode,
-        OutboxRowView, OutboxPage
+        OutboxRowView, OutboxPage, super::health::Health, super::health::Readiness
     )),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &UpdateNeedsAField),
     tags(
         (name = "documents", description = "Authors' documents"),
         (name = "reviews", description = "Reviewers' decisions"),
@@ -69,6 +70,21 @@ impl Modify for BearerAuth {
                     .build(),
             ),
         );
+    }
+}
+
+/// An edit gives at least one field: `minProperties: 1` on UpdateDocument. Set here because
+/// utoipa-gen 5.5's `#[schema(min_properties = 1)]` writes `maxProperties: 1` instead, which
+/// refuses the edit of both fields.
+struct UpdateNeedsAField;
+
+impl Modify for UpdateNeedsAField {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let schemas = openapi.components.as_mut().map(|c| &mut c.schemas);
+        if let Some(RefOr::T(Schema::Object(o))) = schemas.and_then(|s| s.get_mut("UpdateDocument"))
+        {
+            o.min_properties = Some(1);
+        }
     }
 }
 
@@ -112,3 +128,33 @@ const DOCS_PAGE: &str = r#"<!doctype html>
 </body>
 </html>
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_edit_needs_one_field_and_may_give_both() {
+        let spec = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        let update = &spec["components"]["schemas"]["UpdateDocument"];
+        assert_eq!(update["minProperties"], 1, "{update}");
+        assert!(update.get("maxProperties").is_none(), "{update}");
+    }
+
+    /// A header is there or not; utoipa describes an optional one as nullable unless told.
+    #[test]
+    fn header_parameters_are_strings_never_null() {
+        let spec = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        let mut headers = 0;
+        for item in spec["paths"].as_object().unwrap().values() {
+            for op in item.as_object().unwrap().values() {
+                let params = op["parameters"].as_array().cloned().unwrap_or_default();
+                for p in params.iter().filter(|p| p["in"] == "header") {
+                    assert_eq!(p["schema"]["type"], "string", "{p}");
+                    headers += 1;
+                }
+            }
+        }
+        assert!(headers >= 4, "the Idempotency-Key of every POST");
+    }
+}

@@ -7,6 +7,7 @@ use uuid::Uuid;
 use super::auth::{Caller, Role};
 use super::body::{parse_json, read_body};
 use super::error::{ApiError, ErrorEnvelope};
+use super::fields;
 use super::post;
 use super::state::AppState;
 use super::views::{self, ReviewPage, ReviewView, TransitionView};
@@ -16,12 +17,14 @@ use crate::review::Context;
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApproveBody {
+    #[schema(schema_with = fields::comment)]
     comment: Option<String>,
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RejectBody {
+    #[schema(schema_with = fields::reason)]
     reason: String,
 }
 
@@ -37,7 +40,7 @@ pub struct ListQuery {
     path = "/api/v1/reviews/{id}/approve",
     tag = "reviews",
     summary = "Approve (reviewer, not the author)",
-    params(("id" = Uuid, Path, description = "review id"), ("Idempotency-Key" = Option<String>, Header, description = "Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    params(("id" = Uuid, Path, description = "review id"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
     request_body = Option<ApproveBody>,
     responses(
         (status = 200, description = "approved", body = TransitionView),
@@ -46,6 +49,8 @@ pub struct ListQuery {
         (status = 403, description = "FORBIDDEN or SELF_REVIEW_FORBIDDEN", body = ErrorEnvelope),
         (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
         (status = 409, description = "LOCK_NOT_ACQUIRED (with Retry-After), INVALID_STATE, LOCK_LOST or IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
+        (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
+        (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
         (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
         (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
     ),
@@ -79,7 +84,7 @@ pub async fn approve(
     path = "/api/v1/reviews/{id}/reject",
     tag = "reviews",
     summary = "Reject with a reason (reviewer, not the author)",
-    params(("id" = Uuid, Path, description = "review id"), ("Idempotency-Key" = Option<String>, Header, description = "Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    params(("id" = Uuid, Path, description = "review id"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
     request_body = RejectBody,
     responses(
         (status = 200, description = "rejected", body = TransitionView),
@@ -88,6 +93,8 @@ pub async fn approve(
         (status = 403, description = "FORBIDDEN or SELF_REVIEW_FORBIDDEN", body = ErrorEnvelope),
         (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
         (status = 409, description = "LOCK_NOT_ACQUIRED (with Retry-After), INVALID_STATE, LOCK_LOST or IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
+        (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
+        (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
         (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
         (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
     ),
@@ -140,12 +147,16 @@ async fn decide(
     path = "/api/v1/reviews",
     tag = "reviews",
     summary = "Reviews by status, oldest submission first (reviewer)",
-    params(("status" = Option<String>, Query, description = "PENDING (default), APPROVED or REJECTED"), ("limit" = Option<i64>, Query, description = "1 to 100, default 20"), ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
+    params(
+        ("status" = Option<String>, Query, pattern = "^(PENDING|APPROVED|REJECTED)$", description = "PENDING (default), APPROVED or REJECTED"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 100, description = "1 to 100, default 20"),
+        ("cursor" = Option<String>, Query, pattern = r"^[0-9]{1,16}\.[0-9a-f]{32}$", description = "next_cursor of the previous page")
+    ),
     responses(
         (status = 200, description = "a page", body = ReviewPage),
         (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
-        (status = 403, description = "FORBIDDEN: wrong role, or not the document's author", body = ErrorEnvelope),
-        (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: not a reviewer", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED: a parameter out of its range, or a cursor this service did not issue", body = ErrorEnvelope),
         (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
     ),
     security(("bearer" = []))
