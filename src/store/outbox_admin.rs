@@ -110,7 +110,7 @@ impl PgStore {
 
     /// One row, whatever its state.
     pub async fn outbox_row(&self, id: i64) -> Result<Option<OutboxRecord>, StoreError> {
-        Ok(sqlx::query_as!(
+        sqlx::query_as!(
             OutboxRecord,
             "SELECT id, event_id, document_id, document_version, event_type, attempts, \
              last_error, parked_reason, parked_at, created_at, done_at, skipped_at \
@@ -119,7 +119,7 @@ impl PgStore {
         )
         .fetch_optional(&self.pool)
         .bounded(self)
-        .await?)
+        .await
     }
 
     /// Applies `action` to row `id` if it is parked, and records who did it, in one
@@ -132,7 +132,7 @@ impl PgStore {
         request_id: &str,
     ) -> Result<Option<OutboxRecord>, StoreError> {
         let retry = action == OutboxAction::Retry;
-        Ok(sqlx::query_as!(
+        sqlx::query_as!(
             OutboxRecord,
             r#"WITH found AS (
                  SELECT id, attempts, parked_at, parked_reason FROM outbox
@@ -167,7 +167,7 @@ impl PgStore {
         )
         .fetch_optional(&self.pool)
         .bounded(self)
-        .await?)
+        .await
     }
 
     /// Parked rows and how long the oldest has been parked, in seconds.
