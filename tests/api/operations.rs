@@ -120,9 +120,13 @@ async fn refused_bodies_get_statuses_their_operations_document() {
         .unwrap();
     let admin = app.token("fuzz-admin", &[kh_review::http::auth::Role::Admin]);
     let too_large = "x".repeat(app.settings.server.json_limit_bytes + 1);
-    let bodies = kh_review::http::ROUTES
+    // The operations that read a body: every POST and PUT but the admin's outbox actions,
+    // whose ids are in the path (they answer 404 to the made-up id below before any body).
+    let bodies: Vec<_> = kh_review::http::ROUTES
         .iter()
-        .filter(|(m, _)| matches!(*m, "post" | "put"));
+        .filter(|(m, p)| matches!(*m, "post" | "put") && !p.starts_with("/api/v1/admin/"))
+        .collect();
+    assert_eq!(bodies.len(), 5, "POST and PUT /documents, submit, approve, reject");
     for (method, path) in bodies {
         let url = app.url(&path.replace("{id}", &uuid::Uuid::new_v4().to_string()));
         for (content_type, body, status) in [
