@@ -71,7 +71,11 @@ pub struct ListQuery {
     path = "/api/v1/admin/outbox",
     tag = "admin",
     summary = "Outbox rows that are stuck, oldest first (admin)",
-    params(("state" = Option<String>, Query, description = "parked (default): parked after outbox.max_attempts refusals, holding back their document's later events; retrying: refused at least once, not parked yet"), ("limit" = Option<i64>, Query, description = "1 to 100, default 20"), ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
+    params(
+        ("state" = Option<String>, Query, pattern = "^(parked|retrying)$", description = "parked (default): parked after outbox.max_attempts refusals, holding back their document's later events; retrying: refused at least once, not parked yet"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 100, description = "1 to 100, default 20"),
+        ("cursor" = Option<String>, Query, pattern = "^[1-9][0-9]{0,18}$", description = "next_cursor of the previous page")
+    ),
     responses(
         (status = 200, description = "a page", body = OutboxPage),
         (status = 401, description = "UNAUTHORIZED: missing, invalid or expired token", body = ErrorEnvelope),

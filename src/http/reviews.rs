@@ -150,7 +150,7 @@ async fn decide(
     params(
         ("status" = Option<String>, Query, pattern = "^(PENDING|APPROVED|REJECTED)$", description = "PENDING (default), APPROVED or REJECTED"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 100, description = "1 to 100, default 20"),
-        ("cursor" = Option<String>, Query, pattern = r"^[0-9]{1,16}\.[0-9a-f]{32}$", description = "next_cursor of the previous page")
+        ("cursor" = Option<String>, Query, pattern = r"^([0-9]{1,16}\.)?[0-9a-f]{32}$", description = "next_cursor of the previous page")
     ),
     responses(
         (status = 200, description = "a page", body = ReviewPage),

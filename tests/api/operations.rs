@@ -126,7 +126,11 @@ async fn refused_bodies_get_statuses_their_operations_document() {
         .iter()
         .filter(|(m, p)| matches!(*m, "post" | "put") && !p.starts_with("/api/v1/admin/"))
         .collect();
-    assert_eq!(bodies.len(), 5, "POST and PUT /documents, submit, approve, reject");
+    assert_eq!(
+        bodies.len(),
+        5,
+        "POST and PUT /documents, submit, approve, reject"
+    );
     for (method, path) in bodies {
         let url = app.url(&path.replace("{id}", &uuid::Uuid::new_v4().to_string()));
         for (content_type, body, status) in [

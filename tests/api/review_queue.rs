@@ -170,3 +170,26 @@ async fn a_cursor_walk_during_submits_sees_every_review_once() {
     );
     app.finish().await;
 }
+
+/// A cursor the queue issues matches the pattern `/openapi.json` publishes for its `cursor`
+/// parameter, so a client that checks its requests against the description can send it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_issued_cursor_matches_its_published_pattern() {
+    let app = spawn_app().await;
+    for _ in 0..3 {
+        app.pending_review().await;
+    }
+    let (_, cursor) = page(&app, None).await;
+    let cursor = cursor.expect("a second page");
+    let spec: Value = app.get("/openapi.json", "").await.json().await.unwrap();
+    let params = spec["paths"]["/api/v1/reviews"]["get"]["parameters"]
+        .as_array()
+        .unwrap();
+    let param = params.iter().find(|p| p["name"] == "cursor").unwrap();
+    let pattern = param["schema"]["pattern"].as_str().unwrap();
+    let re = regex::Regex::new(pattern).unwrap();
+    assert!(re.is_match(&cursor), "{cursor} does not match {pattern}");
+    let (ids, _) = page(&app, Some(&cursor)).await;
+    assert_eq!(ids.len(), 1, "the cursor leads to the last review");
+    app.finish().await;
+}
