@@ -76,15 +76,7 @@ async fn with_mongodb_cut_gets_stay_fast_and_answer_from_postgresql() {
         },
     )
     .await;
-    let v: Value = app
-        .client
-        .get(app.url("/readyz"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v: Value = app.public_json("/readyz").await;
     assert_eq!(v["checks"]["mongodb"]["circuit_breaker"], "closed", "{v}");
     app.finish().await;
 }

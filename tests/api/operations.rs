@@ -11,24 +11,8 @@ use crate::support::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openapi_description_matches_the_routes_served() {
     let app = spawn_app().await;
-    let spec: Value = app
-        .client
-        .get(app.url("/api/v1/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let root: Value = app
-        .client
-        .get(app.url("/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let spec: Value = app.public_json("/api/v1/openapi.json").await;
+    let root: Value = app.public_json("/openapi.json").await;
     assert_eq!(spec, root);
     assert!(spec["openapi"].as_str().unwrap().starts_with("3."));
     let mut documented = BTreeSet::new();
@@ -109,15 +93,7 @@ async fn every_route_answers(app: &TestApp, served: &BTreeSet<(String, String)>)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_bodies_get_statuses_their_operations_document() {
     let app = spawn_app().await;
-    let spec: Value = app
-        .client
-        .get(app.url("/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let spec: Value = app.public_json("/openapi.json").await;
     let admin = app.token("fuzz-admin", &[kh_review::http::auth::Role::Admin]);
     let too_large = "x".repeat(app.settings.server.json_limit_bytes + 1);
     // The operations that read a body: every POST and PUT but the admin's outbox actions,

@@ -181,7 +181,7 @@ async fn an_issued_cursor_matches_its_published_pattern() {
     }
     let (_, cursor) = page(&app, None).await;
     let cursor = cursor.expect("a second page");
-    let spec: Value = app.get("/openapi.json", "").await.json().await.unwrap();
+    let spec: Value = app.public_json("/openapi.json").await;
     let params = spec["paths"]["/api/v1/reviews"]["get"]["parameters"]
         .as_array()
         .unwrap();

@@ -198,6 +198,12 @@ impl TestApp {
             .expect("request sent")
     }
 
+    /// The JSON of a path that needs no token (`/readyz`, `/openapi.json`).
+    pub async fn public_json(&self, path: &str) -> serde_json::Value {
+        let r = self.client.get(self.url(path)).send().await;
+        r.expect("request sent").json().await.expect("a JSON body")
+    }
+
     pub async fn get(&self, path: &str, token: &str) -> Response {
         self.client
             .get(self.url(path))
