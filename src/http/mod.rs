@@ -31,12 +31,20 @@ use error::{ApiError, ErrorCode};
 
 /// Declares the routes once: registers them and lists them (the OpenAPI test compares the
 /// list with the generated description, so neither can drift from the other). A route added
-/// here gets the 405 answer for the other methods of its path and its own metrics label.
+/// here gets the 405 answer for the other methods of its path and its own metrics label;
+/// a GET route also answers HEAD (the same handler; actix sends the headers only).
 macro_rules! routes {
     ($( $method:ident $path:literal => $handler:path ),* $(,)?) => {
-        /// Every route with its path, in declaration order.
+        /// Every route with its path, in declaration order, and HEAD beside each GET.
         fn routes() -> Vec<(&'static str, Route)> {
-            vec![ $( ($path, web::$method().to($handler)) ),* ]
+            let mut all = Vec::new();
+            $(
+                all.push(($path, web::$method().to($handler)));
+                if stringify!($method) == "get" {
+                    all.push(($path, web::head().to($handler)));
+                }
+            )*
+            all
         }
         /// Every (method, path) the service serves.
         pub const ROUTES: &[(&str, &str)] = &[ $( (stringify!($method), $path) ),* ];
@@ -89,14 +97,17 @@ fn register(cfg: &mut web::ServiceConfig) {
     }
 }
 
-/// The methods served on `path` (a pattern of [`ROUTES`]), as an `Allow` header value.
+/// The methods served on `path` (a pattern of [`ROUTES`]; HEAD wherever GET is), as an
+/// `Allow` header value.
 pub fn allowed_methods(path: &str) -> String {
-    ROUTES
-        .iter()
-        .filter(|(_, p)| *p == path)
-        .map(|(m, _)| m.to_ascii_uppercase())
-        .collect::<Vec<_>>()
-        .join(", ")
+    let mut methods = Vec::new();
+    for (m, _) in ROUTES.iter().filter(|(_, p)| *p == path) {
+        methods.push(m.to_ascii_uppercase());
+        if *m == "get" {
+            methods.push("HEAD".to_string());
+        }
+    }
+    methods.join(", ")
 }
 
 async fn method_not_allowed(path: &'static str) -> HttpResponse {

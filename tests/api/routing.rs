@@ -68,8 +68,8 @@ async fn a_wrong_method_on_a_known_path_is_405_with_allow() {
     let id = uuid::Uuid::new_v4();
     for (method, path, allow) in [
         ("DELETE", "/api/v1/documents".to_string(), "POST"),
-        ("PUT", "/healthz".to_string(), "GET"),
-        ("PATCH", format!("/api/v1/documents/{id}"), "GET, PUT"),
+        ("PUT", "/healthz".to_string(), "GET, HEAD"),
+        ("PATCH", format!("/api/v1/documents/{id}"), "GET, HEAD, PUT"),
         ("GET", format!("/api/v1/reviews/{id}/approve"), "POST"),
     ] {
         let r = send(&app, method, &path).await;
@@ -84,6 +84,9 @@ async fn a_wrong_method_on_a_known_path_is_405_with_allow() {
             .filter(|(_, p)| *p == path)
             .map(|(m, _)| m.to_uppercase())
             .collect();
+        if allowed.iter().any(|m| m == "GET") {
+            allowed.push("HEAD".into());
+        }
         allowed.sort();
         let r = send(&app, "FOO", &path.replace("{id}", &id.to_string())).await;
         assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED, "{path}");
@@ -100,6 +103,36 @@ async fn a_wrong_method_on_a_known_path_is_405_with_allow() {
     for method in ["GET", "DELETE", "FOO"] {
         let r = send(&app, method, "/api/v1/no-such-thing").await;
         expect_error(r, StatusCode::NOT_FOUND, "NOT_FOUND").await;
+    }
+    app.finish().await;
+}
+
+/// HEAD is served wherever GET is (RFC 9110 asks it of every general-purpose server; load
+/// balancers probe with it): the GET's status and headers, no body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn head_answers_wherever_get_does() {
+    let app = spawn_app().await;
+    let doc = app.create_document("Head", "body").await;
+    let path = format!("/api/v1/documents/{}", doc.id);
+    for (path, token) in [("/healthz", String::new()), (path.as_str(), app.author())] {
+        let get = app.get(path, &token).await;
+        let r = app
+            .client
+            .head(app.url(path))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "HEAD {path}");
+        assert_eq!(
+            r.headers()["content-type"],
+            get.headers()["content-type"],
+            "{path}"
+        );
+        assert!(
+            r.bytes().await.unwrap().is_empty(),
+            "HEAD {path} sent a body"
+        );
     }
     app.finish().await;
 }
