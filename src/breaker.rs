@@ -1,6 +1,9 @@
 //! A circuit breaker around an optional dependency: after `threshold` consecutive failures
 //! it opens and every request skips the dependency instead of paying its timeout; after
 //! `open_for` one request is let through as a probe, and its outcome closes or re-opens it.
+//! A probe that never reports (its request was cancelled: a client that went away drops the
+//! handler's future) does not keep the breaker half-open: after another `open_for` the next
+//! request is the probe.
 //!
 //! Used for Redis by the lock gate (degraded mode: the row lock alone) and for MongoDB reads
 //! by the projection (the body served from PostgreSQL). A layer of its own below every
@@ -37,9 +40,16 @@ pub enum Permit {
 
 #[derive(Debug)]
 enum Inner {
-    Closed { failures: u32 },
-    Open { until: Instant },
-    HalfOpen,
+    Closed {
+        failures: u32,
+    },
+    Open {
+        until: Instant,
+    },
+    /// A probe is out; another is handed out if it has not reported by `until`.
+    HalfOpen {
+        until: Instant,
+    },
 }
 
 #[derive(Debug)]
@@ -62,11 +72,13 @@ impl CircuitBreaker {
         let mut inner = self.inner.lock().expect("breaker poisoned");
         match *inner {
             Inner::Closed { .. } => Permit::Allowed,
-            Inner::Open { until } if Instant::now() >= until => {
-                *inner = Inner::HalfOpen;
+            Inner::Open { until } | Inner::HalfOpen { until } if Instant::now() >= until => {
+                *inner = Inner::HalfOpen {
+                    until: Instant::now() + self.open_for,
+                };
                 Permit::Probe
             }
-            Inner::Open { .. } | Inner::HalfOpen => Permit::Rejected,
+            Inner::Open { .. } | Inner::HalfOpen { .. } => Permit::Rejected,
         }
     }
 
@@ -79,7 +91,7 @@ impl CircuitBreaker {
         let mut inner = self.inner.lock().expect("breaker poisoned");
         let open = match *inner {
             Inner::Closed { failures } => failures + 1 >= self.threshold,
-            Inner::HalfOpen | Inner::Open { .. } => true,
+            Inner::HalfOpen { .. } | Inner::Open { .. } => true,
         };
         *inner = if open {
             Inner::Open {
@@ -100,7 +112,7 @@ impl CircuitBreaker {
         match *self.inner.lock().expect("breaker poisoned") {
             Inner::Closed { .. } => BreakerState::Closed,
             Inner::Open { .. } => BreakerState::Open,
-            Inner::HalfOpen => BreakerState::HalfOpen,
+            Inner::HalfOpen { .. } => BreakerState::HalfOpen,
         }
     }
 }
@@ -124,6 +136,24 @@ mod tests {
         assert_eq!(b.state(), BreakerState::Open);
         std::thread::sleep(Duration::from_millis(25));
         assert_eq!(b.permit(), Permit::Probe);
+        b.on_success();
+        assert_eq!(b.permit(), Permit::Allowed);
+    }
+
+    #[test]
+    fn a_probe_that_never_reports_is_replaced_after_open_for() {
+        let b = CircuitBreaker::new(1, Duration::from_millis(20));
+        b.on_failure();
+        std::thread::sleep(Duration::from_millis(25));
+        assert_eq!(b.permit(), Permit::Probe); // its request is cancelled: no outcome
+        assert_eq!(b.permit(), Permit::Rejected);
+        assert_eq!(b.state(), BreakerState::HalfOpen);
+        std::thread::sleep(Duration::from_millis(25));
+        assert_eq!(
+            b.permit(),
+            Permit::Probe,
+            "a new probe, not half-open for good"
+        );
         b.on_success();
         assert_eq!(b.permit(), Permit::Allowed);
     }

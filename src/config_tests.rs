@@ -204,7 +204,7 @@ fn test_hooks_need_development_or_test() {
 #[test]
 fn outbox_parking_needs_at_least_one_attempt_and_a_message_size() {
     let mut s = defaults();
-    assert_eq!(s.outbox.max_attempts, 10);
+    assert_eq!(s.outbox.max_attempts, 60);
     s.outbox.max_attempts = 0;
     s.amqp.max_message_bytes = 0;
     assert_eq!(
