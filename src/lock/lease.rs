@@ -41,6 +41,8 @@ pub struct Lease {
     handle: LockHandle,
     shared: Arc<Shared>,
     stop: CancellationToken,
+    /// The key's TTL: no extend sent before now keeps it past now + this.
+    key_ttl: Duration,
 }
 
 #[derive(Debug, Clone, Copy, thiserror::Error)]
@@ -105,6 +107,7 @@ impl Lease {
             handle,
             shared,
             stop,
+            key_ttl: renewal.ttl.as_duration(),
         }
     }
 
@@ -139,9 +142,38 @@ impl Lease {
                 tracing::info!(lock_key = %h.lock_key, "lock was no longer ours at release")
             }
             Err(e) => {
-                tracing::warn!(lock_key = %h.lock_key, error = %e, "lock release failed; it will expire by ttl")
+                tracing::warn!(lock_key = %h.lock_key, error = %e, "lock release failed; retried until its ttl ends");
+                let (provider, handle) = (self.provider.clone(), h.clone());
+                let until = Instant::now() + self.key_ttl;
+                tokio::spawn(async move {
+                    give_back_until(provider.as_ref(), &handle, until, true).await
+                });
             }
         }
+    }
+}
+
+/// Retries the compare-and-delete of `handle`'s key, after pauses from 100 ms doubling to
+/// 1 s, until it deletes the key, until `until` (by when the key has expired anyway), or,
+/// when `absent_is_final`, until it finds the key not ours. For a release that failed
+/// (Redis unreachable, a failover under way: the key may live on in a promoted replica)
+/// and for the key a timed-out acquire may still take later: either is given back when
+/// Redis answers again, not a whole TTL later.
+pub(crate) async fn give_back_until(
+    provider: &dyn LockProvider,
+    handle: &LockHandle,
+    until: Instant,
+    absent_is_final: bool,
+) {
+    let mut pause = Duration::from_millis(100);
+    while Instant::now() + pause < until {
+        tokio::time::sleep(pause).await;
+        match provider.release(handle).await {
+            Ok(true) => return,
+            Ok(false) if absent_is_final => return,
+            Ok(false) | Err(_) => {}
+        }
+        pause = (pause * 2).min(Duration::from_secs(1));
     }
 }
 
@@ -259,93 +291,5 @@ impl Renewer<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::VecDeque;
-
-    use async_trait::async_trait;
-
-    use super::*;
-    use crate::lock::memory::MemoryLockProvider;
-    use crate::lock::LockError;
-
-    /// The in-memory provider, except that `extend` answers from a script (then `Ok(true)`).
-    struct Scripted {
-        inner: MemoryLockProvider,
-        extends: Mutex<VecDeque<Result<bool, LockError>>>,
-    }
-
-    #[async_trait]
-    impl LockProvider for Scripted {
-        async fn acquire(&self, key: &str, ttl: Ttl) -> Result<LockHandle, LockError> {
-            self.inner.acquire(key, ttl).await
-        }
-        async fn release(&self, handle: &LockHandle) -> Result<bool, LockError> {
-            self.inner.release(handle).await
-        }
-        async fn extend(&self, _: &LockHandle, _: Ttl) -> Result<bool, LockError> {
-            let next = self.extends.lock().unwrap().pop_front();
-            next.unwrap_or(Ok(true))
-        }
-        async fn locked(&self, key: &str) -> Result<bool, LockError> {
-            self.inner.locked(key).await
-        }
-        async fn ping(&self) -> Result<(), LockError> {
-            Ok(())
-        }
-    }
-
-    fn down() -> Result<bool, LockError> {
-        Err(LockError::Unavailable("redis did not answer".into()))
-    }
-
-    /// A lease with a 300 ms TTL renewed every 60 ms, whose extends answer `script`.
-    async fn lease(script: Vec<Result<bool, LockError>>) -> (Lease, Arc<LockStats>) {
-        let provider = Arc::new(Scripted {
-            inner: MemoryLockProvider::new(),
-            extends: Mutex::new(script.into()),
-        });
-        let ttl = Ttl::new(Duration::from_millis(300)).unwrap();
-        let handle = provider.require_acquire("k", ttl).await.unwrap();
-        let renewal = Renewal {
-            ttl,
-            every: Duration::from_millis(60),
-            max_hold: Duration::from_secs(30),
-        };
-        let stats = Arc::new(LockStats::default());
-        let stop = CancellationToken::new();
-        let lease = Lease::start(provider, handle, renewal, stats.clone(), &stop);
-        (lease, stats)
-    }
-
-    #[tokio::test]
-    async fn failed_renewals_are_retried_while_the_lease_is_valid() {
-        let (lease, stats) = lease(vec![down(), down(), down()]).await;
-        tokio::time::sleep(Duration::from_millis(700)).await;
-        assert!(lease.check().is_ok(), "two TTLs later, still held");
-        assert_eq!(stats.renewal_retries.load(Ordering::Relaxed), 3);
-        assert_eq!(stats.lost.load(Ordering::Relaxed), 0);
-        assert!(stats.renewals.load(Ordering::Relaxed) >= 2);
-    }
-
-    #[tokio::test]
-    async fn renewals_failing_until_the_validity_runs_out_lose_the_lease() {
-        let (lease, stats) = lease((0..1000).map(|_| down()).collect()).await;
-        tokio::time::sleep(Duration::from_millis(450)).await;
-        assert!(lease.check().is_err());
-        assert_eq!(stats.lost.load(Ordering::Relaxed), 1);
-        let retries = stats.renewal_retries.load(Ordering::Relaxed);
-        assert!(
-            (2..=10).contains(&retries),
-            "a few retries, backing off: {retries}"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_refused_renewal_loses_the_lease_at_once() {
-        let (lease, stats) = lease(vec![Ok(false)]).await;
-        tokio::time::sleep(Duration::from_millis(120)).await;
-        assert!(lease.check().is_err(), "lost well before the TTL ends");
-        assert_eq!(stats.lost.load(Ordering::Relaxed), 1);
-        assert_eq!(stats.renewal_retries.load(Ordering::Relaxed), 0);
-    }
-}
+#[path = "lease_tests.rs"]
+mod tests;

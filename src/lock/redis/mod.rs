@@ -25,6 +25,8 @@ use connections::broken;
 pub use connections::{Conn, Connections, Pool};
 use lua::{Lua, ACQUIRE, EXTEND, RELEASE};
 
+use super::lease::give_back_until;
+
 use super::{
     fence_key, FencingToken, LockError, LockHandle, LockProvider, OwnerToken, RedisMode,
     RedisSettings, Ttl,
@@ -158,14 +160,23 @@ impl RedisLockProvider {
     /// could overtake the acquire and leave the key held by no one for a whole TTL. Only if
     /// that connection broke (then the acquire ran before it closed, or never will) does a
     /// fresh one from the pool do it. Waits at most a TTL: by then the key is gone anyway.
+    ///
+    /// A Cluster connection keeps no such order: the cluster client retries and redirects
+    /// each command on its own (a failover under way), so the acquire may land after the
+    /// clean-up. There, unless the clean-up found the key, it is repeated until the TTL
+    /// has passed.
     fn give_back(&self, ghost: LockHandle, sent_on: Conn, ttl: Ttl) {
         let this = self.clone();
         tokio::spawn(async move {
+            let until = Instant::now() + ttl.as_duration();
+            let ordered = matches!(sent_on, Conn::Node(_));
             let mut conn = sent_on;
             let release = this
                 .release
                 .eval::<i64>(&mut conn, owner_args(&ghost, None));
             match tokio::time::timeout(ttl.as_duration(), release).await {
+                Ok(Ok(1)) => {} // the acquire had run: its key is gone
+                _ if !ordered => give_back_until(&this, &ghost, until, false).await,
                 Ok(Err(e)) if broken(&conn, &e) => {
                     let _ = this.release(&ghost).await;
                 }
