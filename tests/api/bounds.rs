@@ -26,11 +26,7 @@ const SERVER_TIMEOUT: Duration = Duration::from_secs(1);
 /// wait on a frozen database.)
 async fn behind_proxy(owner: &TestApp) -> (TestApp, Proxy) {
     let (proxy, via_proxy) = Proxy::in_front_of(&pg_url()).await;
-    let db_url = format!(
-        "{}/{}",
-        via_proxy.rsplit_once('/').unwrap().0,
-        owner.shared.db_name
-    );
+    let db_url = with_db(&via_proxy, &owner.shared.db_name);
     let app = spawn_app_with(AppOptions {
         database_url: Some(db_url),
         share_with: Some(owner.shared.clone()),

@@ -193,11 +193,7 @@ async fn postgres_down_gives_503_and_readyz_not_ready() {
 async fn a_partitioned_database_mid_transaction_gives_503_not_a_hang() {
     let owner = spawn_app().await; // the stores, reached directly
     let (proxy, via_proxy) = crate::support::Proxy::in_front_of(&pg_url()).await;
-    let db_url = format!(
-        "{}/{}",
-        via_proxy.rsplit_once('/').unwrap().0,
-        owner.shared.db_name
-    );
+    let db_url = with_db(&via_proxy, &owner.shared.db_name);
     let app = spawn_app_with(AppOptions {
         database_url: Some(db_url),
         share_with: Some(owner.shared.clone()),

@@ -97,11 +97,7 @@ async fn a_renewal_slowed_by_a_redis_pause_is_retried_and_the_transition_commits
     let pause = async {
         // Once a renewal went through, the lock is held and its watchdog running: the pause
         // meets renewals, not the acquire (before) or the release (after 1.5 s).
-        wait_for("a renewal", Duration::from_secs(5), || async {
-            let n = app.metric("kh_lock_renewals_total").await;
-            n.filter(|n| *n >= 1.0)
-        })
-        .await;
+        a_renewal(&app).await;
         redis_cmd(&client, &["CLIENT", "PAUSE", "300", "ALL"]).await;
     };
     let (r, ()) = tokio::join!(req, pause);
@@ -142,11 +138,7 @@ async fn a_renewal_on_a_broken_connection_is_retried_on_a_fresh_one() {
         .approve_paused(&review_id, PAUSE_HEADER, 1200, false)
         .send();
     let cut = async {
-        wait_for("a renewal", Duration::from_secs(5), || async {
-            let n = app.metric("kh_lock_renewals_total").await;
-            n.filter(|n| *n >= 1.0)
-        })
-        .await;
+        a_renewal(&app).await;
         proxy.cut();
         proxy.restore();
     };
@@ -360,4 +352,13 @@ async fn fence_counters_are_gone_two_max_holds_after_a_burst() {
         fences().await
     );
     app.finish().await;
+}
+
+/// Waits until a renewal went through: the lock is held and its watchdog running.
+async fn a_renewal(app: &TestApp) {
+    wait_for("a renewal", Duration::from_secs(5), || async {
+        let n = app.metric("kh_lock_renewals_total").await;
+        n.filter(|n| *n >= 1.0)
+    })
+    .await;
 }

@@ -17,5 +17,5 @@ pub use binary::{listening, run_binary, serve_binary};
 pub use inspect::*;
 pub use own_redis::OwnRedis;
 pub use proxy::{blackhole, dead_port, Proxy};
-pub use stores::{amqp_connection, amqp_url, mongo_url, pg_url, redis_url};
+pub use stores::{amqp_connection, amqp_url, mongo_url, pg_url, redis_url, with_db};
 pub use views::*;
