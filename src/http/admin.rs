@@ -59,11 +59,26 @@ pub struct OutboxPage {
     pub next_cursor: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 pub struct ListQuery {
-    state: Option<String>,
-    limit: Option<i64>,
-    cursor: Option<String>,
+    pub state: Option<String>,
+    pub limit: Option<i64>,
+    pub cursor: Option<String>,
+}
+
+/// How delivery is going, over every instance: what is waiting, what is parked, and what
+/// went out in the last minute.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct OutboxStatsView {
+    /// Rows not delivered yet (parked ones included).
+    pub undelivered: i64,
+    /// Age of the oldest undelivered row, in seconds (0 when none).
+    pub oldest_undelivered_age_seconds: f64,
+    pub parked: i64,
+    /// How long the oldest parked row has been parked, in seconds (0 when none).
+    pub oldest_parked_age_seconds: f64,
+    /// Events delivered (published, not skipped) in the last 60 seconds.
+    pub delivered_last_minute: i64,
 }
 
 #[utoipa::path(
@@ -90,6 +105,15 @@ pub async fn list(
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(page(&state, &caller, &query).await?))
+}
+
+/// A page of stuck rows; the JSON API and the console's operator page both list here.
+pub(super) async fn page(
+    state: &AppState,
+    caller: &Caller,
+    query: &ListQuery,
+) -> Result<OutboxPage, ApiError> {
     caller.require(Role::Admin)?;
     let filter = match query.state.as_deref() {
         None | Some("parked") => OutboxFilter::Parked,
@@ -116,10 +140,43 @@ pub async fn list(
     } else {
         None
     };
-    Ok(HttpResponse::Ok().json(OutboxPage {
+    Ok(OutboxPage {
         items: rows.iter().map(OutboxRowView::from).collect(),
         next_cursor,
-    }))
+    })
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/admin/outbox/stats",
+    tag = "admin",
+    summary = "Delivery at a glance: undelivered, parked, delivered in the last minute (admin)",
+    responses(
+        (status = 200, description = "the figures", body = OutboxStatsView),
+        (status = 401, description = "UNAUTHORIZED: missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: not an admin", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
+pub async fn stats(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(figures(&state, &caller).await?))
+}
+
+/// The delivery figures; the JSON API and the console's operator page both read here.
+pub(super) async fn figures(
+    state: &AppState,
+    caller: &Caller,
+) -> Result<OutboxStatsView, ApiError> {
+    caller.require(Role::Admin)?;
+    let s = state.outbox_admin.stats().await?;
+    Ok(OutboxStatsView {
+        undelivered: s.undelivered,
+        oldest_undelivered_age_seconds: s.oldest_undelivered_age.as_secs_f64(),
+        parked: s.parked,
+        oldest_parked_age_seconds: s.oldest_parked_age.as_secs_f64(),
+        delivered_last_minute: s.delivered_last_minute,
+    })
 }
 
 #[utoipa::path(
@@ -143,7 +200,8 @@ pub async fn retry(
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    act(&path, caller, &state, OutboxAction::Retry).await
+    let row = act(&path, caller, &state, OutboxAction::Retry).await?;
+    Ok(HttpResponse::Ok().json(OutboxRowView::from(&row)))
 }
 
 #[utoipa::path(
@@ -167,16 +225,18 @@ pub async fn skip(
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    act(&path, caller, &state, OutboxAction::Skip).await
+    let row = act(&path, caller, &state, OutboxAction::Skip).await?;
+    Ok(HttpResponse::Ok().json(OutboxRowView::from(&row)))
 }
 
+/// Retries or skips a parked row; the JSON API and the console both act here.
 #[tracing::instrument(skip_all, fields(outbox_id = %id, action = action.as_str()))]
-async fn act(
+pub(super) async fn act(
     id: &str,
     caller: Caller,
     state: &AppState,
     action: OutboxAction,
-) -> Result<HttpResponse, ApiError> {
+) -> Result<OutboxRecord, ApiError> {
     caller.require(Role::Admin)?;
     let id: i64 = id
         .parse()
@@ -185,5 +245,5 @@ async fn act(
         .outbox_admin
         .act(id, action, &caller.id, &request_id::current())
         .await?;
-    Ok(HttpResponse::Ok().json(OutboxRowView::from(&row)))
+    Ok(row)
 }

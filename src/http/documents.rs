@@ -11,8 +11,8 @@ use super::fields;
 use super::post;
 use super::request_id;
 use super::state::AppState;
-use super::views::{self, DocumentView, ReviewHistory, ReviewView, TransitionView};
-use crate::domain::{DocumentBody, DocumentTitle};
+use super::views::{self, DocumentPage, DocumentView, ReviewHistory, ReviewView, TransitionView};
+use crate::domain::{Document, DocumentBody, DocumentStatus, DocumentTitle};
 use crate::review::Context;
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -66,9 +66,20 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Author)?;
     let bytes = read_body(&req, payload, state.json_limit).await?;
+    Ok(post::respond(creation(&req, &state, caller, bytes).await?))
+}
+
+/// Creates a draft from a JSON body; the JSON API and the console both create here.
+pub(super) async fn creation(
+    req: &HttpRequest,
+    state: &web::Data<AppState>,
+    caller: Caller,
+    bytes: Vec<u8>,
+) -> Result<post::Replied, ApiError> {
+    caller.require(Role::Author)?;
     let (st, body) = (state.clone(), bytes.clone());
-    let ctx = state.context(&req, &caller.id);
-    post::run(&req, &state, &caller, &bytes, move |claim| async move {
+    let ctx = state.context(req, &caller.id);
+    post::run_reply(req, state, &caller, &bytes, move |claim| async move {
         let input: CreateDocument = parse_json(&body, false)?;
         let title = input_ok(DocumentTitle::parse(&input.title))?;
         let text = input_ok(DocumentBody::parse(&input.body))?;
@@ -79,6 +90,82 @@ pub async fn create(
             .await?)
     })
     .await
+}
+
+#[derive(Deserialize, Default)]
+pub struct MineQuery {
+    pub status: Option<String>,
+    pub limit: Option<i64>,
+    pub cursor: Option<String>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/documents",
+    tag = "documents",
+    summary = "The caller's own documents, newest first, without bodies (author)",
+    params(
+        ("status" = Option<String>, Query, pattern = "^(DRAFT|PENDING_REVIEW|APPROVED|REJECTED)$", description = "only documents in this status"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 100, description = "1 to 100, default 20"),
+        ("cursor" = Option<String>, Query, pattern = "^[0-9a-f]{32}$", description = "next_cursor of the previous page")
+    ),
+    responses(
+        (status = 200, description = "a page", body = DocumentPage),
+        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: not an author", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED: a parameter out of its range, or a cursor this service did not issue", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list(
+    query: web::Query<MineQuery>,
+    caller: Caller,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(mine(&state, &caller, &query).await?))
+}
+
+/// A page of the caller's documents; the JSON API and the console both list here.
+pub(super) async fn mine(
+    state: &AppState,
+    caller: &Caller,
+    query: &MineQuery,
+) -> Result<DocumentPage, ApiError> {
+    caller.require(Role::Author)?;
+    let status = match query.status.as_deref() {
+        None => None,
+        Some(s) => Some(DocumentStatus::parse(s).ok_or_else(|| {
+            ApiError::validation("status must be one of DRAFT, PENDING_REVIEW, APPROVED, REJECTED")
+        })?),
+    };
+    let limit = query.limit.unwrap_or(20);
+    if !(1..=100).contains(&limit) {
+        return Err(ApiError::validation("limit must be between 1 and 100"));
+    }
+    let before = match query.cursor.as_deref() {
+        None => None,
+        Some(c) => Some(
+            Uuid::try_parse(c)
+                .ok()
+                .filter(|_| c.len() == 32)
+                .ok_or_else(|| ApiError::validation("cursor is not one this service issued"))?,
+        ),
+    };
+    let mut docs = state
+        .documents
+        .by_author(&caller.id, status, before, limit + 1)
+        .await?;
+    let next_cursor = if docs.len() as i64 > limit {
+        docs.truncate(limit as usize);
+        docs.last().map(|d| d.id.simple().to_string())
+    } else {
+        None
+    };
+    Ok(DocumentPage {
+        items: docs.iter().map(DocumentView::from).collect(),
+        next_cursor,
+    })
 }
 
 #[utoipa::path(
@@ -142,8 +229,20 @@ pub async fn update(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Author)?;
-    let body: UpdateDocument =
-        parse_json(&read_body(&req, payload, state.json_limit).await?, false)?;
+    let bytes = read_body(&req, payload, state.json_limit).await?;
+    let doc = edit(&state, &caller, *path, &bytes).await?;
+    Ok(HttpResponse::Ok().json(DocumentView::with_body(&doc)))
+}
+
+/// Edits a document from a JSON body; the JSON API and the console both edit here.
+pub(super) async fn edit(
+    state: &AppState,
+    caller: &Caller,
+    id: Uuid,
+    bytes: &[u8],
+) -> Result<Document, ApiError> {
+    caller.require(Role::Author)?;
+    let body: UpdateDocument = parse_json(bytes, false)?;
     if body.title.is_none() && body.body.is_none() {
         return Err(ApiError::validation("give at least one of title or body"));
     }
@@ -151,11 +250,10 @@ pub async fn update(
     let text = body.body.as_deref().map(DocumentBody::parse).transpose();
     let (title, text) = (input_ok(title)?, input_ok(text)?);
     let request_id = request_id::current();
-    let doc = state
+    Ok(state
         .documents
-        .edit(&caller.id, &request_id, *path, title, text)
-        .await?;
-    Ok(HttpResponse::Ok().json(DocumentView::with_body(&doc)))
+        .edit(&caller.id, &request_id, id, title, text)
+        .await?)
 }
 
 #[utoipa::path(
@@ -188,9 +286,23 @@ pub async fn submit(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Author)?;
     let bytes = read_body(&req, payload, state.json_limit).await?;
-    let (st, document_id) = (state.clone(), *path);
-    let ctx = state.context(&req, &caller.id);
-    post::run(&req, &state, &caller, &bytes, move |claim| async move {
+    Ok(post::respond(
+        submission(&req, &state, caller, *path, bytes).await?,
+    ))
+}
+
+/// Submits a document for review; the JSON API and the console both submit here.
+pub(super) async fn submission(
+    req: &HttpRequest,
+    state: &web::Data<AppState>,
+    caller: Caller,
+    document_id: Uuid,
+    bytes: Vec<u8>,
+) -> Result<post::Replied, ApiError> {
+    caller.require(Role::Author)?;
+    let st = state.clone();
+    let ctx = state.context(req, &caller.id);
+    post::run_reply(req, state, &caller, &bytes, move |claim| async move {
         let ctx = Context { claim, ..ctx };
         Ok(st
             .reviews

@@ -94,11 +94,12 @@ impl ApiError {
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, message)
     }
-    pub fn unavailable(cause: anyhow::Error) -> Self {
+    /// A 503 naming the `dependency` that is down (never its address or its error).
+    pub fn unavailable(dependency: &str, cause: anyhow::Error) -> Self {
         let mut e = Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::DependencyUnavailable,
-            "a backing service is unavailable; try again shortly",
+            format!("{dependency} is unavailable; try again shortly"),
         );
         e.retry_after_secs = Some(2);
         e.cause = Some(cause);
@@ -261,12 +262,14 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::RowLocked => ApiError::busy(1),
-            StoreError::Unavailable(db) => {
-                ApiError::unavailable(anyhow::Error::new(db).context("postgresql unavailable"))
-            }
-            StoreError::TimedOut(d) => {
-                ApiError::unavailable(anyhow::anyhow!("postgresql did not answer within {d:?}"))
-            }
+            StoreError::Unavailable(db) => ApiError::unavailable(
+                "PostgreSQL",
+                anyhow::Error::new(db).context("postgresql unavailable"),
+            ),
+            StoreError::TimedOut(d) => ApiError::unavailable(
+                "PostgreSQL",
+                anyhow::anyhow!("postgresql did not answer within {d:?}"),
+            ),
             StoreError::Unexpected(cause) => ApiError::internal(cause),
         }
     }

@@ -59,6 +59,7 @@ routes! {
     get "/api/v1/openapi.json" => openapi::openapi_json,
     get "/docs" => openapi::docs,
     post "/api/v1/documents" => documents::create,
+    get "/api/v1/documents" => documents::list,
     get "/api/v1/documents/{id}" => documents::get,
     put "/api/v1/documents/{id}" => documents::update,
     post "/api/v1/documents/{id}/submit" => documents::submit,
@@ -67,6 +68,7 @@ routes! {
     post "/api/v1/reviews/{id}/approve" => reviews::approve,
     post "/api/v1/reviews/{id}/reject" => reviews::reject,
     get "/api/v1/admin/outbox" => admin::list,
+    get "/api/v1/admin/outbox/stats" => admin::stats,
     post "/api/v1/admin/outbox/{id}/retry" => admin::retry,
     post "/api/v1/admin/outbox/{id}/skip" => admin::skip,
 }

@@ -6,11 +6,13 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{RefOr, Schema};
 use utoipa::{Modify, OpenApi};
 
-use super::admin::{OutboxPage, OutboxRowView};
+use super::admin::{OutboxPage, OutboxRowView, OutboxStatsView};
 use super::documents::{CreateDocument, UpdateDocument};
 use super::error::{ErrorCode, ErrorEnvelope};
 use super::reviews::{ApproveBody, RejectBody};
-use super::views::{DocumentView, ReviewHistory, ReviewPage, ReviewView, TransitionView};
+use super::views::{
+    DocumentPage, DocumentView, ReviewHistory, ReviewPage, ReviewView, TransitionView,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -21,6 +23,7 @@ use super::views::{DocumentView, ReviewHistory, ReviewPage, ReviewView, Transiti
     ),
     paths(
         super::documents::create,
+        super::documents::list,
         super::documents::get,
         super::documents::update,
         super::documents::submit,
@@ -29,6 +32,7 @@ use super::views::{DocumentView, ReviewHistory, ReviewPage, ReviewView, Transiti
         super::reviews::approve,
         super::reviews::reject,
         super::admin::list,
+        super::admin::stats,
         super::admin::retry,
         super::admin::skip,
         super::health::healthz,
@@ -38,9 +42,9 @@ use super::views::{DocumentView, ReviewHistory, ReviewPage, ReviewView, Transiti
         docs,
     ),
     components(schemas(
-        DocumentView, ReviewView, TransitionView, ReviewPage, ReviewHistory,
+        DocumentView, DocumentPage, ReviewView, TransitionView, ReviewPage, ReviewHistory,
         CreateDocument, UpdateDocument, ApproveBody, RejectBody, ErrorEnvelope, ErrorCode,
-        OutboxRowView, OutboxPage, super::health::Health, super::health::Readiness
+        OutboxRowView, OutboxPage, OutboxStatsView, super::health::Health, super::health::Readiness
     )),
     modifiers(&BearerAuth, &UpdateNeedsAField),
     tags(

@@ -36,17 +36,24 @@ enum Outcome {
     Replay(Reply),
 }
 
-/// Runs `work` in its own task, under the request's idempotency key if it has one.
+/// A POST's reply, and whether it is a replay of an earlier one under the same key.
+pub struct Replied {
+    pub reply: Reply,
+    pub replayed: bool,
+}
+
+/// Runs `work` in its own task, under the request's idempotency key if it has one, and
+/// returns its reply: the JSON API writes it with [`respond`], the console renders it.
 ///
 /// `work` gets the key's claim (None without a key) and must pass it to the use case: that
 /// records a success in the same COMMIT as the change, the only place a success is recorded.
-pub async fn run<W, Fut>(
+pub async fn run_reply<W, Fut>(
     req: &HttpRequest,
     state: &web::Data<AppState>,
     caller: &Caller,
     body: &[u8],
     work: W,
-) -> Result<HttpResponse, ApiError>
+) -> Result<Replied, ApiError>
 where
     W: FnOnce(Option<Claim>) -> Fut + Send + 'static,
     Fut: Future<Output = Result<Reply, ApiError>> + Send + 'static,
@@ -84,12 +91,19 @@ where
         .await
         .map_err(|e| ApiError::internal(anyhow::anyhow!("request task failed: {e}")))??;
     Ok(match outcome {
-        Outcome::Fresh(reply) => respond(reply, false),
-        Outcome::Replay(reply) => respond(reply, true),
+        Outcome::Fresh(reply) => Replied {
+            reply,
+            replayed: false,
+        },
+        Outcome::Replay(reply) => Replied {
+            reply,
+            replayed: true,
+        },
     })
 }
 
-fn respond(reply: Reply, replayed: bool) -> HttpResponse {
+/// The JSON response of a reply.
+pub fn respond(Replied { reply, replayed }: Replied) -> HttpResponse {
     let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
     let mut res = HttpResponse::build(status);
     if replayed {

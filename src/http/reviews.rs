@@ -28,11 +28,11 @@ pub struct RejectBody {
     reason: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 pub struct ListQuery {
-    status: Option<String>,
-    limit: Option<i64>,
-    cursor: Option<String>,
+    pub status: Option<String>,
+    pub limit: Option<i64>,
+    pub cursor: Option<String>,
 }
 
 #[utoipa::path(
@@ -66,17 +66,28 @@ pub async fn approve(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Reviewer)?;
     let bytes = read_body(&req, payload, state.json_limit).await?;
-    decide(&req, &state, caller, *path, bytes, |body| {
-        let input: ApproveBody = parse_json(body, true)?;
-        let comment = input
-            .comment
-            .as_deref()
-            .map(Comment::parse)
-            .transpose()
-            .map_err(|e| ApiError::validation(e.to_string()))?;
-        Ok(Decision::Approve(comment))
-    })
-    .await
+    let replied = decide(&req, &state, caller, *path, bytes, approval).await?;
+    Ok(post::respond(replied))
+}
+
+/// An approval's body: `{}`, `null`, nothing, or an optional comment.
+pub(super) fn approval(body: &[u8]) -> Result<Decision, ApiError> {
+    let input: ApproveBody = parse_json(body, true)?;
+    let comment = input
+        .comment
+        .as_deref()
+        .map(Comment::parse)
+        .transpose()
+        .map_err(|e| ApiError::validation(e.to_string()))?;
+    Ok(Decision::Approve(comment))
+}
+
+/// A rejection's body: a required reason.
+pub(super) fn rejection(body: &[u8]) -> Result<Decision, ApiError> {
+    let input: RejectBody = parse_json(body, false)?;
+    let reason =
+        RejectReason::parse(&input.reason).map_err(|e| ApiError::validation(e.to_string()))?;
+    Ok(Decision::Reject(reason))
 }
 
 #[utoipa::path(
@@ -110,28 +121,24 @@ pub async fn reject(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Reviewer)?;
     let bytes = read_body(&req, payload, state.json_limit).await?;
-    decide(&req, &state, caller, *path, bytes, |body| {
-        let input: RejectBody = parse_json(body, false)?;
-        let reason =
-            RejectReason::parse(&input.reason).map_err(|e| ApiError::validation(e.to_string()))?;
-        Ok(Decision::Reject(reason))
-    })
-    .await
+    let replied = decide(&req, &state, caller, *path, bytes, rejection).await?;
+    Ok(post::respond(replied))
 }
 
 /// Parses the decision (inside the idempotent work, so a bad body is replayed as such) and
-/// runs it.
-async fn decide(
+/// runs it. The JSON API and the console both decide here.
+pub(super) async fn decide(
     req: &HttpRequest,
     state: &web::Data<AppState>,
     caller: Caller,
     review_id: Uuid,
     bytes: Vec<u8>,
     parse: fn(&[u8]) -> Result<Decision, ApiError>,
-) -> Result<HttpResponse, ApiError> {
+) -> Result<post::Replied, ApiError> {
+    caller.require(Role::Reviewer)?;
     let (st, body) = (state.clone(), bytes.clone());
     let ctx = state.context(req, &caller.id);
-    post::run(req, state, &caller, &bytes, move |claim| async move {
+    post::run_reply(req, state, &caller, &bytes, move |claim| async move {
         let decision = parse(&body)?;
         let ctx = Context { claim, ..ctx };
         Ok(st
@@ -166,6 +173,16 @@ pub async fn list(
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(page(&state, &caller, &query).await?))
+}
+
+/// A page of reviews with their documents' titles; the JSON API and the console's queue
+/// both list here.
+pub(super) async fn page(
+    state: &AppState,
+    caller: &Caller,
+    query: &ListQuery,
+) -> Result<ReviewPage, ApiError> {
     caller.require(Role::Reviewer)?;
     let status = match query.status.as_deref() {
         None => ReviewStatus::Pending,
@@ -189,10 +206,16 @@ pub async fn list(
     } else {
         None
     };
-    Ok(HttpResponse::Ok().json(ReviewPage {
-        items: items.iter().map(ReviewView::from).collect(),
-        next_cursor,
-    }))
+    let ids: Vec<Uuid> = items.iter().map(|r| r.document_id).collect();
+    let mut titles = state.documents.titles(&ids).await?;
+    let items = items
+        .iter()
+        .map(|r| ReviewView {
+            document_title: titles.remove(&r.document_id),
+            ..ReviewView::from(r)
+        })
+        .collect();
+    Ok(ReviewPage { items, next_cursor })
 }
 
 /// A cursor names the last review of a page; the next page starts after it in the queue's

@@ -78,6 +78,9 @@ pub struct ReviewView {
     pub decided_at: Option<DateTime<Utc>>,
     pub comment: Option<String>,
     pub reason: Option<String>,
+    /// The document's title, in lists of reviews (`GET /api/v1/reviews`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub document_title: Option<String>,
 }
 
 impl From<&Review> for ReviewView {
@@ -93,6 +96,7 @@ impl From<&Review> for ReviewView {
             decided_at: r.decided_at,
             comment: r.comment.clone(),
             reason: r.reason.clone(),
+            document_title: None,
         }
     }
 }
@@ -109,6 +113,14 @@ pub struct TransitionView {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ReviewPage {
     pub items: Vec<ReviewView>,
+    pub next_cursor: Option<String>,
+}
+
+/// A page of the caller's documents, newest first, without bodies; pass `next_cursor` as
+/// `cursor` for the next one.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DocumentPage {
+    pub items: Vec<DocumentView>,
     pub next_cursor: Option<String>,
 }
 

@@ -2,12 +2,14 @@
 //! the current version, and the review history. Create and edit take no outer lock (create
 //! has no rows to contend for; an edit is guarded by its row lock alone).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use uuid::Uuid;
 
 use crate::domain::{
-    preview_of, Document, DocumentBody, DocumentTitle, Guard, Refusal, Review, UserId,
+    preview_of, Document, DocumentBody, DocumentStatus, DocumentTitle, Guard, Refusal, Review,
+    UserId,
 };
 use crate::outbox::Dispatcher;
 use crate::store::mongo::{MongoProjection, ReadError};
@@ -152,6 +154,26 @@ impl DocumentService {
                 })
             }
         }
+    }
+
+    /// `author`'s documents, newest first (without bodies), optionally in one status and
+    /// after (older than) the document `before`.
+    pub async fn by_author(
+        &self,
+        author: &UserId,
+        status: Option<DocumentStatus>,
+        before: Option<Uuid>,
+        limit: i64,
+    ) -> Result<Vec<Document>, Error> {
+        Ok(self
+            .store
+            .author_documents(author.as_str(), status, before, limit)
+            .await?)
+    }
+
+    /// The titles of the documents of `ids`, for lists of reviews.
+    pub async fn titles(&self, ids: &[Uuid]) -> Result<HashMap<Uuid, String>, Error> {
+        Ok(self.store.document_titles(ids).await?.into_iter().collect())
     }
 
     /// Every review of the document, oldest first.

@@ -22,7 +22,7 @@ pub use documents::{BodySource, DocumentRead, DocumentService};
 pub use error::Error;
 pub use hooks::Hooks;
 pub use idempotency::{Idempotency, IdempotencySettings, Reply};
-pub use outbox_admin::{AdminError, OutboxAdmin};
+pub use outbox_admin::{AdminError, OutboxAdmin, OutboxStats};
 pub use probes::{Check, Probes, Readiness};
 pub use stats::{ReviewStats, LATENCY_BUCKETS};
 pub use transitions::ReviewService;

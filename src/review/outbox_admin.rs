@@ -2,6 +2,8 @@
 //! not parked yet), put a parked row back in line, or skip it so that its document's later
 //! events go. Every action is audited with the admin's id, in the statement that makes it.
 
+use std::time::Duration;
+
 use crate::domain::UserId;
 use crate::store::{OutboxAction, OutboxFilter, OutboxRecord, PgStore, StoreError};
 
@@ -15,6 +17,16 @@ pub enum AdminError {
     NotParked(i64, &'static str),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// Delivery over every instance (see `OutboxAdmin::stats`).
+#[derive(Debug, Clone, Copy)]
+pub struct OutboxStats {
+    pub undelivered: i64,
+    pub oldest_undelivered_age: Duration,
+    pub parked: i64,
+    pub oldest_parked_age: Duration,
+    pub delivered_last_minute: i64,
 }
 
 pub struct OutboxAdmin {
@@ -34,6 +46,21 @@ impl OutboxAdmin {
         limit: i64,
     ) -> Result<Vec<OutboxRecord>, StoreError> {
         self.store.outbox_rows(filter, after, limit).await
+    }
+
+    /// What is waiting, what is parked, and what went out in the last minute.
+    pub async fn stats(&self) -> Result<OutboxStats, StoreError> {
+        let (undelivered, age) = self.store.backlog().await?;
+        let (parked, parked_age) = self.store.parked().await?;
+        let delivered = self.store.delivered_within(Duration::from_secs(60)).await?;
+        let secs = |s: f64| Duration::from_secs_f64(s.max(0.0));
+        Ok(OutboxStats {
+            undelivered,
+            oldest_undelivered_age: secs(age),
+            parked,
+            oldest_parked_age: secs(parked_age),
+            delivered_last_minute: delivered,
+        })
     }
 
     /// Retries or skips the parked row `id` for `admin`; returns the row as it is now.

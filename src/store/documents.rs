@@ -80,6 +80,42 @@ impl PgStore {
         .await
     }
 
+    /// `author`'s documents, newest first, in `status` when given, created before the
+    /// document `before` when given; without their bodies (`body` is empty).
+    pub async fn author_documents(
+        &self,
+        author: &str,
+        status: Option<DocumentStatus>,
+        before: Option<Uuid>,
+        limit: i64,
+    ) -> Result<Vec<Document>, StoreError> {
+        sqlx::query_as!(
+            Document,
+            r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
+                      author_id, current_review_id, fence_token, created_at, updated_at
+               FROM documents
+               WHERE author_id = $1 AND ($2::text IS NULL OR status = $2)
+                 AND id < COALESCE($3, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid)
+               ORDER BY id DESC LIMIT $4"#,
+            author,
+            status.map(|s| s.as_str()),
+            before,
+            limit
+        )
+        .fetch_all(&self.pool)
+        .bounded(self)
+        .await
+    }
+
+    /// The titles of the documents of `ids` (missing ones left out).
+    pub async fn document_titles(&self, ids: &[Uuid]) -> Result<Vec<(Uuid, String)>, StoreError> {
+        let rows = sqlx::query!("SELECT id, title FROM documents WHERE id = ANY($1)", ids)
+            .fetch_all(&self.pool)
+            .bounded(self)
+            .await?;
+        Ok(rows.into_iter().map(|r| (r.id, r.title)).collect())
+    }
+
     /// Edits title and/or body under the row lock, as the rules allow; uncommitted.
     #[tracing::instrument(level = "debug", skip_all, fields(document_id = %id))]
     pub async fn edit_document(
