@@ -18,7 +18,7 @@ use crate::review::{self, AdminError, Reply};
 use crate::store::StoreError;
 
 /// Stable error codes: programs branch on these, never on messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
     LockNotAcquired,

@@ -19,8 +19,8 @@ pub struct Health {
 /// The answer of `/readyz`.
 #[derive(Serialize, ToSchema)]
 pub struct Readiness {
-    status: ReadyState,
-    checks: Checks,
+    pub status: ReadyState,
+    pub checks: Checks,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -36,25 +36,25 @@ pub enum ReadyState {
 
 #[derive(Serialize, ToSchema)]
 pub struct Checks {
-    postgresql: DependencyCheck,
-    redis: BreakerCheck,
-    mongodb: BreakerCheck,
-    rabbitmq: DependencyCheck,
+    pub postgresql: DependencyCheck,
+    pub redis: BreakerCheck,
+    pub mongodb: BreakerCheck,
+    pub rabbitmq: DependencyCheck,
 }
 
 #[derive(Serialize, ToSchema)]
 pub struct DependencyCheck {
-    status: UpDown,
+    pub status: UpDown,
     /// Whether the service is unready without it.
-    required: bool,
+    pub required: bool,
 }
 
 /// A dependency the service skips behind a circuit breaker while it is down.
 #[derive(Serialize, ToSchema)]
 pub struct BreakerCheck {
-    status: UpDown,
-    required: bool,
-    circuit_breaker: Breaker,
+    pub status: UpDown,
+    pub required: bool,
+    pub circuit_breaker: Breaker,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -70,6 +70,35 @@ pub enum Breaker {
     Closed,
     Open,
     HalfOpen,
+}
+
+impl ReadyState {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ReadyState::Ready => "ready",
+            ReadyState::Degraded => "degraded",
+            ReadyState::NotReady => "not_ready",
+        }
+    }
+}
+
+impl UpDown {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            UpDown::Up => "up",
+            UpDown::Down => "down",
+        }
+    }
+}
+
+impl Breaker {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Breaker::Closed => "closed",
+            Breaker::Open => "open",
+            Breaker::HalfOpen => "half_open",
+        }
+    }
 }
 
 fn check(up: bool, required: bool) -> DependencyCheck {
@@ -109,6 +138,16 @@ pub async fn healthz() -> HttpResponse {
     )
 )]
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
+    let body = readiness(&state).await;
+    if matches!(body.status, ReadyState::NotReady) {
+        HttpResponse::ServiceUnavailable().json(body)
+    } else {
+        HttpResponse::Ok().json(body)
+    }
+}
+
+/// Every dependency's state now; `/readyz` and the console's operator page both ask here.
+pub async fn readiness(state: &AppState) -> Readiness {
     let r = state.probes.readiness().await;
     let optional_down = !(r.redis.up && r.mongodb.up && r.rabbitmq.up);
     let status = if !r.postgresql.up {
@@ -137,7 +176,7 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
             circuit_breaker: breaker(state),
         }
     };
-    let body = Readiness {
+    Readiness {
         status,
         checks: Checks {
             postgresql: check(r.postgresql.up, true),
@@ -145,11 +184,6 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
             mongodb: guarded(r.mongodb.up, r.mongo_breaker),
             rabbitmq: check(r.rabbitmq.up, false),
         },
-    };
-    if r.postgresql.up {
-        HttpResponse::Ok().json(body)
-    } else {
-        HttpResponse::ServiceUnavailable().json(body)
     }
 }
 

@@ -14,7 +14,7 @@ use tracing::Instrument;
 
 use super::request_id::{sane, CURRENT, HEADER};
 use super::state::AppState;
-use super::ROUTES;
+use super::{CONSOLE_PATHS, ROUTES};
 
 /// The method's metrics label: a standard method, or `other`.
 fn method_label(method: &Method) -> &'static str {
@@ -37,7 +37,12 @@ fn method_label(method: &Method) -> &'static str {
 /// or `other` for a path that matches none.
 fn route_label(pattern: Option<&str>) -> &'static str {
     pattern
-        .and_then(|p| ROUTES.iter().find(|(_, route)| *route == p))
+        .and_then(|p| {
+            ROUTES
+                .iter()
+                .chain(CONSOLE_PATHS)
+                .find(|(_, route)| *route == p)
+        })
         .map_or("other", |(_, route)| route)
 }
 

@@ -2,23 +2,25 @@
 //! roles and call the services of `review`; they hold no SQL, no locking and no rules.
 //! Nothing below this layer imports it.
 
-mod admin;
+pub(crate) mod admin;
 pub mod auth;
 mod body;
-mod documents;
+mod console;
+pub(crate) mod documents;
 pub mod error;
 mod fields;
-mod health;
+pub(crate) mod health;
 pub mod metrics;
 pub mod middleware;
 mod openapi;
-mod post;
+pub(crate) mod post;
 pub mod request_id;
-mod reviews;
+pub(crate) mod reviews;
 mod settings;
-mod state;
+pub(crate) mod state;
 pub mod views;
 
+pub use console::PATHS as CONSOLE_PATHS;
 pub use settings::{AuthSettings, ServerSettings};
 pub use state::AppState;
 
@@ -78,6 +80,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.app_data(web::PathConfig::default().error_handler(path_error))
         .app_data(web::QueryConfig::default().error_handler(query_error));
     register(cfg);
+    cfg.configure(console::configure);
     cfg.default_service(web::to(not_found));
 }
 

@@ -179,6 +179,10 @@ async fn postgres_down_gives_503_and_readyz_not_ready() {
         !v.to_string().contains("127.0.0.1"),
         "no connection details leak: {v}"
     );
+    assert_eq!(
+        v["message"], "PostgreSQL is unavailable; try again shortly",
+        "the 503 names the dependency"
+    );
     let r = app.client.get(app.url("/readyz")).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
     let v: Value = r.json().await.unwrap();

@@ -16,6 +16,7 @@ mod harness;
 mod idempotency;
 mod instances;
 mod leases;
+mod listing;
 mod lock_provider;
 mod migrations;
 mod mongo_reads;

@@ -67,7 +67,7 @@ async fn a_wrong_method_on_a_known_path_is_405_with_allow() {
     let app = spawn_app().await;
     let id = uuid::Uuid::new_v4();
     for (method, path, allow) in [
-        ("DELETE", "/api/v1/documents".to_string(), "POST"),
+        ("DELETE", "/api/v1/documents".to_string(), "POST, GET, HEAD"),
         ("PUT", "/healthz".to_string(), "GET, HEAD"),
         ("PATCH", format!("/api/v1/documents/{id}"), "GET, HEAD, PUT"),
         ("GET", format!("/api/v1/reviews/{id}/approve"), "POST"),

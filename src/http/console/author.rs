@@ -1,0 +1,153 @@
+//! The author's pages: my documents by status; create, edit, submit and resubmit.
+
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+use serde::Deserialize;
+use serde_json::json;
+use uuid::Uuid;
+
+use super::document;
+use super::render::{page, when, Shown};
+use super::reviewer::refused_replay;
+use crate::http::auth::Caller;
+use crate::http::documents::{self, MineQuery};
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
+
+/// A document as the list shows it.
+pub struct Row {
+    pub id: String,
+    pub title: String,
+    pub version: i64,
+    pub updated_at: String,
+}
+
+/// The documents of one status.
+pub struct Group {
+    pub status: &'static str,
+    pub label: &'static str,
+    pub rows: Vec<Row>,
+    /// More than the page shows.
+    pub more: bool,
+}
+
+#[derive(Template)]
+#[template(path = "console/mine.html")]
+struct Mine {
+    groups: Vec<Group>,
+    key_create: Uuid,
+}
+
+const GROUPS: [(&str, &str); 4] = [
+    ("DRAFT", "Drafts"),
+    ("REJECTED", "Rejected: edit and resubmit"),
+    ("PENDING_REVIEW", "Waiting for review"),
+    ("APPROVED", "Approved"),
+];
+
+/// GET `/console/f/mine`: the caller's documents, newest first, in one group per status.
+pub async fn mine(
+    caller: Result<Caller, ApiError>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Shown> {
+    let caller = caller?;
+    let mut groups = Vec::new();
+    for (status, label) in GROUPS {
+        let query = MineQuery {
+            status: Some(status.to_string()),
+            limit: Some(25),
+            cursor: None,
+        };
+        let found = documents::mine(&state, &caller, &query).await?;
+        let rows = found
+            .items
+            .into_iter()
+            .map(|d| Row {
+                id: d.id.to_string(),
+                title: d.title,
+                version: d.version,
+                updated_at: when(d.updated_at),
+            })
+            .collect();
+        let more = found.next_cursor.is_some();
+        groups.push(Group {
+            status,
+            label,
+            rows,
+            more,
+        });
+    }
+    page(&Mine {
+        groups,
+        key_create: Uuid::new_v4(),
+    })
+}
+
+#[derive(Deserialize)]
+pub struct DocumentForm {
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    body: String,
+}
+
+fn form(f: Result<web::Form<DocumentForm>, actix_web::Error>) -> Result<DocumentForm, Shown> {
+    f.map(web::Form::into_inner)
+        .map_err(|_| Shown::from(ApiError::validation("the form could not be read")).of_action())
+}
+
+/// POST `/console/f/documents`: the JSON API's create; then the new document's page.
+pub async fn create(
+    req: HttpRequest,
+    body: Result<web::Form<DocumentForm>, actix_web::Error>,
+    caller: Result<Caller, ApiError>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Shown> {
+    let action = |e: ApiError| Shown::from(e).of_action();
+    let (caller, f) = (caller.map_err(action)?, form(body)?);
+    let bytes = serde_json::to_vec(&json!({ "title": f.title, "body": f.body }))
+        .expect("a JSON value serializes");
+    let created = documents::creation(&req, &state, caller, bytes).await;
+    let reply = created.and_then(refused_replay).map_err(action)?;
+    let id = reply.body["id"].as_str().unwrap_or_default();
+    let to = HeaderValue::try_from(format!("/console/documents/{id}"))
+        .map_err(|e| action(ApiError::internal(anyhow::anyhow!("redirect: {e}"))))?;
+    Ok(HttpResponse::Created()
+        .insert_header((HeaderName::from_static("hx-redirect"), to))
+        .finish())
+}
+
+/// POST `/console/f/documents/{id}/edit`: the JSON API's edit (PUT), of both fields.
+pub async fn edit(
+    path: web::Path<String>,
+    body: Result<web::Form<DocumentForm>, actix_web::Error>,
+    caller: Result<Caller, ApiError>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Shown> {
+    let action = |e: ApiError| Shown::from(e).of_action();
+    let (caller, f) = (caller.map_err(action)?, form(body)?);
+    let id = super::parse_id(&path)?;
+    let bytes = serde_json::to_vec(&json!({ "title": f.title, "body": f.body }))
+        .expect("a JSON value serializes");
+    documents::edit(&state, &caller, id, &bytes)
+        .await
+        .map_err(action)?;
+    document::render(&state, &caller, id, Some("Saved.".into())).await
+}
+
+/// POST `/console/f/documents/{id}/submit`: the JSON API's submit.
+pub async fn submit(
+    req: HttpRequest,
+    path: web::Path<String>,
+    caller: Result<Caller, ApiError>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Shown> {
+    let action = |e: ApiError| Shown::from(e).of_action();
+    let caller = caller.map_err(action)?;
+    let id = super::parse_id(&path)?;
+    let submitted = documents::submission(&req, &state, caller.clone(), id, Vec::new()).await;
+    submitted.and_then(refused_replay).map_err(action)?;
+    let flash = "Submitted for review.".to_string();
+    document::render(&state, &caller, id, Some(flash)).await
+}

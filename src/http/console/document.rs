@@ -1,0 +1,114 @@
+//! The document fragment: the document with its preview and body, its review history, and
+//! the forms its reader may use (the author's edit and submit, a reviewer's decision).
+
+use actix_web::{web, HttpResponse};
+use askama::Template;
+use uuid::Uuid;
+
+use super::render::{page, when, Shown};
+use crate::domain::DocumentStatus;
+use crate::http::auth::{Caller, Role};
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
+use crate::review::DocumentRead;
+
+/// One review of the history, as shown.
+pub struct HistoryRow {
+    pub status: String,
+    pub submitted_by: String,
+    pub submitted_at: String,
+    pub decided_by: String,
+    pub decided_at: String,
+    pub note: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/document.html")]
+struct DocumentFragment {
+    flash: Option<String>,
+    id: Uuid,
+    title: String,
+    status: &'static str,
+    version: i64,
+    author: String,
+    updated_at: String,
+    preview: String,
+    body: String,
+    body_source: &'static str,
+    history: Vec<HistoryRow>,
+    /// The pending review a reviewer may decide (never the author's own).
+    decide: Option<Uuid>,
+    /// Why the reader, a reviewer, may not decide it.
+    own_document: bool,
+    /// The author may edit and submit (DRAFT) or resubmit (REJECTED).
+    editable: bool,
+    resubmit: bool,
+    /// Idempotency keys of this rendering's forms: a double click sends one key twice.
+    key_approve: Uuid,
+    key_reject: Uuid,
+    key_submit: Uuid,
+}
+
+/// GET `/console/f/documents/{id}`.
+pub async fn fragment(
+    path: web::Path<String>,
+    caller: Result<Caller, ApiError>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Shown> {
+    let caller = caller?;
+    let id = super::parse_id(&path)?;
+    render(&state, &caller, id, None).await
+}
+
+/// The document fragment of `id` as `caller` sees it, with `flash` (an action's outcome)
+/// above it.
+pub async fn render(
+    state: &AppState,
+    caller: &Caller,
+    id: Uuid,
+    flash: Option<String>,
+) -> Result<HttpResponse, Shown> {
+    let read = state.documents.get(id).await.map_err(ApiError::from)?;
+    let history = state.documents.history(id).await.map_err(ApiError::from)?;
+    let DocumentRead {
+        document: d,
+        preview,
+        source,
+    } = read;
+    let mine = d.author_id == caller.id.as_str();
+    let pending = d.status == DocumentStatus::PendingReview;
+    let reviewer = caller.has(Role::Reviewer);
+    let editable = mine
+        && caller.has(Role::Author)
+        && matches!(d.status, DocumentStatus::Draft | DocumentStatus::Rejected);
+    page(&DocumentFragment {
+        flash,
+        id: d.id,
+        title: d.title,
+        status: d.status.as_str(),
+        version: d.version,
+        author: d.author_id,
+        updated_at: when(d.updated_at),
+        preview,
+        body: d.body,
+        body_source: source.as_str(),
+        history: history
+            .iter()
+            .map(|r| HistoryRow {
+                status: r.status.as_str().to_string(),
+                submitted_by: r.submitted_by.clone(),
+                submitted_at: when(r.submitted_at),
+                decided_by: r.decided_by.clone().unwrap_or_default(),
+                decided_at: r.decided_at.map(when).unwrap_or_default(),
+                note: r.reason.clone().or(r.comment.clone()).unwrap_or_default(),
+            })
+            .collect(),
+        decide: d.current_review_id.filter(|_| pending && reviewer && !mine),
+        own_document: pending && reviewer && mine,
+        editable,
+        resubmit: d.status == DocumentStatus::Rejected,
+        key_approve: Uuid::new_v4(),
+        key_reject: Uuid::new_v4(),
+        key_submit: Uuid::new_v4(),
+    })
+}

@@ -1,0 +1,171 @@
+//! The operator's page (role `admin`): each dependency as `/readyz` sees it, with the
+//! circuit breakers; delivery (backlog, oldest undelivered event, events in the last
+//! minute); parked events with retry and skip. The page reloads it every few seconds.
+
+use actix_web::{web, HttpResponse};
+use askama::Template;
+
+use super::render::{page, waited, when, Shown};
+use crate::http::admin::{self, ListQuery, OutboxStatsView};
+use crate::http::auth::{Caller, Role};
+use crate::http::error::ApiError;
+use crate::http::health::{self, Readiness};
+use crate::http::state::AppState;
+use crate::store::OutboxAction;
+
+/// One dependency's line.
+pub struct Dependency {
+    pub name: &'static str,
+    pub status: &'static str,
+    pub required: bool,
+    /// The circuit breaker's state, for the dependencies behind one.
+    pub breaker: &'static str,
+}
+
+/// A parked event's line.
+pub struct Parked {
+    pub id: i64,
+    pub event_type: String,
+    pub document_id: String,
+    pub attempts: i32,
+    pub reason: String,
+    pub parked_for: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/operator.html")]
+struct Overview {
+    flash: Option<String>,
+    ready: &'static str,
+    dependencies: Vec<Dependency>,
+    stats: OutboxStatsView,
+    oldest_undelivered: String,
+    oldest_parked: String,
+    parked: Vec<Parked>,
+    more_parked: bool,
+    checked_at: String,
+}
+
+fn dependencies(r: &Readiness) -> Vec<Dependency> {
+    let c = &r.checks;
+    vec![
+        Dependency {
+            name: "PostgreSQL",
+            status: c.postgresql.status.as_str(),
+            required: c.postgresql.required,
+            breaker: "",
+        },
+        Dependency {
+            name: "Redis",
+            status: c.redis.status.as_str(),
+            required: c.redis.required,
+            breaker: c.redis.circuit_breaker.as_str(),
+        },
+        Dependency {
+            name: "MongoDB",
+            status: c.mongodb.status.as_str(),
+            required: c.mongodb.required,
+            breaker: c.mongodb.circuit_breaker.as_str(),
+        },
+        Dependency {
+            name: "RabbitMQ",
+            status: c.rabbitmq.status.as_str(),
+            required: c.rabbitmq.required,
+            breaker: "",
+        },
+    ]
+}
+
+fn seconds(s: f64) -> String {
+    let now = chrono::Utc::now();
+    waited(
+        now - chrono::Duration::milliseconds((s * 1000.0) as i64),
+        now,
+    )
+}
+
+/// GET `/console/f/operator`.
+pub async fn overview(
+    caller: Result<Caller, ApiError>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Shown> {
+    render(&state, &caller?, None).await
+}
+
+async fn render(
+    state: &AppState,
+    caller: &Caller,
+    flash: Option<String>,
+) -> Result<HttpResponse, Shown> {
+    caller.require(Role::Admin)?;
+    let ready = health::readiness(state).await;
+    let stats = admin::figures(state, caller).await?;
+    let query = ListQuery {
+        state: Some("parked".into()),
+        limit: Some(50),
+        cursor: None,
+    };
+    let found = admin::page(state, caller, &query).await?;
+    let parked = found
+        .items
+        .into_iter()
+        .map(|r| Parked {
+            id: r.id,
+            event_type: r.event_type,
+            document_id: r.document_id.to_string(),
+            attempts: r.attempts,
+            reason: r.parked_reason.or(r.last_error).unwrap_or_default(),
+            parked_for: r
+                .parked_at
+                .map(|t| seconds((chrono::Utc::now() - t).num_milliseconds() as f64 / 1000.0))
+                .unwrap_or_default(),
+        })
+        .collect();
+    page(&Overview {
+        flash,
+        ready: ready.status.as_str(),
+        dependencies: dependencies(&ready),
+        oldest_undelivered: seconds(stats.oldest_undelivered_age_seconds),
+        oldest_parked: seconds(stats.oldest_parked_age_seconds),
+        stats,
+        parked,
+        more_parked: found.next_cursor.is_some(),
+        checked_at: when(chrono::Utc::now()),
+    })
+}
+
+/// POST `/console/f/outbox/{id}/retry`: the JSON API's retry.
+pub async fn retry(
+    path: web::Path<String>,
+    caller: Result<Caller, ApiError>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Shown> {
+    act(&path, caller, &state, OutboxAction::Retry).await
+}
+
+/// POST `/console/f/outbox/{id}/skip`: the JSON API's skip.
+pub async fn skip(
+    path: web::Path<String>,
+    caller: Result<Caller, ApiError>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Shown> {
+    act(&path, caller, &state, OutboxAction::Skip).await
+}
+
+async fn act(
+    id: &str,
+    caller: Result<Caller, ApiError>,
+    state: &AppState,
+    action: OutboxAction,
+) -> Result<HttpResponse, Shown> {
+    let of_action = |e: ApiError| Shown::from(e).of_action();
+    let caller = caller.map_err(of_action)?;
+    let row = admin::act(id, caller.clone(), state, action)
+        .await
+        .map_err(of_action)?;
+    let flash = match action {
+        OutboxAction::Retry => format!("Event {} is back in line.", row.id),
+        OutboxAction::Skip => format!("Event {} was skipped: it will never be published.", row.id),
+    };
+    render(state, &caller, Some(flash)).await
+}

@@ -1,0 +1,172 @@
+//! The reviewer's pages: the queue of pending reviews, oldest first, and the decisions.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+use chrono::Utc;
+use serde::Deserialize;
+use serde_json::json;
+use uuid::Uuid;
+
+use super::document;
+use super::render::{page, waited, when, Shown};
+use crate::http::auth::Caller;
+use crate::http::error::{ApiError, ErrorCode};
+use crate::http::post::Replied;
+use crate::http::reviews::{self, ListQuery};
+use crate::http::state::AppState;
+use crate::review::Reply;
+
+/// A pending review as the queue shows it.
+pub struct QueueRow {
+    pub document_id: Uuid,
+    pub title: String,
+    pub submitted_by: String,
+    pub submitted_at: String,
+    pub waited: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/queue.html")]
+struct Queue {
+    rows: Vec<QueueRow>,
+    next_cursor: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub struct QueueQuery {
+    cursor: Option<String>,
+}
+
+/// GET `/console/f/queue`: pending reviews in the order they were submitted.
+pub async fn queue(
+    query: web::Query<QueueQuery>,
+    caller: Result<Caller, ApiError>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Shown> {
+    let caller = caller?;
+    let list = ListQuery {
+        status: None,
+        limit: Some(50),
+        cursor: query.into_inner().cursor,
+    };
+    let found = reviews::page(&state, &caller, &list).await?;
+    let now = Utc::now();
+    let rows = found
+        .items
+        .into_iter()
+        .map(|r| QueueRow {
+            document_id: r.document_id,
+            title: r.document_title.unwrap_or_default(),
+            submitted_by: r.submitted_by,
+            submitted_at: when(r.submitted_at),
+            waited: waited(r.submitted_at, now),
+        })
+        .collect();
+    page(&Queue {
+        rows,
+        next_cursor: found.next_cursor,
+    })
+}
+
+#[derive(Deserialize)]
+pub struct ApproveForm {
+    #[serde(default)]
+    comment: String,
+}
+
+#[derive(Deserialize)]
+pub struct RejectForm {
+    #[serde(default)]
+    reason: String,
+}
+
+type Form<T> = Result<web::Form<T>, actix_web::Error>;
+
+fn form<T>(f: Form<T>) -> Result<T, Shown> {
+    f.map(web::Form::into_inner)
+        .map_err(|_| Shown::from(ApiError::validation("the form could not be read")).of_action())
+}
+
+/// POST `/console/f/documents/{id}/reviews/{review}/approve`: the JSON API's approve.
+pub async fn approve(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    body: Form<ApproveForm>,
+    caller: Result<Caller, ApiError>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Shown> {
+    let comment = form(body)?.comment;
+    let json = match comment.is_empty() {
+        true => json!({}),
+        false => json!({ "comment": comment }),
+    };
+    let verb = "Approved";
+    decide(req, &path, (json, verb), reviews::approval, caller, state).await
+}
+
+/// POST `/console/f/documents/{id}/reviews/{review}/reject`: the JSON API's reject. The
+/// page refuses an empty reason before sending; the rules refuse it here too.
+pub async fn reject(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    body: Form<RejectForm>,
+    caller: Result<Caller, ApiError>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Shown> {
+    let reason = form(body)?.reason;
+    let json = json!({ "reason": reason });
+    let verb = "Rejected";
+    decide(req, &path, (json, verb), reviews::rejection, caller, state).await
+}
+
+async fn decide(
+    req: HttpRequest,
+    (doc, review): &(String, String),
+    (json, verb): (serde_json::Value, &str),
+    parse: fn(&[u8]) -> Result<crate::domain::Decision, ApiError>,
+    caller: Result<Caller, ApiError>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Shown> {
+    let caller = caller.map_err(|e| Shown::from(e).of_action())?;
+    let (doc, review) = (super::parse_id(doc)?, super::parse_id(review)?);
+    let bytes = serde_json::to_vec(&json).expect("a JSON value serializes");
+    let decided = reviews::decide(&req, &state, caller.clone(), review, bytes, parse).await;
+    match decided.and_then(refused_replay) {
+        Ok(reply) => {
+            let status = reply.body["document"]["status"].as_str().unwrap_or("");
+            let flash = format!("{verb}: the document is now {status}.");
+            document::render(&state, &caller, doc, Some(flash)).await
+        }
+        Err(e) => Err(explain(&state, doc, review, e).await),
+    }
+}
+
+/// A replayed reply that was a refusal, as the error it was.
+pub fn refused_replay(r: Replied) -> Result<Reply, ApiError> {
+    if r.reply.status < 400 {
+        return Ok(r.reply);
+    }
+    let body = &r.reply.body;
+    let code =
+        serde_json::from_value::<ErrorCode>(body["code"].clone()).unwrap_or(ErrorCode::Internal);
+    let status = actix_web::http::StatusCode::from_u16(r.reply.status)
+        .unwrap_or(actix_web::http::StatusCode::CONFLICT);
+    let message = body["message"].as_str().unwrap_or("refused").to_string();
+    Err(ApiError::new(status, code, message))
+}
+
+/// The refusal of a decision, with who decided the review when that is why.
+async fn explain(state: &AppState, doc: Uuid, review: Uuid, e: ApiError) -> Shown {
+    let mut shown = Shown::from(e).of_action();
+    if shown.error.code != ErrorCode::InvalidState {
+        return shown;
+    }
+    let history = state.documents.history(doc).await.unwrap_or_default();
+    if let Some(r) = history.iter().find(|r| r.id == review) {
+        if let Some(by) = &r.decided_by {
+            let status = r.status.as_str().to_lowercase();
+            shown.message = Some(format!("Already decided by {by} ({status})."));
+        }
+    }
+    shown
+}
