@@ -14,7 +14,7 @@ use tracing::Instrument;
 
 use super::request_id::{sane, CURRENT, HEADER};
 use super::state::AppState;
-use super::ROUTES;
+use super::{PAGE_PATHS, ROUTES};
 
 /// The method's metrics label: a standard method, or `other`.
 fn method_label(method: &Method) -> &'static str {
@@ -33,12 +33,18 @@ fn method_label(method: &Method) -> &'static str {
         .map_or("other", Method::as_str)
 }
 
-/// The route's metrics label: the pattern of a served route (`/api/v1/documents/{id}`),
-/// or `other` for a path that matches none.
+/// The route's metrics label: the pattern of a served route (`/api/v1/documents/{id}`) or
+/// page (`/assets/{dir}/{file}`), or `other` for a path that matches none.
 fn route_label(pattern: Option<&str>) -> &'static str {
-    pattern
-        .and_then(|p| ROUTES.iter().find(|(_, route)| *route == p))
-        .map_or("other", |(_, route)| route)
+    let pattern = match pattern {
+        Some(p) => p,
+        None => return "other",
+    };
+    let routes = ROUTES.iter().map(|(_, route)| route);
+    routes
+        .chain(PAGE_PATHS)
+        .find(|route| **route == pattern)
+        .map_or("other", |route| route)
 }
 
 pub async fn middleware(
@@ -96,6 +102,10 @@ mod tests {
         assert_eq!(
             route_label(Some("/api/v1/documents/{id}")),
             "/api/v1/documents/{id}"
+        );
+        assert_eq!(
+            route_label(Some("/assets/{dir}/{file}")),
+            "/assets/{dir}/{file}"
         );
         assert_eq!(route_label(Some("/api/v1/{anything}")), "other");
         assert_eq!(route_label(None), "other");
