@@ -10,10 +10,10 @@ WITH_ENV := eval "$$(scripts/services.sh env)" &&
 DEV_ENV := APP__ENVIRONMENT=$${APP__ENVIRONMENT:-development}
 TEST_THREADS ?= 8
 
-.PHONY: help services services-down services-status run test test-topologies fuzz lint fmt migrate build token bench sqlx-prepare
+.PHONY: help services services-down services-status run test test-topologies test-ui fuzz lint fmt migrate build token bench sqlx-prepare
 
 help:
-	@echo "make run | test | test-topologies | fuzz | bench | lint | fmt | sqlx-prepare | services | services-down | migrate | build | token SUB=.. ROLES=.."
+	@echo "make run | test | test-topologies | test-ui | fuzz | bench | lint | fmt | sqlx-prepare | services | services-down | migrate | build | token SUB=.. ROLES=.."
 
 services:
 	scripts/services.sh up
@@ -36,19 +36,27 @@ migrate: services
 # Unit tests (lib), the integration suite, then the volume tests (a 20,000-row backlog, a
 # 100,000-document database) on their own, so that their load does not skew the timing of
 # the others, then the Redis topology tests (a Redis Cluster and a Sentinel set-up, which
-# they start with scripts/services.sh and whose nodes they kill). Examples and the binary
-# hold no tests.
+# they start with scripts/services.sh and whose nodes they kill), then the page tests in a
+# headless Chromium (test-ui). Examples and the binary hold no tests.
 VOLUME_TESTS := backlog:: plans::
 TOPOLOGY_TESTS := cluster:: sentinel::
+UI_TESTS := ui_
 test: services
 	cargo build --example consumer
-	$(WITH_ENV) cargo test --lib --test api -- --test-threads=$(TEST_THREADS) $(addprefix --skip ,$(VOLUME_TESTS) $(TOPOLOGY_TESTS))
+	$(WITH_ENV) cargo test --lib --test api -- --test-threads=$(TEST_THREADS) $(addprefix --skip ,$(VOLUME_TESTS) $(TOPOLOGY_TESTS) $(UI_TESTS))
 	$(WITH_ENV) cargo test --test api -- --test-threads=1 $(VOLUME_TESTS)
 	$(MAKE) --no-print-directory test-topologies
+	$(MAKE) --no-print-directory test-ui
 
 # The Redis topology tests alone; they print how long each failover took.
 test-topologies: services
 	$(WITH_ENV) cargo test --test api -- --test-threads=1 --nocapture $(TOPOLOGY_TESTS)
+
+# The page tests (modules ui_*) in headless Chromium over chromedriver; scripts/browser.sh
+# installs Debian's chromium and chromium-driver when missing. Screenshots: target/ui/*.png
+test-ui: services
+	scripts/browser.sh
+	$(WITH_ENV) cargo test --test api -- --test-threads=2 $(UI_TESTS)
 
 # Schema-driven fuzzing: schemathesis (pinned, in a virtualenv under /var/tmp/kh-review-tools)
 # against the running service's /openapi.json, as author, reviewer and admin: no 5xx, and

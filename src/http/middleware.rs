@@ -14,7 +14,7 @@ use tracing::Instrument;
 
 use super::request_id::{sane, CURRENT, HEADER};
 use super::state::AppState;
-use super::{CONSOLE_PATHS, ROUTES};
+use super::{CONSOLE_PATHS, PAGE_PATHS, ROUTES};
 
 /// The method's metrics label: a standard method, or `other`.
 fn method_label(method: &Method) -> &'static str {
@@ -33,17 +33,18 @@ fn method_label(method: &Method) -> &'static str {
         .map_or("other", Method::as_str)
 }
 
-/// The route's metrics label: the pattern of a served route (`/api/v1/documents/{id}`),
-/// or `other` for a path that matches none.
+/// The route's metrics label: the pattern of a served route (`/api/v1/documents/{id}`) or
+/// page (`/assets/{dir}/{file}`, `/console/queue`), or `other` for a path that matches none.
 fn route_label(pattern: Option<&str>) -> &'static str {
-    pattern
-        .and_then(|p| {
-            ROUTES
-                .iter()
-                .chain(CONSOLE_PATHS)
-                .find(|(_, route)| *route == p)
-        })
-        .map_or("other", |(_, route)| route)
+    let pattern = match pattern {
+        Some(p) => p,
+        None => return "other",
+    };
+    let routes = ROUTES.iter().chain(CONSOLE_PATHS).map(|(_, route)| route);
+    routes
+        .chain(PAGE_PATHS)
+        .find(|route| **route == pattern)
+        .map_or("other", |route| route)
 }
 
 pub async fn middleware(
@@ -101,6 +102,10 @@ mod tests {
         assert_eq!(
             route_label(Some("/api/v1/documents/{id}")),
             "/api/v1/documents/{id}"
+        );
+        assert_eq!(
+            route_label(Some("/assets/{dir}/{file}")),
+            "/assets/{dir}/{file}"
         );
         assert_eq!(route_label(Some("/api/v1/{anything}")), "other");
         assert_eq!(route_label(None), "other");

@@ -3,9 +3,11 @@
 //! Nothing below this layer imports it.
 
 pub(crate) mod admin;
+mod assets;
 pub mod auth;
 mod body;
 mod console;
+pub mod csp;
 pub(crate) mod documents;
 pub mod error;
 mod fields;
@@ -27,7 +29,7 @@ pub use state::AppState;
 use actix_web::error::{PathError, QueryPayloadError};
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse, ResponseError, Route};
+use actix_web::{web, Handler, HttpRequest, HttpResponse, Resource, ResponseError, Route};
 
 use error::{ApiError, ErrorCode};
 
@@ -75,11 +77,16 @@ routes! {
     post "/api/v1/admin/outbox/{id}/skip" => admin::skip,
 }
 
-/// Registers every route and the extractors' error handlers.
+/// The paths of the pages and files served beside the JSON API, GET and HEAD only. Not in
+/// [`ROUTES`] nor in the OpenAPI description; the metrics label them as they do routes.
+pub const PAGE_PATHS: &[&str] = &["/assets/{dir}/{file}"];
+
+/// Registers every route, page and file, and the extractors' error handlers.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.app_data(web::PathConfig::default().error_handler(path_error))
         .app_data(web::QueryConfig::default().error_handler(query_error));
     register(cfg);
+    assets::configure(cfg);
     cfg.configure(console::configure);
     cfg.default_service(web::to(not_found));
 }
@@ -102,9 +109,30 @@ fn register(cfg: &mut web::ServiceConfig) {
     }
 }
 
-/// The methods served on `path` (a pattern of [`ROUTES`]; HEAD wherever GET is), as an
-/// `Allow` header value.
+/// A page or file at `path` (one of [`PAGE_PATHS`]): GET and HEAD answered by `handler`,
+/// any other method 405 with `Allow`, as on the API's routes.
+fn page<F, Args>(path: &'static str, handler: F) -> Resource
+where
+    F: Handler<Args>,
+    Args: actix_web::FromRequest + 'static,
+    F::Output: actix_web::Responder + 'static,
+{
+    assert!(
+        PAGE_PATHS.contains(&path),
+        "{path} is missing from PAGE_PATHS"
+    );
+    web::resource(path)
+        .route(web::get().to(handler.clone()))
+        .route(web::head().to(handler))
+        .default_service(web::to(move || method_not_allowed(path)))
+}
+
+/// The methods served on `path` (a pattern of [`ROUTES`], HEAD wherever GET is, or of
+/// [`PAGE_PATHS`]), as an `Allow` header value.
 pub fn allowed_methods(path: &str) -> String {
+    if PAGE_PATHS.contains(&path) {
+        return "GET, HEAD".to_string();
+    }
     let mut methods = Vec::new();
     for (m, _) in ROUTES.iter().filter(|(_, p)| *p == path) {
         methods.push(m.to_ascii_uppercase());

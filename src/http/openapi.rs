@@ -7,6 +7,7 @@ use utoipa::openapi::{RefOr, Schema};
 use utoipa::{Modify, OpenApi};
 
 use super::admin::{OutboxPage, OutboxRowView, OutboxStatsView};
+use super::csp::html_page;
 use super::documents::{CreateDocument, UpdateDocument};
 use super::error::{ErrorCode, ErrorEnvelope};
 use super::reviews::{ApproveBody, RejectBody};
@@ -104,30 +105,34 @@ pub async fn openapi_json() -> HttpResponse {
     HttpResponse::Ok().json(ApiDoc::openapi())
 }
 
-/// Browsable API docs (RapiDoc, loaded by the browser).
+/// Browsable API docs: RapiDoc, vendored and served by the service itself (`/assets/...`),
+/// so the page works on a closed network, under the pages' Content-Security-Policy.
 #[utoipa::path(
     get,
     path = "/docs",
     tag = "operations",
     summary = "Browsable API documentation",
+    description = "An HTML page (RapiDoc) rendering /openapi.json. Everything it loads comes \
+                   from this service (the script from /assets/); its Content-Security-Policy \
+                   allows no other origin.",
     responses((status = 200, description = "HTML page", content_type = "text/html"))
 )]
 pub async fn docs() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("text/html; charset=utf-8")
-        .body(DOCS_PAGE)
+    html_page(DOCS_PAGE)
 }
 
+/// No inline script: the CSP would refuse it.
 const DOCS_PAGE: &str = r#"<!doctype html>
-<html>
+<html lang="en">
 <head>
   <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
   <title>kh-review API</title>
-  <script type="module" src="https://unpkg.com/rapidoc@9.3.4/dist/rapidoc-min.js"></script>
+  <script type="module" src="/assets/rapidoc-9.3.8/rapidoc-min.js"></script>
 </head>
 <body>
   <rapi-doc spec-url="/openapi.json" render-style="read" show-header="false"
-            allow-authentication="true" theme="light"></rapi-doc>
+            allow-authentication="true" theme="light" load-fonts="false"></rapi-doc>
   <noscript>The API description is at <a href="/openapi.json">/openapi.json</a>.</noscript>
 </body>
 </html>

@@ -31,3 +31,4 @@ mod routing;
 mod sentinel;
 mod startup;
 mod support;
+mod ui_docs;

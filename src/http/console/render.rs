@@ -9,18 +9,14 @@ use actix_web::{HttpResponse, ResponseError};
 use askama::Template;
 use chrono::{DateTime, Utc};
 
+use crate::http::csp::CONSOLE_CONTENT_SECURITY_POLICY;
 use crate::http::error::{ApiError, ErrorCode};
-
-/// Only the service's own origin, for scripts, styles, requests and everything else.
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
-     style-src 'self'; img-src 'self'; font-src 'self'; connect-src 'self'; \
-     object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'";
 
 /// An HTML answer: never cached (fragments carry what the token may see), never framed.
 pub fn html(status: StatusCode, body: String) -> HttpResponse {
     HttpResponse::build(status)
         .content_type("text/html; charset=utf-8")
-        .insert_header((header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY))
+        .insert_header((header::CONTENT_SECURITY_POLICY, CONSOLE_CONTENT_SECURITY_POLICY))
         .insert_header((header::CACHE_CONTROL, "no-store"))
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
         .insert_header((header::REFERRER_POLICY, "no-referrer"))

@@ -1,9 +1,11 @@
 //! Everything the integration tests share: the app they drive (`app`), what they read back
-//! from the real stores (`inspect`), the faults they inject (`proxy`, `own_redis`), and the
-//! service's replies as typed structs (`views`).
+//! from the real stores (`inspect`), the faults they inject (`proxy`, `own_redis`), the
+//! service's replies as typed structs (`views`), and a real browser (`browser`).
 
 pub mod app;
 pub mod binary;
+pub mod browser;
+mod chromium;
 pub mod inspect;
 pub mod own_redis;
 pub mod proxy;
@@ -14,6 +16,7 @@ pub mod views;
 
 pub use app::*;
 pub use binary::{listening, run_binary, serve_binary};
+pub use browser::{Browser, Window};
 pub use inspect::*;
 pub use own_redis::OwnRedis;
 pub use proxy::{blackhole, dead_port, Proxy};
