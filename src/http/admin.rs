@@ -77,7 +77,8 @@ pub struct OutboxStatsView {
     pub parked: i64,
     /// How long the oldest parked row has been parked, in seconds (0 when none).
     pub oldest_parked_age_seconds: f64,
-    /// Events delivered (published, not skipped) in the last 60 seconds.
+    /// Outbox rows delivered in the last 60 seconds: projected to MongoDB, and published to
+    /// RabbitMQ where the event is published; skipped rows are not counted.
     pub delivered_last_minute: i64,
 }
 

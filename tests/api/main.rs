@@ -31,4 +31,6 @@ mod routing;
 mod sentinel;
 mod startup;
 mod support;
+mod ui_console;
 mod ui_docs;
+mod ui_operator;

@@ -16,7 +16,10 @@ use crate::http::error::{ApiError, ErrorCode};
 pub fn html(status: StatusCode, body: String) -> HttpResponse {
     HttpResponse::build(status)
         .content_type("text/html; charset=utf-8")
-        .insert_header((header::CONTENT_SECURITY_POLICY, CONSOLE_CONTENT_SECURITY_POLICY))
+        .insert_header((
+            header::CONTENT_SECURITY_POLICY,
+            CONSOLE_CONTENT_SECURITY_POLICY,
+        ))
         .insert_header((header::CACHE_CONTROL, "no-store"))
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
         .insert_header((header::REFERRER_POLICY, "no-referrer"))
