@@ -9,6 +9,7 @@ mod bounds;
 mod brokers;
 mod cluster;
 mod concurrency;
+mod console;
 mod consumer;
 mod degraded;
 mod documents;

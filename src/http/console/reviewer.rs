@@ -95,6 +95,7 @@ pub async fn approve(
     caller: Result<Caller, ApiError>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
+    let caller = caller.map_err(|e| Shown::from(e).of_action())?;
     let comment = form(body)?.comment;
     let json = match comment.is_empty() {
         true => json!({}),
@@ -113,6 +114,7 @@ pub async fn reject(
     caller: Result<Caller, ApiError>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
+    let caller = caller.map_err(|e| Shown::from(e).of_action())?;
     let reason = form(body)?.reason;
     let json = json!({ "reason": reason });
     let verb = "Rejected";
@@ -124,10 +126,9 @@ async fn decide(
     (doc, review): &(String, String),
     (json, verb): (serde_json::Value, &str),
     parse: fn(&[u8]) -> Result<crate::domain::Decision, ApiError>,
-    caller: Result<Caller, ApiError>,
+    caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
-    let caller = caller.map_err(|e| Shown::from(e).of_action())?;
     let (doc, review) = (super::parse_id(doc)?, super::parse_id(review)?);
     let bytes = serde_json::to_vec(&json).expect("a JSON value serializes");
     let decided = reviews::decide(&req, &state, caller.clone(), review, bytes, parse).await;

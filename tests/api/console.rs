@@ -1,0 +1,159 @@
+//! The console over plain HTTP: its pages and files, their headers, the answers without or
+//! with the wrong token, and the 405 and 404 of the API's routes.
+
+use kh_review::http::auth::Role;
+use kh_review::http::csp::CONSOLE_CONTENT_SECURITY_POLICY;
+use kh_review::http::CONSOLE_PATHS;
+use reqwest::{Method, StatusCode};
+
+use crate::support::*;
+
+async fn send(app: &TestApp, method: Method, path: &str, token: Option<&str>) -> reqwest::Response {
+    let mut r = app.client.request(method, app.url(path));
+    if let Some(t) = token {
+        r = r.bearer_auth(t);
+    }
+    r.send().await.expect("request sent")
+}
+
+fn concrete(path: &str) -> String {
+    let id = uuid::Uuid::new_v4().to_string();
+    path.replace("{id}", &id)
+        .replace("{review}", &id)
+        .replace("{file}", "console.js")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_are_html_under_the_console_policy_and_fragments_need_a_token() {
+    let app = spawn_app().await;
+    for (method, path) in CONSOLE_PATHS {
+        let url = concrete(path);
+        let m: Method = method.to_uppercase().parse().unwrap();
+        let r = send(&app, m.clone(), &url, None).await;
+        let fragment = path.starts_with("/console/f/");
+        let want = if fragment {
+            StatusCode::UNAUTHORIZED
+        } else {
+            StatusCode::OK
+        };
+        assert_eq!(r.status(), want, "{method} {path}");
+        let h = r.headers().clone();
+        if *path == "/console/static/{file}" {
+            assert_eq!(h["content-type"], "text/javascript; charset=utf-8");
+            continue;
+        }
+        assert_eq!(h["content-type"], "text/html; charset=utf-8", "{path}");
+        assert_eq!(
+            h["content-security-policy"], CONSOLE_CONTENT_SECURITY_POLICY,
+            "{path}"
+        );
+        assert_eq!(h["cache-control"], "no-store", "{path}");
+        assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
+        let body = r.text().await.unwrap();
+        assert!(!body.contains("<script>"), "no inline script: {path}");
+        if fragment {
+            assert!(
+                body.contains("data-code=\"UNAUTHORIZED\""),
+                "{path}: {body}"
+            );
+            // An action's refusal goes above its form; a fragment's takes its place.
+            let retarget = h
+                .get("hx-retarget")
+                .map(|v| v.to_str().unwrap().to_string());
+            let action = *method == "post";
+            assert_eq!(retarget.is_some(), action, "{method} {path}");
+        }
+        // The other method of the path is 405 with Allow.
+        let other = if *method == "get" {
+            Method::DELETE
+        } else {
+            Method::GET
+        };
+        let r = send(&app, other, &url, None).await;
+        assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED, "{path}");
+        let allow = if *method == "get" {
+            "GET, HEAD"
+        } else {
+            "POST"
+        };
+        assert_eq!(r.headers()["allow"], allow, "{path}");
+    }
+    // HEAD answers where GET does, without a body.
+    let r = send(&app, Method::HEAD, "/console/queue", None).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(r.bytes().await.unwrap().is_empty());
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roles_ids_and_files_are_refused_as_the_api_refuses_them() {
+    let app = spawn_app().await;
+    let author = app.author();
+    let r = send(&app, Method::GET, "/console/f/operator", Some(&author)).await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert!(r
+        .text()
+        .await
+        .unwrap()
+        .contains("this action needs the admin role"));
+    let r = send(&app, Method::GET, "/console/f/queue", Some(&author)).await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let reviewer = app.reviewer();
+    let r = send(&app, Method::GET, "/console/f/mine", Some(&reviewer)).await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    for bad in ["not-a-uuid", &uuid::Uuid::new_v4().to_string()] {
+        let r = send(
+            &app,
+            Method::GET,
+            &format!("/console/f/documents/{bad}"),
+            Some(&reviewer),
+        )
+        .await;
+        assert_eq!(r.status(), StatusCode::NOT_FOUND, "{bad}");
+        assert!(r.text().await.unwrap().contains("data-code=\"NOT_FOUND\""));
+    }
+    let r = send(&app, Method::GET, "/console/static/secrets.txt", None).await;
+    expect_error(r, StatusCode::NOT_FOUND, "NOT_FOUND").await;
+    let r = send(&app, Method::GET, "/console/static/console.css", None).await;
+    assert_eq!(r.headers()["content-type"], "text/css; charset=utf-8");
+    // An approve on a document of one's own is refused by the rules, as in the API.
+    let both = app.token(AUTHOR, &[Role::Author, Role::Reviewer]);
+    let (doc, review) = app.pending_review().await;
+    let r = app
+        .client
+        .post(app.url(&format!(
+            "/console/f/documents/{doc}/reviews/{review}/approve"
+        )))
+        .bearer_auth(&both)
+        .form(&[("comment", "")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert!(r.text().await.unwrap().contains("SELF_REVIEW_FORBIDDEN"));
+    // The console's routes have their own metric labels.
+    let line =
+        "http_requests_total{method=\"GET\",route=\"/console/f/documents/{id}\",status=\"404\"}";
+    assert_eq!(app.metric(line).await, Some(2.0));
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_is_down_is_named() {
+    let port = dead_port();
+    let app = spawn_app_with(AppOptions {
+        database_url: Some(format!("postgres://kh:kh@127.0.0.1:{port}/nowhere")),
+        ..Default::default()
+    })
+    .await;
+    let r = send(&app, Method::GET, "/console/f/queue", Some(&app.reviewer())).await;
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(r.headers().contains_key("retry-after"));
+    let body = r.text().await.unwrap();
+    assert!(
+        body.contains("PostgreSQL is unavailable; try again shortly (503)"),
+        "{body}"
+    );
+    assert!(!body.contains("127.0.0.1"), "no address leaks: {body}");
+    app.stop().await;
+}
