@@ -233,8 +233,7 @@ impl Browser {
     }
 }
 
-/// For the console's tests, which follow (issue 12); nothing uses them yet.
-#[allow(dead_code)]
+/// Acting on the page.
 impl Browser {
     /// The fantoccini client, for anything the helpers here do not do.
     pub fn client(&self) -> &Client {
