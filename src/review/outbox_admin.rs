@@ -52,7 +52,7 @@ impl OutboxAdmin {
     pub async fn stats(&self) -> Result<OutboxStats, StoreError> {
         let (undelivered, age) = self.store.backlog().await?;
         let (parked, parked_age) = self.store.parked().await?;
-        let delivered = self.store.delivered_within(Duration::from_secs(60)).await?;
+        let delivered = self.store.delivered_last_minute().await?;
         let secs = |s: f64| Duration::from_secs_f64(s.max(0.0));
         Ok(OutboxStats {
             undelivered,

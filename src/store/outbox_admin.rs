@@ -3,8 +3,6 @@
 //! parked rows' count for the metrics. Parked rows hold no claim, so an action never races
 //! a delivery: it only touches a row that is still parked when it runs.
 
-use std::time::Duration;
-
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
@@ -185,12 +183,11 @@ impl PgStore {
         Ok((row.rows, row.age.unwrap_or(0.0)))
     }
 
-    /// Events delivered (published, not skipped) within the last `window`.
-    pub async fn delivered_within(&self, window: Duration) -> Result<i64, StoreError> {
+    /// Rows delivered (not skipped) within the last minute.
+    pub async fn delivered_last_minute(&self) -> Result<i64, StoreError> {
         let row = sqlx::query!(
             r#"SELECT count(*) AS "rows!" FROM outbox
-               WHERE done_at > now() - make_interval(secs => $1) AND skipped_at IS NULL"#,
-            window.as_secs_f64()
+               WHERE done_at > now() - interval '1 minute' AND skipped_at IS NULL"#
         )
         .fetch_one(&self.pool)
         .bounded(self)

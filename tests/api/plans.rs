@@ -9,7 +9,8 @@ use crate::support::*;
 
 const DOCUMENTS: i64 = 100_000;
 
-/// `n` approved documents with their approved review, audit row, delivered outbox row and
+/// `n` approved documents with their approved review, audit row, delivered outbox row (one
+/// a second, back from now) and
 /// replayable idempotency key; plus a few hundred pending reviews and undelivered rows.
 async fn fill(pg: &PgPool, n: i64) {
     let statements = [
@@ -30,7 +31,8 @@ async fn fill(pg: &PgPool, n: i64) {
         "INSERT INTO outbox (event_id, document_id, document_version, event_type, routing_key, payload, \
                              projected_at, published_at, done_at) \
          SELECT gen_random_uuid(), d, 3, 'document.approved', 'document.approved', '{}', \
-                now(), now(), CASE WHEN g % 200 = 0 THEN NULL ELSE now() END FROM ids",
+                now(), now(), CASE WHEN g % 200 = 0 THEN NULL ELSE now() - g * interval '1 second' END \
+         FROM ids",
         "INSERT INTO idempotency_keys (owner_id, key, fingerprint, state, locked_until, expires_at, \
                                        claim, response_status, response_body) \
          SELECT 'author-' || (g % 50), 'key-' || g, 'f', 'DONE', now(), now() + interval '1 day', \

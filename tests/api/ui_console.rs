@@ -84,102 +84,8 @@ async fn events_of(app: &TestApp, doc: &str, n: usize) -> Vec<String> {
 async fn an_author_submits_and_a_reviewer_approves_from_the_queue() {
     let app = spawn_app().await;
     for window in [Window::DESKTOP, Window::PHONE] {
-        let w = window.width;
-        let author = signed_in(&app, &app.author(), window).await;
-        author.screenshot(&format!("console-home-{w}")).await;
-        author.goto("/console/mine").await;
-        author.wait_for("#create-form").await;
-        fits_and_is_labelled(&author, "my documents").await;
-        author
-            .fill("#new-doc-title", &format!("Onboarding guide {w}"))
-            .await;
-        author
-            .fill("#new-doc-body", "Day one: accounts.\nDay two: the wiki.")
-            .await;
-        author.screenshot(&format!("console-mine-{w}")).await;
-        author.click("#create").await;
-        author.wait_for("#submit").await; // the new draft's page
-        let doc = author
-            .eval("return location.pathname.split('/').pop();")
-            .await;
-        let doc = doc.as_str().unwrap().to_string();
-        assert_eq!(text(&author, "#doc-status").await, "DRAFT");
-        author.click("#submit").await;
-        author.wait_for("#flash").await;
-        assert_eq!(text(&author, "#doc-status").await, "PENDING_REVIEW");
-        assert!(
-            author
-                .eval("return !document.querySelector('#edit-form');")
-                .await
-                == json!(true)
-        );
-        author.screenshot(&format!("console-submitted-{w}")).await;
-        author.close().await;
-
-        let reviewer = signed_in(&app, &app.reviewer(), window).await;
-        reviewer.goto("/console/queue").await;
-        let row = format!("tr[data-document='{doc}']");
-        reviewer.wait_for(&row).await;
-        fits_and_is_labelled(&reviewer, "queue").await;
-        let waited = text(&reviewer, &format!("{row} .waited")).await;
-        assert!(
-            waited.as_str().unwrap().ends_with(" s"),
-            "waiting time shown: {waited}"
-        );
-        reviewer.screenshot(&format!("console-queue-{w}")).await;
-        reviewer.click(&format!("{row} a")).await;
-        reviewer.wait_for("#approve").await;
-        fits_and_is_labelled(&reviewer, "document").await;
-        assert!(text(&reviewer, "#body")
-            .await
-            .as_str()
-            .unwrap()
-            .contains("Day two"));
-        assert!(text(&reviewer, "#preview")
-            .await
-            .as_str()
-            .unwrap()
-            .starts_with("Day one"));
-        reviewer.screenshot(&format!("console-document-{w}")).await;
-        // By keyboard: type the comment, Tab to Approve, Enter.
-        let comment = reviewer.wait_for("#comment").await;
-        comment
-            .send_keys("Clear and complete.\u{E004}")
-            .await
-            .unwrap();
-        let focused = reviewer.eval("return document.activeElement.id;").await;
-        assert_eq!(focused, "approve", "Tab leads from the comment to Approve");
-        reviewer
-            .client()
-            .active_element()
-            .await
-            .unwrap()
-            .send_keys("\u{E007}")
-            .await
-            .unwrap();
-        reviewer.wait_for("#flash").await;
-        assert_eq!(
-            text(&reviewer, "#flash").await,
-            "Approved: the document is now APPROVED."
-        );
-        assert_eq!(text(&reviewer, "#doc-status").await, "APPROVED");
-        reviewer.screenshot(&format!("console-approved-{w}")).await;
-        reviewer.goto("/console/queue").await;
-        reviewer
-            .wait_until(
-                "the queue to load",
-                "return document.querySelector('#queue, #queue-empty');",
-            )
-            .await;
-        let still = reviewer
-            .eval_with(
-                "return !!document.querySelector(arguments[0]);",
-                vec![json!(row)],
-            )
-            .await;
-        assert_eq!(still, false, "the approved document left the queue");
-        reviewer.close().await;
-
+        let doc = author_writes_and_submits(&app, window).await;
+        reviewer_approves_from_the_queue(&app, window, &doc).await;
         let events = events_of(&app, &doc, 2).await;
         assert_eq!(
             events,
@@ -196,6 +102,112 @@ async fn an_author_submits_and_a_reviewer_approves_from_the_queue() {
         assert_eq!(comment, "Clear and complete.");
     }
     app.finish().await;
+}
+
+/// An author creates a draft on "my documents" and submits it; its id.
+async fn author_writes_and_submits(app: &TestApp, window: Window) -> String {
+    let w = window.width;
+    let author = signed_in(app, &app.author(), window).await;
+    author.screenshot(&format!("console-home-{w}")).await;
+    author.goto("/console/mine").await;
+    author.wait_for("#create-form").await;
+    fits_and_is_labelled(&author, "my documents").await;
+    author
+        .fill("#new-doc-title", &format!("Onboarding guide {w}"))
+        .await;
+    author
+        .fill("#new-doc-body", "Day one: accounts.\nDay two: the wiki.")
+        .await;
+    author.screenshot(&format!("console-mine-{w}")).await;
+    author.click("#create").await;
+    author.wait_for("#submit").await; // the new draft's page
+    let doc = author
+        .eval("return location.pathname.split('/').pop();")
+        .await;
+    let doc = doc.as_str().unwrap().to_string();
+    assert_eq!(text(&author, "#doc-status").await, "DRAFT");
+    author.click("#submit").await;
+    author.wait_for("#flash").await;
+    assert_eq!(text(&author, "#doc-status").await, "PENDING_REVIEW");
+    assert!(
+        author
+            .eval("return !document.querySelector('#edit-form');")
+            .await
+            == json!(true)
+    );
+    author.screenshot(&format!("console-submitted-{w}")).await;
+    author.close().await;
+
+    doc
+}
+
+/// A reviewer opens the document from the queue and approves it by keyboard; it leaves
+/// the queue.
+async fn reviewer_approves_from_the_queue(app: &TestApp, window: Window, doc: &str) {
+    let w = window.width;
+    let reviewer = signed_in(app, &app.reviewer(), window).await;
+    reviewer.goto("/console/queue").await;
+    let row = format!("tr[data-document='{doc}']");
+    reviewer.wait_for(&row).await;
+    fits_and_is_labelled(&reviewer, "queue").await;
+    let waited = text(&reviewer, &format!("{row} .waited")).await;
+    assert!(
+        waited.as_str().unwrap().ends_with(" s"),
+        "waiting time shown: {waited}"
+    );
+    reviewer.screenshot(&format!("console-queue-{w}")).await;
+    reviewer.click(&format!("{row} a")).await;
+    reviewer.wait_for("#approve").await;
+    fits_and_is_labelled(&reviewer, "document").await;
+    assert!(text(&reviewer, "#body")
+        .await
+        .as_str()
+        .unwrap()
+        .contains("Day two"));
+    assert!(text(&reviewer, "#preview")
+        .await
+        .as_str()
+        .unwrap()
+        .starts_with("Day one"));
+    reviewer.screenshot(&format!("console-document-{w}")).await;
+    // By keyboard: type the comment, Tab to Approve, Enter.
+    let comment = reviewer.wait_for("#comment").await;
+    comment
+        .send_keys("Clear and complete.\u{E004}")
+        .await
+        .unwrap();
+    let focused = reviewer.eval("return document.activeElement.id;").await;
+    assert_eq!(focused, "approve", "Tab leads from the comment to Approve");
+    reviewer
+        .client()
+        .active_element()
+        .await
+        .unwrap()
+        .send_keys("\u{E007}")
+        .await
+        .unwrap();
+    reviewer.wait_for("#flash").await;
+    assert_eq!(
+        text(&reviewer, "#flash").await,
+        "Approved: the document is now APPROVED."
+    );
+    assert_eq!(text(&reviewer, "#doc-status").await, "APPROVED");
+    reviewer.screenshot(&format!("console-approved-{w}")).await;
+    reviewer.goto("/console/queue").await;
+    reviewer
+        .wait_until(
+            "the queue to load",
+            "return document.querySelector('#queue, #queue-empty');",
+        )
+        .await;
+    let still = reviewer
+        .eval_with(
+            "return !!document.querySelector(arguments[0]);",
+            vec![json!(row)],
+        )
+        .await;
+    assert_eq!(still, false, "the approved document left the queue");
+    reviewer.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
