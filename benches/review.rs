@@ -31,6 +31,7 @@ async fn main() -> anyhow::Result<()> {
         Ok("drain") => return drain_row(&mut report, &env).await.map(|_| ()),
         Ok("cost") => return cost_row(&mut report, &env).await.map(|_| ()),
         Ok("lock") => return lock_rows(&mut report, &env).await.map(|_| ()),
+        Ok("console") => return console_rows(&mut report, &env).await.map(|_| ()),
         _ => {}
     }
 
@@ -62,6 +63,10 @@ async fn main() -> anyhow::Result<()> {
     ));
     drop(up);
 
+    let console = console_rows(&mut report, &env).await?;
+    report.note(format!(
+        "console pages: the slowest p50 is {console:.2}x that of the JSON calls it wraps (goal: within 2x)"
+    ));
     let drain = drain_row(&mut report, &env).await?;
     let grown = data_size_row(&mut report, &env, approve.p50_c1).await?;
 

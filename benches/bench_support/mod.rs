@@ -1,6 +1,7 @@
 //! The benchmark's environment: its own database, queue and service processes.
 
 mod approve;
+mod console;
 mod cost;
 mod data;
 mod direct;
@@ -19,6 +20,7 @@ mod service;
 mod sustained;
 
 pub use approve::{approve_each, approve_load};
+pub use console::console_rows;
 pub use cost::CostSample;
 pub use drain::outbox_drain;
 pub use drive::{drive, drive_for, interleaved, rounds, Measure, Rec, ROUNDS};
