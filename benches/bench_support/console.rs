@@ -123,7 +123,7 @@ pub async fn console_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result
         );
         let ratio = c.p50_ms / j.p50_ms;
         report.row(
-            &format!("console {what}: GET {page}"),
+            &format!("console {what}: GET {shown}"),
             1,
             &c,
             Some(("p50 vs its JSON calls", ratio)),

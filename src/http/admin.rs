@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use super::auth::{Caller, Role};
 use super::error::{ApiError, ErrorEnvelope};
+use super::paging;
 use super::request_id;
 use super::state::AppState;
 use crate::store::{OutboxAction, OutboxFilter, OutboxRecord};
@@ -121,10 +122,7 @@ pub(super) async fn page(
         Some("retrying") => OutboxFilter::Retrying,
         Some(_) => return Err(ApiError::validation("state must be parked or retrying")),
     };
-    let limit = query.limit.unwrap_or(20);
-    if !(1..=100).contains(&limit) {
-        return Err(ApiError::validation("limit must be between 1 and 100"));
-    }
+    let limit = paging::limit(query.limit)?;
     let after = match query.cursor.as_deref() {
         None => None,
         Some(c) => Some(
@@ -135,12 +133,7 @@ pub(super) async fn page(
         ),
     };
     let mut rows = state.outbox_admin.list(filter, after, limit + 1).await?;
-    let next_cursor = if rows.len() as i64 > limit {
-        rows.truncate(limit as usize);
-        rows.last().map(|r| r.id.to_string())
-    } else {
-        None
-    };
+    let next_cursor = paging::cut(&mut rows, limit, |r| r.id.to_string());
     Ok(OutboxPage {
         items: rows.iter().map(OutboxRowView::from).collect(),
         next_cursor,

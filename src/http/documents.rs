@@ -8,6 +8,7 @@ use super::auth::{Caller, Role};
 use super::body::{parse_json, read_body};
 use super::error::{ApiError, ErrorEnvelope};
 use super::fields;
+use super::paging;
 use super::post;
 use super::request_id;
 use super::state::AppState;
@@ -139,10 +140,7 @@ pub(super) async fn mine(
             ApiError::validation("status must be one of DRAFT, PENDING_REVIEW, APPROVED, REJECTED")
         })?),
     };
-    let limit = query.limit.unwrap_or(20);
-    if !(1..=100).contains(&limit) {
-        return Err(ApiError::validation("limit must be between 1 and 100"));
-    }
+    let limit = paging::limit(query.limit)?;
     let before = match query.cursor.as_deref() {
         None => None,
         Some(c) => Some(
@@ -156,12 +154,7 @@ pub(super) async fn mine(
         .documents
         .by_author(&caller.id, status, before, limit + 1)
         .await?;
-    let next_cursor = if docs.len() as i64 > limit {
-        docs.truncate(limit as usize);
-        docs.last().map(|d| d.id.simple().to_string())
-    } else {
-        None
-    };
+    let next_cursor = paging::cut(&mut docs, limit, |d| d.id.simple().to_string());
     Ok(DocumentPage {
         items: docs.iter().map(DocumentView::from).collect(),
         next_cursor,

@@ -15,6 +15,7 @@ pub(crate) mod health;
 pub mod metrics;
 pub mod middleware;
 mod openapi;
+mod paging;
 pub(crate) mod post;
 pub mod request_id;
 pub(crate) mod reviews;

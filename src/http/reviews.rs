@@ -8,6 +8,7 @@ use super::auth::{Caller, Role};
 use super::body::{parse_json, read_body};
 use super::error::{ApiError, ErrorEnvelope};
 use super::fields;
+use super::paging;
 use super::post;
 use super::state::AppState;
 use super::views::{self, ReviewPage, ReviewView, TransitionView};
@@ -190,22 +191,14 @@ pub(super) async fn page(
             ApiError::validation("status must be one of PENDING, APPROVED, REJECTED")
         })?,
     };
-    let limit = query.limit.unwrap_or(20);
-    if !(1..=100).contains(&limit) {
-        return Err(ApiError::validation("limit must be between 1 and 100"));
-    }
+    let limit = paging::limit(query.limit)?;
     let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
     let mut items = state
         .reviews
         .list(status, after, limit + 1)
         .await?
         .ok_or_else(bad_cursor)?;
-    let next_cursor = if items.len() as i64 > limit {
-        items.truncate(limit as usize);
-        items.last().map(|r| encode_cursor(r.id))
-    } else {
-        None
-    };
+    let next_cursor = paging::cut(&mut items, limit, |r| encode_cursor(r.id));
     let ids: Vec<Uuid> = items.iter().map(|r| r.document_id).collect();
     let mut titles = state.documents.titles(&ids).await?;
     let items = items

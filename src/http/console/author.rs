@@ -92,6 +92,14 @@ pub struct DocumentForm {
     body: String,
 }
 
+impl DocumentForm {
+    /// The JSON body the API's create and edit take.
+    fn json(&self) -> Vec<u8> {
+        serde_json::to_vec(&json!({ "title": self.title, "body": self.body }))
+            .expect("a JSON value serializes")
+    }
+}
+
 fn form(f: Result<web::Form<DocumentForm>, actix_web::Error>) -> Result<DocumentForm, Shown> {
     f.map(web::Form::into_inner)
         .map_err(|_| Shown::from(ApiError::validation("the form could not be read")).of_action())
@@ -106,8 +114,7 @@ pub async fn create(
 ) -> Result<HttpResponse, Shown> {
     let action = |e: ApiError| Shown::from(e).of_action();
     let (caller, f) = (caller.map_err(action)?, form(body)?);
-    let bytes = serde_json::to_vec(&json!({ "title": f.title, "body": f.body }))
-        .expect("a JSON value serializes");
+    let bytes = f.json();
     let created = documents::creation(&req, &state, caller, bytes).await;
     let reply = created.and_then(refused_replay).map_err(action)?;
     let id = reply.body["id"].as_str().unwrap_or_default();
@@ -128,8 +135,7 @@ pub async fn edit(
     let action = |e: ApiError| Shown::from(e).of_action();
     let (caller, f) = (caller.map_err(action)?, form(body)?);
     let id = super::parse_id(&path)?;
-    let bytes = serde_json::to_vec(&json!({ "title": f.title, "body": f.body }))
-        .expect("a JSON value serializes");
+    let bytes = f.json();
     documents::edit(&state, &caller, id, &bytes)
         .await
         .map_err(action)?;

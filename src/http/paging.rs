@@ -1,0 +1,23 @@
+//! Pages of lists: the size a query may ask for, and where the next page starts.
+
+use super::error::ApiError;
+
+/// The page size a query asks for: 1 to 100, 20 when it does not say.
+pub fn limit(asked: Option<i64>) -> Result<i64, ApiError> {
+    let limit = asked.unwrap_or(20);
+    if !(1..=100).contains(&limit) {
+        return Err(ApiError::validation("limit must be between 1 and 100"));
+    }
+    Ok(limit)
+}
+
+/// Cuts the `limit + 1` rows a list fetched down to `limit`, and returns the cursor of the
+/// last row kept when more follow.
+pub fn cut<T>(rows: &mut Vec<T>, limit: i64, cursor: impl Fn(&T) -> String) -> Option<String> {
+    if rows.len() as i64 > limit {
+        rows.truncate(limit as usize);
+        rows.last().map(cursor)
+    } else {
+        None
+    }
+}
