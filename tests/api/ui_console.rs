@@ -5,80 +5,9 @@
 use std::time::Duration;
 
 use kh_review::http::auth::Role;
-use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::support::*;
-
-/// A browser signed in with `token` through a `/console#token=` link, at `window`.
-pub(crate) async fn signed_in(app: &TestApp, token: &str, window: Window) -> Browser {
-    let b = Browser::open_with(&app.address, window).await;
-    b.goto(&format!("/console#token={token}")).await;
-    b.wait_for("#me").await;
-    let url = b.eval("return location.href;").await;
-    assert!(
-        !url.as_str().unwrap().contains("token="),
-        "the token leaves the address bar at once: {url}"
-    );
-    b
-}
-
-/// The text of the first element matching `css`, or null.
-pub(crate) async fn text(b: &Browser, css: &str) -> Value {
-    b.eval_with(
-        "const e = document.querySelector(arguments[0]); return e ? e.innerText.trim() : null;",
-        vec![json!(css)],
-    )
-    .await
-}
-
-/// Fails when the page is wider than the window (something overflows sideways) or a form
-/// control has no label.
-pub(crate) async fn fits_and_is_labelled(b: &Browser, page: &str) {
-    let v = b
-        .eval(
-            "return { wide: document.documentElement.scrollWidth > window.innerWidth + 1,
-                      width: document.documentElement.scrollWidth, window: window.innerWidth,
-                      unlabelled: [...document.querySelectorAll('input, textarea, select')]
-                          .filter(e => e.labels.length === 0).map(e => e.id || e.name),
-                      unnamed: [...document.querySelectorAll('button, a')]
-                          .filter(e => !(e.innerText.trim() || e.getAttribute('aria-label')))
-                          .map(e => e.outerHTML) };",
-        )
-        .await;
-    assert_eq!(v["wide"], false, "{page} overflows the window: {v}");
-    assert_eq!(
-        v["unlabelled"],
-        json!([]),
-        "{page}: controls without a label: {v}"
-    );
-    assert_eq!(
-        v["unnamed"],
-        json!([]),
-        "{page}: buttons or links without a name: {v}"
-    );
-}
-
-/// The events of `doc` that reached the test's queue by `deadline`, once `n` have.
-async fn events_of(app: &TestApp, doc: &str, n: usize) -> Vec<String> {
-    let got = std::cell::RefCell::new(Vec::new());
-    wait_for(
-        &format!("{n} events of {doc}"),
-        Duration::from_secs(15),
-        || async {
-            let more = app.take_events().await;
-            let mut got = got.borrow_mut();
-            got.extend(
-                more.into_iter()
-                    .filter(|(e, _)| e["document_id"] == doc)
-                    .map(|(e, _)| e["event_type"].as_str().unwrap().to_string()),
-            );
-            (got.len() >= n).then_some(())
-        },
-    )
-    .await;
-    got.into_inner()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_author_submits_and_a_reviewer_approves_from_the_queue() {
@@ -346,9 +275,58 @@ async fn a_reject_without_a_reason_is_refused_by_the_page_and_by_the_server() {
     b.wait_for("#flash").await;
     assert_eq!(text(&b, "#doc-status").await, "REJECTED");
     b.close().await;
-    let r = app
-        .get(&format!("/api/v1/documents/{doc}/reviews"), &app.author())
-        .await;
-    assert_eq!(r.status(), StatusCode::OK);
+    author_edits_and_resubmits(&app, &doc).await;
     app.finish().await;
+}
+
+/// The author of a rejected document edits it on its page and resubmits it: a second
+/// pending review, the first still in the history with its reason.
+async fn author_edits_and_resubmits(app: &TestApp, doc: &str) {
+    let b = signed_in(app, &app.author(), Window::PHONE).await;
+    b.goto(&format!("/console/documents/{doc}")).await;
+    b.wait_for("#edit-form").await;
+    assert_eq!(text(&b, "#submit").await, "Resubmit for review");
+    fits_and_is_labelled(&b, "rejected document").await;
+    b.screenshot("console-rejected-390").await;
+    b.fill("#edit-doc-title", "Quarterly report, with a summary")
+        .await;
+    b.click("#save").await;
+    b.wait_until(
+        "the edit to be saved",
+        "return document.querySelector('#flash')?.innerText === 'Saved.';",
+    )
+    .await;
+    assert_eq!(
+        text(&b, "#doc-title").await,
+        "Quarterly report, with a summary"
+    );
+    b.click("#submit").await;
+    b.wait_until(
+        "the resubmission",
+        "return document.querySelector('#doc-status')?.innerText === 'PENDING_REVIEW';",
+    )
+    .await;
+    let history = b
+        .eval("return [...document.querySelectorAll('#history tbody tr')].map(r => r.innerText);")
+        .await;
+    let rows: Vec<&str> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(
+        rows[0].starts_with("REJECTED") && rows[0].contains("Needs a summary."),
+        "{rows:?}"
+    );
+    assert!(rows[1].starts_with("PENDING"), "{rows:?}");
+    b.screenshot("console-resubmitted-390").await;
+    b.close().await;
+    let r = app
+        .get(&format!("/api/v1/documents/{doc}"), &app.author())
+        .await;
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["status"], "PENDING_REVIEW");
+    assert_eq!(v["title"], "Quarterly report, with a summary");
 }

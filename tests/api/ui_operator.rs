@@ -8,7 +8,6 @@ use kh_review::http::auth::Role;
 
 use crate::parked::{parked_submission, with_max_attempts, ADMIN};
 use crate::support::*;
-use crate::ui_console::{fits_and_is_labelled, signed_in, text};
 
 /// Waits until the page shows `dependency` in `status` with its breaker `breaker` (the page
 /// reloads itself every 5 s).
