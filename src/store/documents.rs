@@ -81,7 +81,8 @@ impl PgStore {
     }
 
     /// `author`'s documents, newest first, in `status` when given, created before the
-    /// document `before` when given; without their bodies (`body` is empty).
+    /// document `before` when given; without their bodies (`body` is empty). Each form has
+    /// its index: `documents_by_author` and `documents_by_author_status`.
     pub async fn author_documents(
         &self,
         author: &str,
@@ -89,22 +90,36 @@ impl PgStore {
         before: Option<Uuid>,
         limit: i64,
     ) -> Result<Vec<Document>, StoreError> {
-        sqlx::query_as!(
-            Document,
-            r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
-                      author_id, current_review_id, fence_token, created_at, updated_at
-               FROM documents
-               WHERE author_id = $1 AND ($2::text IS NULL OR status = $2)
-                 AND id < COALESCE($3, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid)
-               ORDER BY id DESC LIMIT $4"#,
-            author,
-            status.map(|s| s.as_str()),
-            before,
-            limit
-        )
-        .fetch_all(&self.pool)
-        .bounded(self)
-        .await
+        let before = before.unwrap_or(Uuid::max());
+        match status {
+            None => sqlx::query_as!(
+                Document,
+                r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
+                          author_id, current_review_id, fence_token, created_at, updated_at
+                   FROM documents WHERE author_id = $1 AND id < $2
+                   ORDER BY id DESC LIMIT $3"#,
+                author,
+                before,
+                limit
+            )
+            .fetch_all(&self.pool)
+            .bounded(self)
+            .await,
+            Some(status) => sqlx::query_as!(
+                Document,
+                r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
+                          author_id, current_review_id, fence_token, created_at, updated_at
+                   FROM documents WHERE author_id = $1 AND status = $2 AND id < $3
+                   ORDER BY id DESC LIMIT $4"#,
+                author,
+                status as DocumentStatus,
+                before,
+                limit
+            )
+            .fetch_all(&self.pool)
+            .bounded(self)
+            .await,
+        }
     }
 
     /// The titles of the documents of `ids` (missing ones left out).
