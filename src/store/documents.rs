@@ -92,33 +92,37 @@ impl PgStore {
     ) -> Result<Vec<Document>, StoreError> {
         let before = before.unwrap_or(Uuid::max());
         match status {
-            None => sqlx::query_as!(
-                Document,
-                r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
+            None => {
+                sqlx::query_as!(
+                    Document,
+                    r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
                           author_id, current_review_id, fence_token, created_at, updated_at
                    FROM documents WHERE author_id = $1 AND id < $2
                    ORDER BY id DESC LIMIT $3"#,
-                author,
-                before,
-                limit
-            )
-            .fetch_all(&self.pool)
-            .bounded(self)
-            .await,
-            Some(status) => sqlx::query_as!(
-                Document,
-                r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
+                    author,
+                    before,
+                    limit
+                )
+                .fetch_all(&self.pool)
+                .bounded(self)
+                .await
+            }
+            Some(status) => {
+                sqlx::query_as!(
+                    Document,
+                    r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
                           author_id, current_review_id, fence_token, created_at, updated_at
                    FROM documents WHERE author_id = $1 AND status = $2 AND id < $3
                    ORDER BY id DESC LIMIT $4"#,
-                author,
-                status as DocumentStatus,
-                before,
-                limit
-            )
-            .fetch_all(&self.pool)
-            .bounded(self)
-            .await,
+                    author,
+                    status as DocumentStatus,
+                    before,
+                    limit
+                )
+                .fetch_all(&self.pool)
+                .bounded(self)
+                .await
+            }
         }
     }
 
