@@ -106,6 +106,7 @@ async fn render(
         cursor: None,
     };
     let found = admin::page(state, caller, &query).await?;
+    let now = chrono::Utc::now();
     let parked = found
         .items
         .into_iter()
@@ -115,10 +116,7 @@ async fn render(
             document_id: r.document_id.to_string(),
             attempts: r.attempts,
             reason: r.parked_reason.or(r.last_error).unwrap_or_default(),
-            parked_for: r
-                .parked_at
-                .map(|t| seconds((chrono::Utc::now() - t).num_milliseconds() as f64 / 1000.0))
-                .unwrap_or_default(),
+            parked_for: r.parked_at.map(|t| waited(t, now)).unwrap_or_default(),
         })
         .collect();
     page(&Overview {
@@ -130,7 +128,7 @@ async fn render(
         stats,
         parked,
         more_parked: found.next_cursor.is_some(),
-        checked_at: when(chrono::Utc::now()),
+        checked_at: when(now),
     })
 }
 
