@@ -9,7 +9,7 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::auth::Caller;
-use super::error::ApiError;
+use super::error::{ApiError, ErrorCode};
 use super::request_id;
 use super::state::AppState;
 use crate::review::idempotency::{fingerprint, Begin, IdempotencyKey, Settle};
@@ -40,6 +40,22 @@ enum Outcome {
 pub struct Replied {
     pub reply: Reply,
     pub replayed: bool,
+}
+
+impl Replied {
+    /// The reply of a success; a replayed refusal (recorded under the key) as the error it
+    /// was, for a front end that shows errors its own way.
+    pub fn succeeded(self) -> Result<Reply, ApiError> {
+        if self.reply.status < 400 {
+            return Ok(self.reply);
+        }
+        let body = &self.reply.body;
+        let code = serde_json::from_value::<ErrorCode>(body["code"].clone())
+            .unwrap_or(ErrorCode::Internal);
+        let status = StatusCode::from_u16(self.reply.status).unwrap_or(StatusCode::CONFLICT);
+        let message = body["message"].as_str().unwrap_or("refused").to_string();
+        Err(ApiError::new(status, code, message))
+    }
 }
 
 /// Runs `work` in its own task, under the request's idempotency key if it has one, and

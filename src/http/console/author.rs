@@ -8,11 +8,11 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::document;
-use super::render::{page, when, Shown};
-use super::reviewer::refused_replay;
+use super::render::{form, page, when, Form, Shown};
 use crate::http::auth::Caller;
 use crate::http::documents::{self, MineQuery};
 use crate::http::error::ApiError;
+use crate::http::post::Replied;
 use crate::http::state::AppState;
 
 /// A document as the list shows it.
@@ -100,26 +100,22 @@ impl DocumentForm {
     }
 }
 
-fn form(f: Result<web::Form<DocumentForm>, actix_web::Error>) -> Result<DocumentForm, Shown> {
-    f.map(web::Form::into_inner)
-        .map_err(|_| Shown::from(ApiError::validation("the form could not be read")).of_action())
-}
-
 /// POST `/console/f/documents`: the JSON API's create; then the new document's page.
 pub async fn create(
     req: HttpRequest,
-    body: Result<web::Form<DocumentForm>, actix_web::Error>,
+    body: Form<DocumentForm>,
     caller: Result<Caller, ApiError>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
-    let action = |e: ApiError| Shown::from(e).of_action();
-    let (caller, f) = (caller.map_err(action)?, form(body)?);
+    let (caller, f) = (caller.map_err(Shown::action)?, form(body)?);
     let bytes = f.json();
     let created = documents::creation(&req, &state, caller, bytes).await;
-    let reply = created.and_then(refused_replay).map_err(action)?;
+    let reply = created
+        .and_then(Replied::succeeded)
+        .map_err(Shown::action)?;
     let id = reply.body["id"].as_str().unwrap_or_default();
     let to = HeaderValue::try_from(format!("/console/documents/{id}"))
-        .map_err(|e| action(ApiError::internal(anyhow::anyhow!("redirect: {e}"))))?;
+        .map_err(|e| Shown::action(ApiError::internal(anyhow::anyhow!("redirect: {e}"))))?;
     Ok(HttpResponse::Created()
         .insert_header((HeaderName::from_static("hx-redirect"), to))
         .finish())
@@ -128,17 +124,16 @@ pub async fn create(
 /// POST `/console/f/documents/{id}/edit`: the JSON API's edit (PUT), of both fields.
 pub async fn edit(
     path: web::Path<String>,
-    body: Result<web::Form<DocumentForm>, actix_web::Error>,
+    body: Form<DocumentForm>,
     caller: Result<Caller, ApiError>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
-    let action = |e: ApiError| Shown::from(e).of_action();
-    let (caller, f) = (caller.map_err(action)?, form(body)?);
+    let (caller, f) = (caller.map_err(Shown::action)?, form(body)?);
     let id = super::parse_id(&path)?;
     let bytes = f.json();
     documents::edit(&state, &caller, id, &bytes)
         .await
-        .map_err(action)?;
+        .map_err(Shown::action)?;
     document::render(&state, &caller, id, Some("Saved.".into())).await
 }
 
@@ -149,11 +144,12 @@ pub async fn submit(
     caller: Result<Caller, ApiError>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
-    let action = |e: ApiError| Shown::from(e).of_action();
-    let caller = caller.map_err(action)?;
+    let caller = caller.map_err(Shown::action)?;
     let id = super::parse_id(&path)?;
     let submitted = documents::submission(&req, &state, caller.clone(), id, Vec::new()).await;
-    submitted.and_then(refused_replay).map_err(action)?;
+    submitted
+        .and_then(Replied::succeeded)
+        .map_err(Shown::action)?;
     let flash = "Submitted for review.".to_string();
     document::render(&state, &caller, id, Some(flash)).await
 }

@@ -5,7 +5,7 @@
 use actix_web::{web, HttpResponse};
 use askama::Template;
 
-use super::render::{page, waited, when, Shown};
+use super::render::{duration, page, waited, when, Shown};
 use crate::http::admin::{self, ListQuery, OutboxStatsView};
 use crate::http::auth::{Caller, Role};
 use crate::http::error::ApiError;
@@ -76,14 +76,6 @@ fn dependencies(r: &Readiness) -> Vec<Dependency> {
     ]
 }
 
-fn seconds(s: f64) -> String {
-    let now = chrono::Utc::now();
-    waited(
-        now - chrono::Duration::milliseconds((s * 1000.0) as i64),
-        now,
-    )
-}
-
 /// GET `/console/f/operator`.
 pub async fn overview(
     caller: Result<Caller, ApiError>,
@@ -123,8 +115,8 @@ async fn render(
         flash,
         ready: ready.status.as_str(),
         dependencies: dependencies(&ready),
-        oldest_undelivered: seconds(stats.oldest_undelivered_age_seconds),
-        oldest_parked: seconds(stats.oldest_parked_age_seconds),
+        oldest_undelivered: duration(stats.oldest_undelivered_age_seconds as i64),
+        oldest_parked: duration(stats.oldest_parked_age_seconds as i64),
         stats,
         parked,
         more_parked: found.next_cursor.is_some(),
@@ -156,11 +148,10 @@ async fn act(
     state: &AppState,
     action: OutboxAction,
 ) -> Result<HttpResponse, Shown> {
-    let of_action = |e: ApiError| Shown::from(e).of_action();
-    let caller = caller.map_err(of_action)?;
+    let caller = caller.map_err(Shown::action)?;
     let row = admin::act(id, caller.clone(), state, action)
         .await
-        .map_err(of_action)?;
+        .map_err(Shown::action)?;
     let flash = match action {
         OutboxAction::Retry => format!("Event {} is back in line.", row.id),
         OutboxAction::Skip => format!("Event {} was skipped: it will never be published.", row.id),

@@ -57,12 +57,21 @@ impl From<ApiError> for Shown {
 
 impl Shown {
     /// The error of an action: shown above the form, which stays.
-    pub fn of_action(self) -> Self {
+    pub fn action(error: ApiError) -> Self {
         Shown {
             in_outcome: true,
-            ..self
+            ..Shown::from(error)
         }
     }
+}
+
+/// A form as an extractor gives it: the form, or why it could not be read.
+pub type Form<T> = Result<actix_web::web::Form<T>, actix_web::Error>;
+
+/// The form of an action, or the 422 the API gives a body it cannot read.
+pub fn form<T>(f: Form<T>) -> Result<T, Shown> {
+    f.map(actix_web::web::Form::into_inner)
+        .map_err(|_| Shown::action(ApiError::validation("the form could not be read")))
 }
 
 impl fmt::Debug for Shown {
@@ -107,10 +116,8 @@ impl ResponseError for Shown {
             sign_in: self.error.code == ErrorCode::Unauthorized,
         };
         let mut res = html(self.error.status, alert.render().unwrap_or(message));
-        for name in [header::RETRY_AFTER] {
-            if let Some(v) = json.headers().get(&name) {
-                res.headers_mut().insert(name, v.clone());
-            }
+        if let Some(v) = json.headers().get(header::RETRY_AFTER) {
+            res.headers_mut().insert(header::RETRY_AFTER, v.clone());
         }
         if !self.in_outcome {
             return res;
@@ -148,7 +155,12 @@ pub fn people(e: &ApiError) -> String {
 
 /// How long ago `since` was, in the two largest units: "4 min 12 s", "2 h 3 min".
 pub fn waited(since: DateTime<Utc>, now: DateTime<Utc>) -> String {
-    let s = (now - since).num_seconds().max(0);
+    duration((now - since).num_seconds())
+}
+
+/// `secs` in the two largest units ("4 min 12 s"); a negative one reads as 0 s.
+pub fn duration(secs: i64) -> String {
+    let s = secs.max(0);
     let (d, h, m) = (s / 86_400, s / 3600 % 24, s / 60 % 60);
     match () {
         _ if d > 0 => format!("{d} d {h} h"),

@@ -8,13 +8,12 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::document;
-use super::render::{page, waited, when, Shown};
+use super::render::{form, page, waited, when, Form, Shown};
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ErrorCode};
 use crate::http::post::Replied;
 use crate::http::reviews::{self, ListQuery};
 use crate::http::state::AppState;
-use crate::review::Reply;
 
 /// A pending review as the queue shows it.
 pub struct QueueRow {
@@ -80,13 +79,6 @@ pub struct RejectForm {
     reason: String,
 }
 
-type Form<T> = Result<web::Form<T>, actix_web::Error>;
-
-fn form<T>(f: Form<T>) -> Result<T, Shown> {
-    f.map(web::Form::into_inner)
-        .map_err(|_| Shown::from(ApiError::validation("the form could not be read")).of_action())
-}
-
 /// POST `/console/f/documents/{id}/reviews/{review}/approve`: the JSON API's approve.
 pub async fn approve(
     req: HttpRequest,
@@ -95,7 +87,7 @@ pub async fn approve(
     caller: Result<Caller, ApiError>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
-    let caller = caller.map_err(|e| Shown::from(e).of_action())?;
+    let caller = caller.map_err(Shown::action)?;
     let comment = form(body)?.comment;
     let json = match comment.is_empty() {
         true => json!({}),
@@ -114,7 +106,7 @@ pub async fn reject(
     caller: Result<Caller, ApiError>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
-    let caller = caller.map_err(|e| Shown::from(e).of_action())?;
+    let caller = caller.map_err(Shown::action)?;
     let reason = form(body)?.reason;
     let json = json!({ "reason": reason });
     let verb = "Rejected";
@@ -132,7 +124,7 @@ async fn decide(
     let (doc, review) = (super::parse_id(doc)?, super::parse_id(review)?);
     let bytes = serde_json::to_vec(&json).expect("a JSON value serializes");
     let decided = reviews::decide(&req, &state, caller.clone(), review, bytes, parse).await;
-    match decided.and_then(refused_replay) {
+    match decided.and_then(Replied::succeeded) {
         Ok(reply) => {
             let status = reply.body["document"]["status"].as_str().unwrap_or("");
             let flash = format!("{verb}: the document is now {status}.");
@@ -142,23 +134,9 @@ async fn decide(
     }
 }
 
-/// A replayed reply that was a refusal, as the error it was.
-pub fn refused_replay(r: Replied) -> Result<Reply, ApiError> {
-    if r.reply.status < 400 {
-        return Ok(r.reply);
-    }
-    let body = &r.reply.body;
-    let code =
-        serde_json::from_value::<ErrorCode>(body["code"].clone()).unwrap_or(ErrorCode::Internal);
-    let status = actix_web::http::StatusCode::from_u16(r.reply.status)
-        .unwrap_or(actix_web::http::StatusCode::CONFLICT);
-    let message = body["message"].as_str().unwrap_or("refused").to_string();
-    Err(ApiError::new(status, code, message))
-}
-
 /// The refusal of a decision, with who decided the review when that is why.
 async fn explain(state: &AppState, doc: Uuid, review: Uuid, e: ApiError) -> Shown {
-    let mut shown = Shown::from(e).of_action();
+    let mut shown = Shown::action(e);
     if shown.error.code != ErrorCode::InvalidState {
         return shown;
     }
