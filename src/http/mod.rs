@@ -128,14 +128,18 @@ where
         .default_service(web::to(move || method_not_allowed(path)))
 }
 
-/// The methods served on `path` (a pattern of [`ROUTES`], HEAD wherever GET is, or of
-/// [`PAGE_PATHS`]), as an `Allow` header value.
+/// The methods served on `path` (a pattern of [`ROUTES`] or [`CONSOLE_PATHS`], HEAD
+/// wherever GET is, or of [`PAGE_PATHS`]), as an `Allow` header value.
 pub fn allowed_methods(path: &str) -> String {
     if PAGE_PATHS.contains(&path) {
         return "GET, HEAD".to_string();
     }
     let mut methods = Vec::new();
-    for (m, _) in ROUTES.iter().filter(|(_, p)| *p == path) {
+    for (m, _) in ROUTES
+        .iter()
+        .chain(CONSOLE_PATHS)
+        .filter(|(_, p)| *p == path)
+    {
         methods.push(m.to_ascii_uppercase());
         if *m == "get" {
             methods.push("HEAD".to_string());
@@ -144,7 +148,7 @@ pub fn allowed_methods(path: &str) -> String {
     methods.join(", ")
 }
 
-async fn method_not_allowed(path: &'static str) -> HttpResponse {
+pub(crate) async fn method_not_allowed(path: &'static str) -> HttpResponse {
     let allow = allowed_methods(path);
     let mut res = ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,

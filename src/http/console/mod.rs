@@ -15,13 +15,12 @@ mod operator;
 mod render;
 mod reviewer;
 
-use actix_web::http::header::{self, HeaderValue};
-use actix_web::http::StatusCode;
-use actix_web::{guard, web, HttpResponse, ResponseError, Route};
+use actix_web::http::header;
+use actix_web::{guard, web, HttpResponse, Route};
 use askama::Template;
 
 use super::auth::{Caller, Role};
-use super::error::{ApiError, ErrorCode};
+use super::error::ApiError;
 use render::{page, Shown};
 
 /// Every console route: (method, path pattern).
@@ -81,18 +80,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             route(path).guard(guard::Post())
         };
         let resource = web::resource(path).route(handler);
-        let allow = if method == "get" { "GET, HEAD" } else { "POST" };
-        cfg.service(resource.default_service(web::to(move || async move {
-            let mut res = ApiError::new(
-                StatusCode::METHOD_NOT_ALLOWED,
-                ErrorCode::MethodNotAllowed,
-                format!("this path allows only {allow}"),
-            )
-            .error_response();
-            res.headers_mut()
-                .insert(header::ALLOW, HeaderValue::from_static(allow));
-            res
-        })));
+        cfg.service(resource.default_service(web::to(move || super::method_not_allowed(path))));
     }
 }
 
