@@ -70,13 +70,12 @@ bench: services
 	cargo build --release --bin kh-review
 	$(WITH_ENV) cargo bench --bench review
 
-# Formatting, clippy, and the compile-time SQL check: fails when .sqlx/ (the offline query
-# data builds use) no longer matches the queries and migrations. scripts/sqlx.sh installs the
-# pinned sqlx-cli on first use.
+# Formatting, then clippy over every target, built with the queries checked against a schema
+# database made from migrations/: fails on a lint, or when .sqlx/ (the offline query data
+# builds use) no longer matches the queries and migrations (scripts/sqlx.sh).
 lint: services
 	cargo fmt --all -- --check
-	cargo clippy --all-targets -- -D warnings
-	scripts/sqlx.sh check
+	scripts/sqlx.sh check cargo clippy --all-targets -- -D warnings
 
 # After changing a query or a migration: refresh .sqlx/ (then commit it).
 sqlx-prepare: services

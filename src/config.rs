@@ -10,10 +10,10 @@ use serde::Deserialize;
 use crate::http::{AuthSettings, ServerSettings};
 use crate::lock::{LockSettings, RedisMode, RedisSettings};
 use crate::outbox::{AmqpSettings, OutboxSettings};
-use crate::review::IdempotencySettings;
 use crate::store::mongo::MongoSettings;
 use crate::store::DatabaseSettings;
 use crate::telemetry::LogSettings;
+use crate::usecases::IdempotencySettings;
 
 /// Every setting of the service. Each layer owns the type of its own section; durations
 /// are `Duration`s, read from the `_ms` / `_secs` keys.

@@ -1,7 +1,7 @@
 //! kh-review: the document-review workflow service of the knowledge base.
 //!
 //! Layers, each importing only those below it (`docs/architecture.md`):
-//! `domain` (rules, no I/O) <- `lock`, `store` <- `outbox` <- `review` (use cases) <-
+//! `domain` (rules, no I/O) <- `lock`, `store` <- `outbox` <- `usecases` <-
 //! `http` <- `startup` (wiring, with `config` and `telemetry`); `breaker` (a circuit
 //! breaker, no imports) may be used by every layer.
 
@@ -11,7 +11,7 @@ pub mod domain;
 pub mod http;
 pub mod lock;
 pub mod outbox;
-pub mod review;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+pub mod usecases;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use kh_review::config::Settings;
 use kh_review::http::auth::{sign, Role};
-use kh_review::startup::{AppStateBuilder, Application};
+use kh_review::startup::{Application, CoreBuilder};
 use kh_review::store::PgStore;
 use kh_review::telemetry;
 
@@ -123,7 +123,7 @@ async fn migrate(settings: &Settings) -> anyhow::Result<()> {
 }
 
 async fn dispatch(settings: Settings) -> anyhow::Result<()> {
-    let core = AppStateBuilder::new(&settings).build().await?;
+    let core = CoreBuilder::new(&settings).build().await?;
     let task = core.spawn_dispatcher();
     shutdown_signal().await;
     core.shutdown.cancel();

@@ -74,7 +74,7 @@ impl BenchEnv {
             let mut redis = self.redis()?.get_multiplexed_async_connection().await?;
             let mut pipe = redis::pipe();
             for r in &reviews {
-                let fence = format!("{}:fence", keys.review(*r));
+                let fence = format!("{}:fence", keys.for_review(*r));
                 pipe.cmd("SET")
                     .arg(fence)
                     .arg(1)

@@ -148,7 +148,7 @@ pub struct NewDocument {
 }
 
 /// The plan of a create. Anyone with the author role may create; there is nothing to refuse.
-pub fn create(id: Uuid, title: DocumentTitle, body: DocumentBody) -> NewDocument {
+pub fn plan_create(id: Uuid, title: DocumentTitle, body: DocumentBody) -> NewDocument {
     let status = DocumentStatus::Draft;
     NewDocument {
         id,
@@ -181,16 +181,16 @@ pub fn plan(
 ) -> Result<Plan, Refusal> {
     let doc = locked.document.as_ref().ok_or(Refusal::NotFound)?;
     match command {
-        Command::Edit { title, body } => edit(doc, actor, title, body),
-        Command::Submit { new_review_id } => submit(doc, actor, new_review_id, guard),
+        Command::Edit { title, body } => plan_edit(doc, actor, title, body),
+        Command::Submit { new_review_id } => plan_submit(doc, actor, new_review_id, guard),
         Command::Decide(decision) => {
             let review = locked.review.as_ref().ok_or(Refusal::NotFound)?;
-            decide(doc, review, actor, decision, guard)
+            plan_decision(doc, review, actor, decision, guard)
         }
     }
 }
 
-fn edit(
+fn plan_edit(
     doc: &Document,
     actor: &UserId,
     title: Option<DocumentTitle>,
@@ -220,7 +220,12 @@ fn edit(
     })
 }
 
-fn submit(doc: &Document, actor: &UserId, review_id: Uuid, guard: Guard) -> Result<Plan, Refusal> {
+fn plan_submit(
+    doc: &Document,
+    actor: &UserId,
+    review_id: Uuid,
+    guard: Guard,
+) -> Result<Plan, Refusal> {
     if doc.author_id != actor.as_str() {
         return Err(Refusal::Forbidden("only the author may submit a document"));
     }
@@ -246,7 +251,7 @@ fn submit(doc: &Document, actor: &UserId, review_id: Uuid, guard: Guard) -> Resu
     })
 }
 
-fn decide(
+fn plan_decision(
     doc: &Document,
     review: &Review,
     actor: &UserId,
@@ -260,7 +265,7 @@ fn decide(
     let action = decision.action();
     let decided = review
         .status
-        .decide(action)
+        .apply(action)
         .ok_or(Refusal::ReviewNotPending(review.status))?;
     let status = doc.status.apply(action)?;
     if doc.current_review_id != Some(review.id) {

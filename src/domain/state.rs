@@ -139,7 +139,7 @@ impl ReviewStatus {
     }
 
     /// A decision is only possible on a pending review.
-    pub fn decide(self, action: Action) -> Option<ReviewStatus> {
+    pub fn apply(self, action: Action) -> Option<ReviewStatus> {
         match (self, action) {
             (ReviewStatus::Pending, Action::Approve) => Some(ReviewStatus::Approved),
             (ReviewStatus::Pending, Action::Reject) => Some(ReviewStatus::Rejected),
@@ -224,11 +224,11 @@ mod tests {
     #[test]
     fn reviews_decide_once() {
         assert_eq!(
-            ReviewStatus::Pending.decide(Action::Approve),
+            ReviewStatus::Pending.apply(Action::Approve),
             Some(ReviewStatus::Approved)
         );
-        assert_eq!(ReviewStatus::Approved.decide(Action::Reject), None);
-        assert_eq!(ReviewStatus::Rejected.decide(Action::Approve), None);
-        assert_eq!(ReviewStatus::Pending.decide(Action::Submit), None);
+        assert_eq!(ReviewStatus::Approved.apply(Action::Reject), None);
+        assert_eq!(ReviewStatus::Rejected.apply(Action::Approve), None);
+        assert_eq!(ReviewStatus::Pending.apply(Action::Submit), None);
     }
 }

@@ -61,7 +61,7 @@ pub struct OutboxPage {
 }
 
 #[derive(Deserialize, Default)]
-pub struct ListQuery {
+pub struct OutboxQuery {
     pub state: Option<String>,
     pub limit: Option<i64>,
     pub cursor: Option<String>,
@@ -103,18 +103,18 @@ pub struct OutboxStatsView {
     security(("bearer" = []))
 )]
 pub async fn list(
-    query: web::Query<ListQuery>,
+    query: web::Query<OutboxQuery>,
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(page(&state, &caller, &query).await?))
+    Ok(HttpResponse::Ok().json(outbox_page(&state, &caller, &query).await?))
 }
 
 /// A page of stuck rows; the JSON API and the console's operator page both list here.
-pub(super) async fn page(
+pub(super) async fn outbox_page(
     state: &AppState,
     caller: &Caller,
-    query: &ListQuery,
+    query: &OutboxQuery,
 ) -> Result<OutboxPage, ApiError> {
     caller.require(Role::Admin)?;
     let filter = match query.state.as_deref() {

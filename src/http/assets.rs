@@ -51,7 +51,7 @@ const ASSETS: &[Asset] = &[
 
 /// Registers [`PATH`]: GET and HEAD, any other method 405.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::page(PATH, serve));
+    cfg.service(super::page_resource(PATH, serve));
 }
 
 /// One vendored file, or 404 for any name not listed in [`ASSETS`].

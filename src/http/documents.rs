@@ -14,7 +14,7 @@ use super::request_id;
 use super::state::AppState;
 use super::views::{self, DocumentPage, DocumentView, ReviewHistory, ReviewView, TransitionView};
 use crate::domain::{Document, DocumentBody, DocumentStatus, DocumentTitle};
-use crate::review::Context;
+use crate::usecases::Context;
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -80,11 +80,11 @@ pub(super) async fn creation(
     caller.require(Role::Author)?;
     let (st, body) = (state.clone(), bytes.clone());
     let ctx = state.context(req, &caller.id);
-    post::run_reply(req, state, &caller, &bytes, move |claim| async move {
+    post::run_reply(req, state, &caller, &bytes, move |held_key| async move {
         let input: CreateDocument = parse_json(&body, false)?;
         let title = input_ok(DocumentTitle::parse(&input.title))?;
         let text = input_ok(DocumentBody::parse(&input.body))?;
-        let ctx = Context { claim, ..ctx };
+        let ctx = Context { held_key, ..ctx };
         Ok(st
             .documents
             .create(ctx, title, text, views::created)
@@ -295,8 +295,8 @@ pub(super) async fn submission(
     caller.require(Role::Author)?;
     let st = state.clone();
     let ctx = state.context(req, &caller.id);
-    post::run_reply(req, state, &caller, &bytes, move |claim| async move {
-        let ctx = Context { claim, ..ctx };
+    post::run_reply(req, state, &caller, &bytes, move |held_key| async move {
+        let ctx = Context { held_key, ..ctx };
         Ok(st
             .reviews
             .submit(ctx, document_id, views::submitted)

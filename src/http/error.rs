@@ -13,9 +13,9 @@ use serde::Serialize;
 
 use super::request_id;
 use crate::domain::Refusal;
-use crate::lock::gate::Contended;
-use crate::review::{self, AdminError, Reply};
+use crate::lock::gate::LockBusy;
 use crate::store::StoreError;
+use crate::usecases::{self, AdminError, Reply};
 
 /// Stable error codes: programs branch on these, never on messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
@@ -227,8 +227,8 @@ impl ApiError {
     }
 }
 
-impl From<Contended> for ApiError {
-    fn from(c: Contended) -> Self {
+impl From<LockBusy> for ApiError {
+    fn from(c: LockBusy) -> Self {
         ApiError::busy(c.retry_after.as_secs_f64().ceil().max(1.0) as u64)
     }
 }
@@ -285,16 +285,16 @@ impl From<AdminError> for ApiError {
     }
 }
 
-impl From<review::Error> for ApiError {
-    fn from(e: review::Error) -> Self {
+impl From<usecases::Error> for ApiError {
+    fn from(e: usecases::Error) -> Self {
         match e {
-            review::Error::Refused(r) => r.into(),
-            review::Error::Contended(c) => c.into(),
-            review::Error::LockLost => ApiError::lock_lost(),
-            review::Error::KeyTakenOver => ApiError::in_flight(
+            usecases::Error::Refused(r) => r.into(),
+            usecases::Error::LockBusy(c) => c.into(),
+            usecases::Error::LockLost => ApiError::lock_lost(),
+            usecases::Error::KeyTakenOver => ApiError::in_flight(
                 "a retry with this Idempotency-Key took over; retry to get its result",
             ),
-            review::Error::Store(s) => s.into(),
+            usecases::Error::Store(s) => s.into(),
         }
     }
 }

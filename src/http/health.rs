@@ -6,7 +6,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::state::AppState;
-use crate::lock::breaker::BreakerState;
+use crate::breaker::BreakerState;
 
 /// The answer of `/healthz`.
 #[derive(Serialize, ToSchema)]
@@ -18,7 +18,8 @@ pub struct Health {
 
 /// The answer of `/readyz`.
 #[derive(Serialize, ToSchema)]
-pub struct Readiness {
+#[schema(as = Readiness)]
+pub struct ReadinessView {
     pub status: ReadyState,
     pub checks: Checks,
 }
@@ -133,8 +134,8 @@ pub async fn healthz() -> HttpResponse {
     tag = "operations",
     summary = "Readiness: PostgreSQL required; Redis, MongoDB, RabbitMQ reported",
     responses(
-        (status = 200, description = "ready or degraded", body = Readiness),
-        (status = 503, description = "not_ready: PostgreSQL unreachable", body = Readiness)
+        (status = 200, description = "ready or degraded", body = ReadinessView),
+        (status = 503, description = "not_ready: PostgreSQL unreachable", body = ReadinessView)
     )
 )]
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
@@ -147,7 +148,7 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
 }
 
 /// Every dependency's state now; `/readyz` and the console's operator page both ask here.
-pub async fn readiness(state: &AppState) -> Readiness {
+pub async fn readiness(state: &AppState) -> ReadinessView {
     let r = state.probes.readiness().await;
     let optional_down = !(r.redis.up && r.mongodb.up && r.rabbitmq.up);
     let status = if !r.postgresql.up {
@@ -176,7 +177,7 @@ pub async fn readiness(state: &AppState) -> Readiness {
             circuit_breaker: breaker(state),
         }
     };
-    Readiness {
+    ReadinessView {
         status,
         checks: Checks {
             postgresql: check(r.postgresql.up, true),

@@ -14,10 +14,10 @@ use prometheus::{
     Registry, TextEncoder,
 };
 
-use crate::lock::breaker::BreakerState;
+use crate::breaker::BreakerState;
 use crate::lock::gate::LockStats;
 use crate::outbox::DispatchStats;
-use crate::review::{Probes, ReviewStats, LATENCY_BUCKETS};
+use crate::usecases::{Probes, ReviewStats, LATENCY_BUCKETS};
 
 pub struct HttpMetrics {
     registry: Registry,
@@ -26,7 +26,7 @@ pub struct HttpMetrics {
 }
 
 impl HttpMetrics {
-    /// HTTP metrics, and the review layer's `stats` registered alongside.
+    /// HTTP metrics, and the use-case layer's `stats` registered alongside.
     pub fn new(stats: &ReviewStats) -> Self {
         let registry = Registry::new();
         let http_requests = IntCounterVec::new(

@@ -1,5 +1,5 @@
 //! HTTP layer: routes, extractors, the error envelope, views. Handlers parse input, check
-//! roles and call the services of `review`; they hold no SQL, no locking and no rules.
+//! roles and call the use cases of `usecases`; they hold no SQL, no locking and no rules.
 //! Nothing below this layer imports it.
 
 pub(crate) mod admin;
@@ -112,7 +112,7 @@ fn register(cfg: &mut web::ServiceConfig) {
 
 /// A page or file at `path` (one of [`PAGE_PATHS`]): GET and HEAD answered by `handler`,
 /// any other method 405 with `Allow`, as on the API's routes.
-fn page<F, Args>(path: &'static str, handler: F) -> Resource
+fn page_resource<F, Args>(path: &'static str, handler: F) -> Resource
 where
     F: Handler<Args>,
     Args: actix_web::FromRequest + 'static,

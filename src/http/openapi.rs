@@ -45,7 +45,7 @@ use super::views::{
     components(schemas(
         DocumentView, DocumentPage, ReviewView, TransitionView, ReviewPage, ReviewHistory,
         CreateDocument, UpdateDocument, ApproveBody, RejectBody, ErrorEnvelope, ErrorCode,
-        OutboxRowView, OutboxPage, OutboxStatsView, super::health::Health, super::health::Readiness
+        OutboxRowView, OutboxPage, OutboxStatsView, super::health::Health, super::health::ReadinessView
     )),
     modifiers(&BearerAuth, &UpdateNeedsAField),
     tags(

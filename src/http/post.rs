@@ -1,6 +1,6 @@
 //! Running the work of a POST: in its own task (a client that disconnects cannot cancel a
 //! transition halfway: it completes, records its reply and releases its locks), and under
-//! the request's `Idempotency-Key` when it has one. The policy is `review::idempotency`;
+//! the request's `Idempotency-Key` when it has one. The policy is `usecases::idempotency`;
 //! this module only reads the header and writes the reply.
 
 use std::future::Future;
@@ -12,9 +12,9 @@ use super::auth::Caller;
 use super::error::{ApiError, ErrorCode};
 use super::request_id;
 use super::state::AppState;
-use crate::review::idempotency::{fingerprint, Begin, IdempotencyKey, Settle};
-use crate::review::Reply;
-use crate::store::Claim;
+use crate::store::HeldKey;
+use crate::usecases::idempotency::{fingerprint, Begin, IdempotencyKey, Settle};
+use crate::usecases::Reply;
 
 pub const HEADER: &str = "idempotency-key";
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
@@ -61,7 +61,7 @@ impl Replied {
 /// Runs `work` in its own task, under the request's idempotency key if it has one, and
 /// returns its reply: the JSON API writes it with [`respond`], the console renders it.
 ///
-/// `work` gets the key's claim (None without a key) and must pass it to the use case: that
+/// `work` gets the held key (None without a key) and must pass it to the use case: that
 /// records a success in the same COMMIT as the change, the only place a success is recorded.
 pub async fn run_reply<W, Fut>(
     req: &HttpRequest,
@@ -71,7 +71,7 @@ pub async fn run_reply<W, Fut>(
     work: W,
 ) -> Result<Replied, ApiError>
 where
-    W: FnOnce(Option<Claim>) -> Fut + Send + 'static,
+    W: FnOnce(Option<HeldKey>) -> Fut + Send + 'static,
     Fut: Future<Output = Result<Reply, ApiError>> + Send + 'static,
 {
     let keyed = key_of(req)?.map(|k| (k, fingerprint(req.method().as_str(), req.path(), body)));
@@ -87,14 +87,14 @@ where
             Begin::InFlight => Err(ApiError::in_flight(
                 "a request with this Idempotency-Key is still running; retry shortly",
             )),
-            Begin::Proceed(claim) => {
-                let reply = work(Some(claim.clone())).await;
+            Begin::Proceed(held) => {
+                let reply = work(Some(held.clone())).await;
                 let outcome = match &reply {
                     Ok(_) => Settle::Committed,
                     Err(e) if e.is_retryable() => Settle::Retryable,
                     Err(e) => Settle::Refused(e.reply()),
                 };
-                state.idempotency.settle(&claim, outcome).await;
+                state.idempotency.settle(&held, outcome).await;
                 reply.map(Outcome::Fresh)
             }
         }

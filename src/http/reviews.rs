@@ -13,7 +13,7 @@ use super::post;
 use super::state::AppState;
 use super::views::{self, ReviewPage, ReviewView, TransitionView};
 use crate::domain::{Comment, Decision, RejectReason, ReviewStatus};
-use crate::review::Context;
+use crate::usecases::Context;
 
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -30,7 +30,7 @@ pub struct RejectBody {
 }
 
 #[derive(Deserialize, Default)]
-pub struct ListQuery {
+pub struct ReviewQuery {
     pub status: Option<String>,
     pub limit: Option<i64>,
     pub cursor: Option<String>,
@@ -67,7 +67,7 @@ pub async fn approve(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Reviewer)?;
     let bytes = read_body(&req, payload, state.json_limit).await?;
-    let replied = decide(&req, &state, caller, *path, bytes, approval).await?;
+    let replied = decision(&req, &state, caller, *path, bytes, approval).await?;
     Ok(post::respond(replied))
 }
 
@@ -122,13 +122,13 @@ pub async fn reject(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Reviewer)?;
     let bytes = read_body(&req, payload, state.json_limit).await?;
-    let replied = decide(&req, &state, caller, *path, bytes, rejection).await?;
+    let replied = decision(&req, &state, caller, *path, bytes, rejection).await?;
     Ok(post::respond(replied))
 }
 
 /// Parses the decision (inside the idempotent work, so a bad body is replayed as such) and
 /// runs it. The JSON API and the console both decide here.
-pub(super) async fn decide(
+pub(super) async fn decision(
     req: &HttpRequest,
     state: &web::Data<AppState>,
     caller: Caller,
@@ -139,9 +139,9 @@ pub(super) async fn decide(
     caller.require(Role::Reviewer)?;
     let (st, body) = (state.clone(), bytes.clone());
     let ctx = state.context(req, &caller.id);
-    post::run_reply(req, state, &caller, &bytes, move |claim| async move {
+    post::run_reply(req, state, &caller, &bytes, move |held_key| async move {
         let decision = parse(&body)?;
-        let ctx = Context { claim, ..ctx };
+        let ctx = Context { held_key, ..ctx };
         Ok(st
             .reviews
             .decide(ctx, review_id, decision, views::decided)
@@ -170,19 +170,19 @@ pub(super) async fn decide(
     security(("bearer" = []))
 )]
 pub async fn list(
-    query: web::Query<ListQuery>,
+    query: web::Query<ReviewQuery>,
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(page(&state, &caller, &query).await?))
+    Ok(HttpResponse::Ok().json(review_page(&state, &caller, &query).await?))
 }
 
 /// A page of reviews with their documents' titles; the JSON API and the console's queue
 /// both list here.
-pub(super) async fn page(
+pub(super) async fn review_page(
     state: &AppState,
     caller: &Caller,
-    query: &ListQuery,
+    query: &ReviewQuery,
 ) -> Result<ReviewPage, ApiError> {
     caller.require(Role::Reviewer)?;
     let status = match query.status.as_deref() {

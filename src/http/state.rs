@@ -1,12 +1,12 @@
 //! What every handler can reach: the services of the layer below, the HTTP metrics, and
-//! the few HTTP settings handlers need. Built by `startup::AppStateBuilder`.
+//! the few HTTP settings handlers need. Built by `startup::CoreBuilder`, as part of the `Core`.
 
 use actix_web::HttpRequest;
 
 use super::metrics::HttpMetrics;
 use super::request_id;
 use crate::domain::UserId;
-use crate::review::{
+use crate::usecases::{
     Context, DocumentService, Hooks, Idempotency, OutboxAdmin, Probes, ReviewService,
 };
 
@@ -37,13 +37,13 @@ impl AppState {
         Hooks::from_headers(|name| req.headers().get(name).and_then(|v| v.to_str().ok()))
     }
 
-    /// The context of a use case run for `actor` by this request (no idempotency claim yet).
+    /// The context of a use case run for `actor` by this request (holding no idempotency key yet).
     pub fn context(&self, req: &HttpRequest, actor: &UserId) -> Context {
         Context {
             actor: actor.clone(),
             request_id: request_id::current(),
             hooks: self.hooks(req),
-            claim: None,
+            held_key: None,
         }
     }
 }

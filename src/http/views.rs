@@ -7,7 +7,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::domain::{preview_of, Document, Review, Transitioned};
-use crate::review::Reply;
+use crate::usecases::Reply;
 
 /// A document. `body`, `preview` and `body_source` come with GET, create and edit.
 #[derive(Debug, Serialize, utoipa::ToSchema)]

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::breaker::{BreakerState, CircuitBreaker, Permit};
 use super::lease::{Lease, Renewal};
 pub use super::stats::LockStats;
 use super::{LockError, LockProvider, LockSettings, Ttl};
+use crate::breaker::{BreakerState, CircuitBreaker, Permit};
 
 /// The outcome of passing the gate.
 pub enum Passage {
@@ -37,7 +37,7 @@ impl Passage {
 
 #[derive(Debug, thiserror::Error)]
 #[error("lock {key} is held by another request")]
-pub struct Contended {
+pub struct LockBusy {
     pub key: String,
     pub retry_after: Duration,
 }
@@ -120,7 +120,7 @@ impl LockGate {
 
     /// Acquires `key` or says who holds it; never waits for a holder.
     #[tracing::instrument(level = "debug", skip_all, fields(lock_key = %key))]
-    pub async fn enter(&self, key: &str) -> Result<Passage, Contended> {
+    pub async fn enter(&self, key: &str) -> Result<Passage, LockBusy> {
         if self.breaker.permit() == Permit::Rejected {
             self.stats.degraded.fetch_add(1, Ordering::Relaxed);
             tracing::debug!("redis circuit open: row lock only");
@@ -144,7 +144,7 @@ impl LockGate {
                 self.breaker.on_success();
                 self.stats.contended.fetch_add(1, Ordering::Relaxed);
                 let holder = handle.holder_ttl.unwrap_or(self.retry_after);
-                Err(Contended {
+                Err(LockBusy {
                     key: handle.lock_key,
                     retry_after: holder.min(self.retry_after).max(Duration::from_secs(1)),
                 })

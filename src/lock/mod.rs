@@ -20,8 +20,6 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use rand::RngCore;
 
-/// The circuit breaker, at its old path (it is the crate's `breaker`, shared with MongoDB reads).
-pub use crate::breaker;
 pub use crate::domain::FencingToken;
 pub use settings::{LockSettings, RedisMode, RedisSettings};
 
@@ -136,10 +134,12 @@ impl LockKeys {
             prefix: prefix.into(),
         }
     }
-    pub fn submit(&self, document_id: uuid::Uuid) -> String {
+    /// The outer lock of a document's submit.
+    pub fn for_submit(&self, document_id: uuid::Uuid) -> String {
         format!("{}lock:doc:submit:{{{document_id}}}", self.prefix)
     }
-    pub fn review(&self, review_id: uuid::Uuid) -> String {
+    /// The outer lock of a review's decision.
+    pub fn for_review(&self, review_id: uuid::Uuid) -> String {
         format!("{}lock:doc:review:{{{review_id}}}", self.prefix)
     }
     /// The key the breaker's prober locks to test Redis.
@@ -179,11 +179,11 @@ mod tests {
     fn a_lock_key_and_its_fence_counter_share_one_hash_slot() {
         let keys = LockKeys::new("kh:");
         let id = uuid::Uuid::new_v4();
-        for key in [keys.submit(id), keys.review(id)] {
+        for key in [keys.for_submit(id), keys.for_review(id)] {
             assert_eq!(hash_tag(&key), id.to_string(), "{key}");
             assert_eq!(hash_tag(&fence_key(&key)), hash_tag(&key));
         }
-        assert_eq!(keys.review(id), format!("kh:lock:doc:review:{{{id}}}"));
+        assert_eq!(keys.for_review(id), format!("kh:lock:doc:review:{{{id}}}"));
         let probe = keys.probe();
         assert_eq!(hash_tag(&fence_key(&probe)), hash_tag(&probe));
         assert_ne!(hash_tag(&probe), probe, "the probe key is tagged too");

@@ -2,9 +2,9 @@
 //! confirmed RabbitMQ publish.
 //!
 //! The request that commits a change owns its row from the INSERT and delivers it right
-//! after COMMIT, then marks it with one statement: no claim on the happy path. Whatever it
+//! after COMMIT, then marks it with one statement: nothing to take on the happy path. Whatever it
 //! does not deliver (a dependency failed, the instance died, an earlier row of the document
-//! was still waiting) the background loop claims and retries with exponential backoff, in
+//! was still waiting) the background loop takes and retries with exponential backoff, in
 //! batches: projections run side by side, publishes are pipelined on one channel.
 //!
 //! Never publish an event before MongoDB holds its version, and never mark a row done
@@ -46,9 +46,9 @@ pub struct Dispatcher {
     stats: DispatchStats,
 }
 
-/// A step of a delivery.
+/// A phase of a delivery: the projection, then the publish.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Step {
+enum Phase {
     Projection,
     Publish,
 }
@@ -58,16 +58,16 @@ enum Step {
 enum Fault {
     /// MongoDB or RabbitMQ is unreachable or too slow. Nothing about the row: it goes back
     /// as it was (its error noted), and that dependency's pass pauses.
-    Down(Step, String),
+    Down(Phase, String),
     /// The row itself was refused (unroutable, nacked, its document missing): it is retried
     /// with a backoff of its own.
-    Refused(Step, String),
+    Refused(Phase, String),
 }
 
 impl Fault {
-    fn step(&self) -> Step {
+    fn phase(&self) -> Phase {
         match self {
-            Fault::Down(step, _) | Fault::Refused(step, _) => *step,
+            Fault::Down(phase, _) | Fault::Refused(phase, _) => *phase,
         }
     }
 
@@ -76,10 +76,10 @@ impl Fault {
     }
 
     fn describe(&self) -> String {
-        let (Fault::Down(step, e) | Fault::Refused(step, e)) = self;
-        match step {
-            Step::Projection => format!("projection: {e}"),
-            Step::Publish => format!("publish: {e}"),
+        let (Fault::Down(phase, e) | Fault::Refused(phase, e)) = self;
+        match phase {
+            Phase::Projection => format!("projection: {e}"),
+            Phase::Publish => format!("publish: {e}"),
         }
     }
 }
@@ -197,8 +197,8 @@ impl Dispatcher {
         Ok(projected.done + published.done)
     }
 
-    /// How long a claimed row stays ours: beyond the longest delivery attempt.
-    fn claim_for(&self) -> Duration {
+    /// How long a taken row stays ours: beyond the longest delivery attempt.
+    fn take_for(&self) -> Duration {
         Duration::from_secs(30)
     }
 
@@ -213,7 +213,7 @@ impl Dispatcher {
                 self.stats
                     .projection_failures
                     .fetch_add(1, Ordering::Relaxed);
-                Err(Fault::Down(Step::Projection, format!("{e:#}")))
+                Err(Fault::Down(Phase::Projection, format!("{e:#}")))
             }
         }
     }
@@ -224,7 +224,7 @@ impl Dispatcher {
             return Ok(());
         };
         let body = serde_json::to_vec(&row.payload)
-            .map_err(|e| Fault::Refused(Step::Publish, e.to_string()))?;
+            .map_err(|e| Fault::Refused(Phase::Publish, e.to_string()))?;
         let published = self
             .publisher
             .publish(rk, &row.event_id.to_string(), &row.event_type, &body)
@@ -238,23 +238,23 @@ impl Dispatcher {
             Err(e) => {
                 self.stats.publish_failures.fetch_add(1, Ordering::Relaxed);
                 Err(match e {
-                    PublishError::Refused(why) => Fault::Refused(Step::Publish, why),
-                    down => Fault::Down(Step::Publish, down.to_string()),
+                    PublishError::Refused(why) => Fault::Refused(Phase::Publish, why),
+                    down => Fault::Down(Phase::Publish, down.to_string()),
                 })
             }
         }
     }
 
-    /// Rows of one claim failed. A dependency down: the rows go back as they were, with the
+    /// Rows taken with one ticket failed. A dependency down: the rows go back as they were, with the
     /// error noted, and inline delivery pauses. A row refused: a failed attempt, retried
     /// after its own backoff, or parked once it has failed `outbox.max_attempts` times
     /// (only the message's own faults ever park a row).
     async fn fail(&self, rows: &[&OutboxRow], fault: &Fault) -> Result<(), StoreError> {
-        let Some(token) = rows.first().map(|r| r.claim_token) else {
+        let Some(token) = rows.first().map(|r| r.ticket) else {
             return Ok(());
         };
         let error = fault.describe();
-        let projected = fault.step() == Step::Publish;
+        let projected = fault.phase() == Phase::Publish;
         if fault.is_down() {
             self.pause_inline();
             tracing::warn!(
@@ -270,7 +270,7 @@ impl Dispatcher {
             let retry_in = self.backoff(row.attempts);
             let parked = self
                 .store
-                .mark_failed(row.id, row.claim_token, retry_in, &error, projected, max)
+                .mark_failed(row.id, row.ticket, retry_in, &error, projected, max)
                 .await?;
             if parked {
                 tracing::error!(outbox_id = row.id, document_id = %row.document_id, event_id = %row.event_id, attempts = row.attempts + 1, error, "outbox row parked: its document's later events wait until an admin retries or skips it");
@@ -297,19 +297,19 @@ impl Dispatcher {
     /// `outage_backoff`), whatever the backlog: never a tight loop.
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
         tracing::info!("outbox dispatcher started");
-        let projector = tokio::spawn(self.clone().pass_loop(Step::Projection, shutdown.clone()));
-        self.clone().pass_loop(Step::Publish, shutdown).await;
+        let projector = tokio::spawn(self.clone().pass_loop(Phase::Projection, shutdown.clone()));
+        self.clone().pass_loop(Phase::Publish, shutdown).await;
         let _ = projector.await;
         tracing::info!("outbox dispatcher stopped");
     }
 
-    async fn pass_loop(self: Arc<Self>, step: Step, shutdown: CancellationToken) {
+    async fn pass_loop(self: Arc<Self>, phase: Phase, shutdown: CancellationToken) {
         let mut outage = 0u32;
         let mut ahead = None;
         while !shutdown.is_cancelled() {
-            let pass = match step {
-                Step::Projection => self.project_pass(None).await,
-                Step::Publish => self.publish_pass_ahead(&mut ahead).await,
+            let pass = match phase {
+                Phase::Projection => self.project_pass(None).await,
+                Phase::Publish => self.publish_pass_ahead(&mut ahead).await,
             };
             let wait = match pass {
                 Ok(p) if p.down => {
@@ -325,7 +325,7 @@ impl Dispatcher {
                     }
                 }
                 Err(e) => {
-                    tracing::warn!(?step, error = %e, "outbox poll failed");
+                    tracing::warn!(?phase, error = %e, "outbox poll failed");
                     self.settings.poll_interval
                 }
             };

@@ -1,4 +1,4 @@
-//! The background dispatcher's two passes over claimed rows: projections side by side, then
+//! The background dispatcher's two passes over taken rows: projections side by side, then
 //! publishes pipelined on one channel; each pass marks what it delivered in one statement.
 
 use std::collections::HashMap;
@@ -8,7 +8,7 @@ use futures_util::future::join_all;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-use super::{Dispatcher, Fault, Pass, Step};
+use super::{Dispatcher, Fault, Pass, Phase};
 use crate::store::{OutboxRow, StoreError};
 
 /// Documents projected at the same time.
@@ -24,9 +24,9 @@ impl Dispatcher {
     ) -> Result<Pass, StoreError> {
         let rows = self
             .store
-            .claim_unprojected(only_document, self.settings.batch_size, self.claim_for())
+            .take_unprojected(only_document, self.settings.batch_size, self.take_for())
             .await?;
-        let Some(token) = rows.first().map(|r| r.claim_token) else {
+        let Some(token) = rows.first().map(|r| r.ticket) else {
             return Ok(Pass::default());
         };
         let mut ids: Vec<Uuid> = rows.iter().map(|r| r.document_id).collect();
@@ -45,7 +45,7 @@ impl Dispatcher {
             let results = join_all(group.iter().map(|id| async move {
                 match docs.get(id) {
                     Some(doc) => self.project(doc).await,
-                    None => Err(Fault::Refused(Step::Projection, "no such document".into())),
+                    None => Err(Fault::Refused(Phase::Projection, "no such document".into())),
                 }
             }))
             .await;
@@ -73,7 +73,7 @@ impl Dispatcher {
                     .partition(|r| r.document_id == *first);
                 self.fail(&failed, fault).await?;
                 let rest: Vec<i64> = rest.iter().map(|r| r.id).collect();
-                self.store.unclaim(&rest, token).await?;
+                self.store.put_back(&rest, token).await?;
                 return Ok(Pass {
                     done,
                     down: fault.is_down(),
@@ -88,16 +88,16 @@ impl Dispatcher {
     pub(super) async fn publish_pass(&self, document_id: Uuid) -> Result<Pass, StoreError> {
         let rows = self
             .store
-            .claim_publishable(Some(document_id), 1, self.claim_for())
+            .take_publishable(Some(document_id), 1, self.take_for())
             .await?;
         self.publish_rows(rows).await
     }
 
-    /// The background publish pass: publishes the batch claimed ahead (or claims one now),
-    /// and while a full batch is published, claims the next, so that draining a backlog
-    /// does not wait for a claim between batches. The next claim cannot take a later row
+    /// The background publish pass: publishes the batch taken ahead (or takes one now),
+    /// and while a full batch is published, takes the next, so that draining a backlog
+    /// does not wait for a take between batches. The next take cannot reach a later row
     /// of a document in this batch: that document's oldest undone row is this batch's, and
-    /// it is claimed. Rows claimed ahead of a pass that found the broker down go back.
+    /// it is taken. Rows taken ahead of a pass that found the broker down go back.
     pub(super) async fn publish_pass_ahead(
         self: &Arc<Self>,
         ahead: &mut Option<JoinHandle<Result<Vec<OutboxRow>, StoreError>>>,
@@ -105,13 +105,13 @@ impl Dispatcher {
         let rows = match ahead.take() {
             Some(next) => next
                 .await
-                .map_err(|e| anyhow::anyhow!("claim task: {e}"))??,
-            None => self.claim_batch().await?,
+                .map_err(|e| anyhow::anyhow!("take task: {e}"))??,
+            None => self.take_batch().await?,
         };
         let full = rows.len() as i64 >= self.settings.batch_size;
         if full && self.publisher.is_connected().await {
             let this = self.clone();
-            *ahead = Some(tokio::spawn(async move { this.claim_batch().await }));
+            *ahead = Some(tokio::spawn(async move { this.take_batch().await }));
         }
         let pass = self.publish_rows(rows).await?;
         if pass.down {
@@ -120,24 +120,24 @@ impl Dispatcher {
         Ok(pass)
     }
 
-    /// Unclaims the rows of a claim made ahead that will not be published now.
+    /// Puts back the rows of a batch taken ahead that will not be published now.
     pub(super) async fn give_back(
         &self,
         ahead: Option<JoinHandle<Result<Vec<OutboxRow>, StoreError>>>,
     ) {
         let Some(next) = ahead else { return };
         let Ok(Ok(rows)) = next.await else { return };
-        if let Some(token) = rows.first().map(|r| r.claim_token) {
+        if let Some(token) = rows.first().map(|r| r.ticket) {
             let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
-            if let Err(e) = self.store.unclaim(&ids, token).await {
-                tracing::warn!(rows = ids.len(), error = %e, "could not give back rows claimed ahead; they are due again when the claim ends");
+            if let Err(e) = self.store.put_back(&ids, token).await {
+                tracing::warn!(rows = ids.len(), error = %e, "could not give back rows taken ahead; they are due again when their hold ends");
             }
         }
     }
 
-    async fn claim_batch(&self) -> Result<Vec<OutboxRow>, StoreError> {
+    async fn take_batch(&self) -> Result<Vec<OutboxRow>, StoreError> {
         self.store
-            .claim_publishable(None, self.settings.batch_size, self.claim_for())
+            .take_publishable(None, self.settings.batch_size, self.take_for())
             .await
     }
 

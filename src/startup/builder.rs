@@ -18,11 +18,11 @@ use crate::lock::redis::RedisLockProvider;
 use crate::lock::{LockKeys, LockProvider};
 use crate::outbox::publisher::AmqpPublisher;
 use crate::outbox::Dispatcher;
-use crate::review::{
-    DocumentService, Idempotency, OutboxAdmin, Probes, ReviewService, ReviewStats,
-};
 use crate::store::mongo::MongoProjection;
 use crate::store::PgStore;
+use crate::usecases::{
+    DocumentService, Idempotency, OutboxAdmin, Probes, ReviewService, ReviewStats,
+};
 
 /// What `serve` and `dispatch` run on: the state the handlers share, the dispatcher, and
 /// the token that stops every background task.
@@ -47,12 +47,12 @@ impl Core {
     }
 }
 
-pub struct AppStateBuilder<'a> {
+pub struct CoreBuilder<'a> {
     settings: &'a Settings,
     shutdown: CancellationToken,
 }
 
-impl<'a> AppStateBuilder<'a> {
+impl<'a> CoreBuilder<'a> {
     pub fn new(settings: &'a Settings) -> Self {
         Self {
             settings,

@@ -1,4 +1,4 @@
-//! Wiring: the only module that sees every layer. `AppStateBuilder` builds the stores, the
+//! Wiring: the only module that sees every layer. `CoreBuilder` builds the stores, the
 //! lock gate, the dispatcher and the services from `Settings`; `Application` binds the
 //! listener (port 0 in tests) and serves until stopped.
 
@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::Settings;
 use crate::http::auth::JwtVerifier;
-pub use builder::{AppStateBuilder, Core};
+pub use builder::{Core, CoreBuilder};
 
 pub struct Application {
     port: u16,
@@ -26,7 +26,7 @@ pub struct Application {
 impl Application {
     /// Binds `server.host:server.port` (0 picks a free port) and wires everything.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let core = AppStateBuilder::new(&settings).build().await?;
+        let core = CoreBuilder::new(&settings).build().await?;
         let server = &settings.server;
         let listener = TcpListener::bind((server.host.as_str(), server.port))
             .with_context(|| format!("could not bind {}:{}", server.host, server.port))?;

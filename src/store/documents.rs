@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::error::StoreError;
 use super::pg::{PgStore, Statement};
-use super::tx::{record, Staged, WriteContext};
+use super::tx::{write_audit_and_event, Staged, WriteContext};
 use crate::domain::rules::{self, DocumentChange};
 use crate::domain::{
     Command, Document, DocumentBody, DocumentStatus, DocumentTitle, Locked, Refusal,
@@ -15,14 +15,14 @@ use crate::domain::{
 impl PgStore {
     /// Inserts a DRAFT document (version 1) with its audit and outbox rows, uncommitted.
     #[tracing::instrument(level = "debug", skip_all, fields(document_id = %id))]
-    pub async fn create_document(
+    pub async fn stage_create(
         &self,
         id: Uuid,
         title: DocumentTitle,
         body: DocumentBody,
         ctx: &WriteContext<'_>,
     ) -> Result<Staged<Document>, StoreError> {
-        let new = rules::create(id, title, body);
+        let new = rules::plan_create(id, title, body);
         let mut tx = self.pool.begin().await?;
         let row = sqlx::query!(
             "INSERT INTO documents (id, title, body, status, version, author_id) \
@@ -48,7 +48,7 @@ impl PgStore {
             created_at: row.created_at,
             updated_at: row.updated_at,
         };
-        let owned = record(&mut tx, &doc, &new.audit, &new.outbox, ctx).await?;
+        let owned = write_audit_and_event(&mut tx, &doc, &new.audit, &new.outbox, ctx).await?;
         Ok(Staged::new(tx, doc, owned))
     }
 
@@ -137,7 +137,7 @@ impl PgStore {
 
     /// Edits title and/or body under the row lock, as the rules allow; uncommitted.
     #[tracing::instrument(level = "debug", skip_all, fields(document_id = %id))]
-    pub async fn edit_document(
+    pub async fn stage_edit(
         &self,
         id: Uuid,
         title: Option<DocumentTitle>,
@@ -155,7 +155,7 @@ impl PgStore {
         };
         let before = planned_document(locked.document)?;
         let doc = write_document(&mut tx, before, plan.document).await?;
-        let owned = record(&mut tx, &doc, &plan.audit, &plan.outbox, ctx).await?;
+        let owned = write_audit_and_event(&mut tx, &doc, &plan.audit, &plan.outbox, ctx).await?;
         Ok(Ok(Staged::new(tx, doc, owned)))
     }
 }

@@ -1,6 +1,6 @@
 //! Statements on idempotency records. The primary key (owner_id, key) is the guarantee that
 //! one key runs once per caller, whatever the instances do. The policy that strings these
-//! statements together (replay, mismatch, in flight, takeover) is `review::idempotency`.
+//! statements together (replay, mismatch, in flight, takeover) is `usecases::idempotency`.
 
 use std::time::Duration;
 
@@ -10,10 +10,10 @@ use super::error::StoreError;
 use super::pg::{PgStore, Statement};
 use super::tx::Staged;
 
-/// A key a running request holds: whose, which, and under which claim (a takeover changes
-/// the claim, so a request that lost its key can no longer write to it).
+/// A key a running request holds: whose, which, and under which token (the column `claim`:
+/// a takeover changes it, so a request that lost its key can no longer write to it).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Claim {
+pub struct HeldKey {
     pub owner: String,
     pub key: String,
     pub token: Uuid,
@@ -44,10 +44,10 @@ impl PgStore {
         Ok(())
     }
 
-    /// Inserts an IN_FLIGHT record for `claim`; false when (owner, key) already has one.
+    /// Inserts an IN_FLIGHT record for `held`; false when (owner, key) already has one.
     pub async fn insert_key(
         &self,
-        claim: &Claim,
+        held: &HeldKey,
         fingerprint: &str,
         in_flight_for: Duration,
         ttl: Duration,
@@ -58,12 +58,12 @@ impl PgStore {
              VALUES ($1, $2, $3, 'IN_FLIGHT', now() + make_interval(secs => $4), \
                      now() + make_interval(secs => $5), $6) \
              ON CONFLICT (owner_id, key) DO NOTHING RETURNING 1",
-            claim.owner,
-            claim.key,
+            held.owner,
+            held.key,
             fingerprint,
             in_flight_for.as_secs_f64(),
             ttl.as_secs_f64(),
-            claim.token
+            held.token
         )
         .fetch_optional(&self.pool)
         .bounded(self)
@@ -85,20 +85,20 @@ impl PgStore {
         .await
     }
 
-    /// Takes over a stale IN_FLIGHT record for `claim`; false when it is no longer stale.
+    /// Takes over a stale IN_FLIGHT record for `held`; false when it is no longer stale.
     pub async fn take_over_key(
         &self,
-        claim: &Claim,
+        held: &HeldKey,
         in_flight_for: Duration,
     ) -> Result<bool, StoreError> {
         let taken = sqlx::query_scalar!(
             "UPDATE idempotency_keys SET locked_until = now() + make_interval(secs => $3), \
              claim = $4 WHERE owner_id = $1 AND key = $2 AND state = 'IN_FLIGHT' \
              AND locked_until < now() RETURNING 1",
-            claim.owner,
-            claim.key,
+            held.owner,
+            held.key,
             in_flight_for.as_secs_f64(),
-            claim.token
+            held.token
         )
         .fetch_optional(&self.pool)
         .bounded(self)
@@ -106,26 +106,26 @@ impl PgStore {
         Ok(taken.is_some())
     }
 
-    /// Stores the response to replay, if the key is still `claim`'s.
+    /// Stores the response to replay, if the key is still `held`'s.
     pub async fn finish_key(
         &self,
-        claim: &Claim,
+        held: &HeldKey,
         status: u16,
         body: &serde_json::Value,
     ) -> Result<(), StoreError> {
-        self.bounded(write_response(&self.pool, claim, status, body))
+        self.bounded(write_response(&self.pool, held, status, body))
             .await?;
         Ok(())
     }
 
     /// Forgets a key whose request ended in a retryable failure, so a retry runs again.
-    pub async fn abandon_key(&self, claim: &Claim) -> Result<(), StoreError> {
+    pub async fn abandon_key(&self, held: &HeldKey) -> Result<(), StoreError> {
         sqlx::query!(
             "DELETE FROM idempotency_keys \
              WHERE owner_id = $1 AND key = $2 AND state = 'IN_FLIGHT' AND claim = $3",
-            claim.owner,
-            claim.key,
-            claim.token
+            held.owner,
+            held.key,
+            held.token
         )
         .execute(&self.pool)
         .bounded(self)
@@ -149,21 +149,21 @@ impl<T> Staged<T> {
     /// Records the response of the request's key in this write's transaction, so the
     /// change and its record commit together. False: the key was taken over by a retry
     /// (this request ran past its in-flight time), and this write must not commit.
-    pub async fn record(
+    pub async fn save_reply(
         &mut self,
-        claim: &Claim,
+        held: &HeldKey,
         status: u16,
         body: &serde_json::Value,
     ) -> Result<bool, StoreError> {
-        Ok(write_response(&mut *self.tx, claim, status, body).await? == 1)
+        Ok(write_response(&mut *self.tx, held, status, body).await? == 1)
     }
 }
 
-/// Marks the key DONE with the response to replay, if it is still `claim`'s; returns how
+/// Marks the key DONE with the response to replay, if `held` still holds it; returns how
 /// many records that touched (0 or 1).
 async fn write_response<'e>(
     executor: impl sqlx::PgExecutor<'e>,
-    claim: &Claim,
+    held: &HeldKey,
     status: u16,
     body: &serde_json::Value,
 ) -> Result<u64, StoreError> {
@@ -171,11 +171,11 @@ async fn write_response<'e>(
         "UPDATE idempotency_keys SET state = 'DONE', response_status = $3, \
          response_body = $4, locked_until = now() \
          WHERE owner_id = $1 AND key = $2 AND claim = $5",
-        claim.owner,
-        claim.key,
+        held.owner,
+        held.key,
         status as i16,
         body,
-        claim.token
+        held.token
     )
     .execute(executor)
     .await?

@@ -17,7 +17,7 @@ mod reviews;
 mod tx;
 
 pub use error::StoreError;
-pub use idempotency::{Claim, KeyRecord};
+pub use idempotency::{HeldKey, KeyRecord};
 pub use outbox::OutboxRow;
 pub use outbox_admin::{OutboxAction, OutboxFilter, OutboxRecord};
 pub use pg::{migrate, migration_lock_id, DatabaseSettings, PgStore};

@@ -1,6 +1,6 @@
 //! Statements of the transactional outbox. A committing request owns its row from the
-//! INSERT (`tx::enqueue`); dispatchers claim the rest in short statements (a
-//! `claimed_until` lease, taken with `FOR UPDATE SKIP LOCKED`). Rows are delivered with no
+//! INSERT (`tx::enqueue`); dispatchers take the rest in short statements (held until
+//! `claimed_until`, taken with `FOR UPDATE SKIP LOCKED`). Rows are delivered with no
 //! transaction open, then marked in one statement: a slow or hung MongoDB or RabbitMQ never
 //! holds a PostgreSQL connection or row lock.
 
@@ -21,8 +21,9 @@ pub struct OutboxRow {
     pub routing_key: Option<String>,
     pub payload: serde_json::Value,
     pub attempts: i32,
-    /// Identifies this claim: marks and renewals only touch rows still claimed with it.
-    pub claim_token: Uuid,
+    /// The ticket the row was taken with (column `claim_token`): marks only touch rows still
+    /// held with it.
+    pub ticket: Uuid,
 }
 
 impl PgStore {
@@ -33,13 +34,13 @@ impl PgStore {
     /// statistics (as a join, it scanned every undone row per candidate). A projection writes the
     /// document's current state under a version guard, so it needs no ordering; dispatchers
     /// mostly avoid projecting one document at the same time (a per-document advisory lock
-    /// while claiming, and no other live claim on its unprojected rows), which saves work
+    /// while taking, and no other live hold on its unprojected rows), which saves work
     /// but is not what keeps the projection correct.
-    pub async fn claim_unprojected(
+    pub async fn take_unprojected(
         &self,
         only_document: Option<Uuid>,
         limit: i64,
-        claim_for: Duration,
+        take_for: Duration,
     ) -> Result<Vec<OutboxRow>, StoreError> {
         sqlx::query_as!(
             OutboxRow,
@@ -68,10 +69,10 @@ impl PgStore {
                UPDATE outbox SET claimed_until = now() + make_interval(secs => $3), claim_token = $4
                WHERE id IN (SELECT id FROM due UNION SELECT id FROM fresh)
                RETURNING id, event_id, document_id, document_version, event_type, routing_key,
-                         payload, attempts, claim_token AS "claim_token!""#,
+                         payload, attempts, claim_token AS "ticket!""#,
             only_document,
             limit,
-            claim_for.as_secs_f64(),
+            take_for.as_secs_f64(),
             Uuid::new_v4(),
         )
         .fetch_all(&self.pool)
@@ -80,14 +81,14 @@ impl PgStore {
     }
 
     /// Claims up to `limit` projected, due rows, at most one per document: the oldest undone
-    /// row of each document, and only when no older row of that document is undone (claimed
+    /// row of each document, and only when no older row of that document is undone (taken
     /// by another dispatcher or a committing request, or waiting for its retry). That keeps
     /// per-document order. Half the oldest such rows, half the newest.
-    pub async fn claim_publishable(
+    pub async fn take_publishable(
         &self,
         only_document: Option<Uuid>,
         limit: i64,
-        claim_for: Duration,
+        take_for: Duration,
     ) -> Result<Vec<OutboxRow>, StoreError> {
         let mut rows = sqlx::query_as!(
             OutboxRow,
@@ -112,10 +113,10 @@ impl PgStore {
                UPDATE outbox SET claimed_until = now() + make_interval(secs => $3), claim_token = $4
                WHERE id IN (SELECT id FROM due UNION SELECT id FROM fresh)
                RETURNING id, event_id, document_id, document_version, event_type, routing_key,
-                         payload, attempts, claim_token AS "claim_token!""#,
+                         payload, attempts, claim_token AS "ticket!""#,
             only_document,
             limit,
-            claim_for.as_secs_f64(),
+            take_for.as_secs_f64(),
             Uuid::new_v4(),
         )
         .fetch_all(&self.pool)
@@ -142,7 +143,7 @@ impl PgStore {
     }
 
     /// Marks delivered rows done (projected, and published when they carry an event), in one
-    /// statement. Not filtered by claim: a confirmed publish is done, whoever claims the row
+    /// statement. Not filtered by ticket: a confirmed publish is done, whoever holds the row
     /// now.
     pub async fn mark_done(&self, ids: &[i64]) -> Result<(), StoreError> {
         if ids.is_empty() {
@@ -161,9 +162,9 @@ impl PgStore {
         Ok(())
     }
 
-    /// Records a failed attempt on a row still claimed with `token`: retry after
+    /// Records a failed attempt on a row still held with the ticket `token`: retry after
     /// `retry_in`, or, when this was attempt `max_attempts`, park it (`parked_at`, and a
-    /// `next_attempt_at` of 'infinity' that no claim reaches: the row stays undone and
+    /// `next_attempt_at` of 'infinity' that no take reaches: the row stays undone and
     /// keeps holding back its document's later events). `projected`: its projection did
     /// succeed before the failure. Returns whether the row is now parked.
     pub async fn mark_failed(
@@ -200,7 +201,7 @@ impl PgStore {
         Ok(row.is_some_and(|r| r.parked))
     }
 
-    /// Gives rows claimed with `token` back, due at once, noting why they were not delivered
+    /// Gives rows held with the ticket `token` back, due at once, noting why they were not delivered
     /// (a dependency was down: that says nothing about the rows, so no attempt is counted).
     /// `projected`: their projection did succeed before the failure.
     pub async fn set_aside(
@@ -225,8 +226,8 @@ impl PgStore {
         Ok(())
     }
 
-    /// Gives claimed rows back untouched (the pass stopped before reaching them).
-    pub async fn unclaim(&self, ids: &[i64], token: Uuid) -> Result<(), StoreError> {
+    /// Gives taken rows back untouched (the pass stopped before reaching them).
+    pub async fn put_back(&self, ids: &[i64], token: Uuid) -> Result<(), StoreError> {
         if ids.is_empty() {
             return Ok(());
         }

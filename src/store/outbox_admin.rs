@@ -1,6 +1,6 @@
 //! Statements of the outbox's admin actions: list rows by state, put a parked row back in
 //! line (retry) or drop it (skip), each with its audit row in the same statement, and the
-//! parked rows' count for the metrics. Parked rows hold no claim, so an action never races
+//! parked rows' count for the metrics. Parked rows are held by no one, so an action never races
 //! a delivery: it only touches a row that is still parked when it runs.
 
 use chrono::{DateTime, Utc};

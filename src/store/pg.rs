@@ -77,7 +77,7 @@ impl PgStore {
         // A session left idle inside a transaction (its client stalled or vanished mid-way)
         // is ended by the server, so its row locks do not outlive the client's own bound.
         // lock_timeout is a session setting, so a write transaction needs no statement to
-        // set it; the outbox claims skip locked rows and never wait on it.
+        // set it; the outbox's takes skip locked rows and never wait on it.
         let opts = opts.options([
             (
                 "lock_timeout",

@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::documents::{lock_document, lock_document_of_review, planned_document, write_document};
 use super::error::{violates, StoreError};
 use super::pg::{PgStore, Statement};
-use super::tx::{record, Staged, WriteContext};
+use super::tx::{write_audit_and_event, Staged, WriteContext};
 use crate::domain::rules::{self, DecideReview, OpenReview, ReviewChange};
 use crate::domain::{
     Command, Decision, Document, Locked, Plan, Refusal, Review, ReviewStatus, Transitioned,
@@ -21,7 +21,7 @@ pub type Staging = Result<Staged<Transitioned>, Refusal>;
 impl PgStore {
     /// DRAFT|REJECTED -> PENDING_REVIEW with a new pending review.
     #[tracing::instrument(level = "debug", skip_all, fields(document_id = %document_id))]
-    pub async fn submit(
+    pub async fn stage_submit(
         &self,
         document_id: Uuid,
         ctx: &WriteContext<'_>,
@@ -42,7 +42,7 @@ impl PgStore {
 
     /// PENDING -> APPROVED | REJECTED for the review, and the document with it.
     #[tracing::instrument(level = "debug", skip_all, fields(review_id = %review_id, action = decision.action().as_str()))]
-    pub async fn decide(
+    pub async fn stage_decision(
         &self,
         review_id: Uuid,
         decision: Decision,
@@ -176,7 +176,7 @@ async fn write_transition(
         None => return Err(anyhow::anyhow!("a transition without a review").into()),
     };
     let doc = write_document(&mut tx, before, plan.document).await?;
-    let owned = record(&mut tx, &doc, &plan.audit, &plan.outbox, ctx).await?;
+    let owned = write_audit_and_event(&mut tx, &doc, &plan.audit, &plan.outbox, ctx).await?;
     Ok(Ok(Staged::new(
         tx,
         Transitioned {

@@ -80,10 +80,10 @@ impl PgStore {
 
 /// Writes the audit row and the outbox row of a change to `doc` (as it is after the
 /// change), in one statement. The event body is fixed here, at commit time. The outbox row
-/// is claimed for this request (returned) when `ctx.own_outbox_for` asks for it and no
+/// is held for this request (returned) when `ctx.own_outbox_for` asks for it and no
 /// earlier row of the document is undelivered: the document's row lock, held here, keeps
 /// that answer true until COMMIT.
-pub(super) async fn record(
+pub(super) async fn write_audit_and_event(
     tx: &mut Transaction<'static, Postgres>,
     doc: &Document,
     audit: &AuditEntry,
@@ -103,7 +103,7 @@ pub(super) async fn record(
         "data": entry.data,
     });
     let routing_key = entry.event.routing_key();
-    let claim_token = Uuid::new_v4();
+    let ticket = Uuid::new_v4();
     let row = sqlx::query!(
         r#"WITH audit AS (
              INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status,
@@ -127,7 +127,7 @@ pub(super) async fn record(
         routing_key,
         payload,
         ctx.own_outbox_for.map(|d| d.as_secs_f64()),
-        claim_token,
+        ticket,
         audit.review_id,
         audit.action,
         ctx.actor.as_str(),
@@ -139,7 +139,7 @@ pub(super) async fn record(
     )
     .fetch_one(&mut **tx)
     .await?;
-    Ok(row.claim_token.map(|claim_token| OutboxRow {
+    Ok(row.claim_token.map(|ticket| OutboxRow {
         id: row.id,
         event_id,
         document_id: doc.id,
@@ -148,6 +148,6 @@ pub(super) async fn record(
         routing_key: routing_key.map(str::to_string),
         payload,
         attempts: 0,
-        claim_token,
+        ticket,
     }))
 }

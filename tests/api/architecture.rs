@@ -16,10 +16,13 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("lock", &["breaker", "domain"]),
     ("store", &["breaker", "domain"]),
     ("outbox", &["breaker", "domain", "store"]),
-    ("review", &["breaker", "domain", "lock", "store", "outbox"]),
+    (
+        "usecases",
+        &["breaker", "domain", "lock", "store", "outbox"],
+    ),
     (
         "http",
-        &["breaker", "domain", "lock", "store", "outbox", "review"],
+        &["breaker", "domain", "lock", "store", "outbox", "usecases"],
     ),
 ];
 
@@ -331,7 +334,7 @@ fn the_checks_see_what_they_check() {
                   pub async fn b(\n    y: u8,\n) -> u8 {\n    crate::domain::rules::create(y)\n}\n";
     let fns = functions(sample);
     assert_eq!(fns, [(2, 3, "a".to_string()), (5, 5, "b".to_string())]);
-    let paths = referenced_paths(&root().join("src/review/x.rs"), sample);
+    let paths = referenced_paths(&root().join("src/usecases/x.rs"), sample);
     let joined: Vec<String> = paths.iter().map(|p| p.join("::")).collect();
     assert!(joined.contains(&"store::PgStore".to_string()), "{joined:?}");
     assert!(

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use kh_review::http::auth::Role;
-use kh_review::review::hooks::PAUSE_HEADER;
+use kh_review::usecases::hooks::PAUSE_HEADER;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -263,7 +263,7 @@ async fn a_lost_reply_after_commit_is_replayed_not_run_again() {
     let (_, review_id) = app.pending_review().await;
     let path = format!("/api/v1/reviews/{review_id}/approve");
     let lost = keyed(&app, &path, &app.reviewer(), "lost-reply", json!({}))
-        .header(kh_review::review::hooks::FAIL_AFTER_COMMIT_HEADER, "true")
+        .header(kh_review::usecases::hooks::FAIL_AFTER_COMMIT_HEADER, "true")
         .send()
         .await
         .unwrap();
@@ -294,7 +294,7 @@ async fn a_lost_reply_after_commit_is_replayed_not_run_again() {
         "lost-create",
         json!({"title": "t", "body": "b"}),
     )
-    .header(kh_review::review::hooks::FAIL_AFTER_COMMIT_HEADER, "true")
+    .header(kh_review::usecases::hooks::FAIL_AFTER_COMMIT_HEADER, "true")
     .send()
     .await
     .unwrap();

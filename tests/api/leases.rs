@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use kh_review::http::auth::Role;
-use kh_review::review::hooks::{PAUSE_AFTER_LOCK_HEADER, PAUSE_HEADER};
+use kh_review::usecases::hooks::{PAUSE_AFTER_LOCK_HEADER, PAUSE_HEADER};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 

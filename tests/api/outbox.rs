@@ -230,7 +230,7 @@ async fn an_owned_row_is_taken_over_after_its_lease_and_an_expired_claim_cannot_
         .client
         .post(app.url(&format!("/api/v1/reviews/{review}/approve")))
         .bearer_auth(app.reviewer())
-        .header(kh_review::review::hooks::SKIP_DISPATCH_HEADER, "true")
+        .header(kh_review::usecases::hooks::SKIP_DISPATCH_HEADER, "true")
         .json(&json!({}))
         .send()
         .await
@@ -244,7 +244,7 @@ async fn an_owned_row_is_taken_over_after_its_lease_and_an_expired_claim_cannot_
     .await
     .unwrap();
     assert_eq!(owned, (true, true), "the committing request owns its row");
-    let early = repo.claim_unprojected(None, 10, Duration::from_secs(30));
+    let early = repo.take_unprojected(None, 10, Duration::from_secs(30));
     let early = early.await.unwrap();
     assert!(early.is_empty(), "no claim while the request owns the row");
     // Dispatcher A claims once the lease is over, with a claim that is itself already over.
@@ -253,7 +253,7 @@ async fn an_owned_row_is_taken_over_after_its_lease_and_an_expired_claim_cannot_
         Duration::from_secs(10),
         || async {
             let rows = repo
-                .claim_unprojected(None, 10, Duration::ZERO)
+                .take_unprojected(None, 10, Duration::ZERO)
                 .await
                 .unwrap();
             (!rows.is_empty()).then_some(rows)
@@ -262,23 +262,23 @@ async fn an_owned_row_is_taken_over_after_its_lease_and_an_expired_claim_cannot_
     .await;
     assert_eq!(a.len(), 1);
     let b = repo
-        .claim_unprojected(None, 10, Duration::from_secs(30))
+        .take_unprojected(None, 10, Duration::from_secs(30))
         .await
         .unwrap();
     assert_eq!(b.len(), 1, "an expired claim frees the row");
-    assert_ne!(a[0].claim_token, b[0].claim_token);
+    assert_ne!(a[0].ticket, b[0].ticket);
     let ids = [a[0].id];
     let parked = repo.mark_failed(
         a[0].id,
-        a[0].claim_token,
+        a[0].ticket,
         Duration::from_secs(60),
         "late",
         true,
         1,
     );
     assert!(!parked.await.unwrap(), "a stale claim parks nothing");
-    repo.unclaim(&ids, a[0].claim_token).await.unwrap();
-    repo.mark_projected(&ids, a[0].claim_token).await.unwrap();
+    repo.put_back(&ids, a[0].ticket).await.unwrap();
+    repo.mark_projected(&ids, a[0].ticket).await.unwrap();
     let (attempts, claimed, projected): (i32, bool, bool) = sqlx::query_as(
         "SELECT attempts, claimed_until > now(), projected_at IS NOT NULL FROM outbox WHERE id = $1",
     )
@@ -291,6 +291,6 @@ async fn an_owned_row_is_taken_over_after_its_lease_and_an_expired_claim_cannot_
         (0, true, false),
         "B's claim is untouched"
     );
-    repo.unclaim(&ids, b[0].claim_token).await.unwrap();
+    repo.put_back(&ids, b[0].ticket).await.unwrap();
     app.stop().await;
 }

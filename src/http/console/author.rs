@@ -8,7 +8,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::document;
-use super::render::{form, page, when, Form, Shown};
+use super::render::{form, rendered, when, Form, Shown};
 use crate::http::auth::Caller;
 use crate::http::documents::{self, MineQuery};
 use crate::http::error::ApiError;
@@ -78,7 +78,7 @@ pub async fn mine(
             more,
         });
     }
-    page(&Mine {
+    rendered(&Mine {
         groups,
         key_create: Uuid::new_v4(),
     })

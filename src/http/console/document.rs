@@ -5,12 +5,12 @@ use actix_web::{web, HttpResponse};
 use askama::Template;
 use uuid::Uuid;
 
-use super::render::{page, when, Shown};
+use super::render::{rendered, when, Shown};
 use crate::domain::DocumentStatus;
 use crate::http::auth::{Caller, Role};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
-use crate::review::DocumentRead;
+use crate::usecases::DocumentRead;
 
 /// One review of the history, as shown.
 pub struct HistoryRow {
@@ -81,7 +81,7 @@ pub async fn render(
     let editable = mine
         && caller.has(Role::Author)
         && matches!(d.status, DocumentStatus::Draft | DocumentStatus::Rejected);
-    page(&DocumentFragment {
+    rendered(&DocumentFragment {
         flash,
         id: d.id,
         title: d.title,

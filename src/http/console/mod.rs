@@ -21,7 +21,7 @@ use askama::Template;
 
 use super::auth::{Caller, Role};
 use super::error::ApiError;
-use render::{page, Shown};
+use render::{rendered, Shown};
 
 /// Every console route: (method, path pattern).
 pub const PATHS: &[(&str, &str)] = &[
@@ -101,11 +101,11 @@ struct Shell {
 }
 
 async fn home() -> Result<HttpResponse, Shown> {
-    page(&Home { title: "Console" })
+    rendered(&Home { title: "Console" })
 }
 
 fn shell(title: &str, load: String, trigger: &'static str) -> Result<HttpResponse, Shown> {
-    page(&Shell {
+    rendered(&Shell {
         title: title.to_string(),
         load,
         trigger,
@@ -171,7 +171,7 @@ async fn me(caller: Result<Caller, ApiError>) -> Result<HttpResponse, Shown> {
             Role::Admin => "admin",
         })
         .collect();
-    page(&Me {
+    rendered(&Me {
         sub: caller.id.as_str().to_string(),
         roles: roles.join(", "),
         author: caller.has(Role::Author),

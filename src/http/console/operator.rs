@@ -5,11 +5,11 @@
 use actix_web::{web, HttpResponse};
 use askama::Template;
 
-use super::render::{duration, page, waited, when, Shown};
-use crate::http::admin::{self, ListQuery, OutboxStatsView};
+use super::render::{duration, rendered, waited, when, Shown};
+use crate::http::admin::{self, OutboxQuery, OutboxStatsView};
 use crate::http::auth::{Caller, Role};
 use crate::http::error::ApiError;
-use crate::http::health::{self, Readiness};
+use crate::http::health::{self, ReadinessView};
 use crate::http::state::AppState;
 use crate::store::OutboxAction;
 
@@ -46,7 +46,7 @@ struct Overview {
     checked_at: String,
 }
 
-fn dependencies(r: &Readiness) -> Vec<Dependency> {
+fn dependencies(r: &ReadinessView) -> Vec<Dependency> {
     let c = &r.checks;
     vec![
         Dependency {
@@ -92,12 +92,12 @@ async fn render(
     caller.require(Role::Admin)?;
     let ready = health::readiness(state).await;
     let stats = admin::figures(state, caller).await?;
-    let query = ListQuery {
+    let query = OutboxQuery {
         state: Some("parked".into()),
         limit: Some(50),
         cursor: None,
     };
-    let found = admin::page(state, caller, &query).await?;
+    let found = admin::outbox_page(state, caller, &query).await?;
     let now = chrono::Utc::now();
     let parked = found
         .items
@@ -111,7 +111,7 @@ async fn render(
             parked_for: r.parked_at.map(|t| waited(t, now)).unwrap_or_default(),
         })
         .collect();
-    page(&Overview {
+    rendered(&Overview {
         flash,
         ready: ready.status.as_str(),
         dependencies: dependencies(&ready),

@@ -27,7 +27,7 @@ pub fn html(status: StatusCode, body: String) -> HttpResponse {
 }
 
 /// A rendered template with status 200.
-pub fn page(t: &impl Template) -> Result<HttpResponse, Shown> {
+pub fn rendered(t: &impl Template) -> Result<HttpResponse, Shown> {
     let body = t
         .render()
         .map_err(|e| ApiError::internal(anyhow::anyhow!("template: {e}")))?;

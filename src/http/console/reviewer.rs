@@ -8,11 +8,11 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::document;
-use super::render::{form, page, waited, when, Form, Shown};
+use super::render::{form, rendered, waited, when, Form, Shown};
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ErrorCode};
 use crate::http::post::Replied;
-use crate::http::reviews::{self, ListQuery};
+use crate::http::reviews::{self, ReviewQuery};
 use crate::http::state::AppState;
 
 /// A pending review as the queue shows it.
@@ -43,12 +43,12 @@ pub async fn queue(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
     let caller = caller?;
-    let list = ListQuery {
+    let list = ReviewQuery {
         status: None,
         limit: Some(50),
         cursor: query.into_inner().cursor,
     };
-    let found = reviews::page(&state, &caller, &list).await?;
+    let found = reviews::review_page(&state, &caller, &list).await?;
     let now = Utc::now();
     let rows = found
         .items
@@ -61,7 +61,7 @@ pub async fn queue(
             waited: waited(r.submitted_at, now),
         })
         .collect();
-    page(&Queue {
+    rendered(&Queue {
         rows,
         next_cursor: found.next_cursor,
     })
@@ -94,7 +94,7 @@ pub async fn approve(
         false => json!({ "comment": comment }),
     };
     let verb = "Approved";
-    decide(req, &path, (json, verb), reviews::approval, caller, state).await
+    send_decision(req, &path, (json, verb), reviews::approval, caller, state).await
 }
 
 /// POST `/console/f/documents/{id}/reviews/{review}/reject`: the JSON API's reject. The
@@ -110,10 +110,10 @@ pub async fn reject(
     let reason = form(body)?.reason;
     let json = json!({ "reason": reason });
     let verb = "Rejected";
-    decide(req, &path, (json, verb), reviews::rejection, caller, state).await
+    send_decision(req, &path, (json, verb), reviews::rejection, caller, state).await
 }
 
-async fn decide(
+async fn send_decision(
     req: HttpRequest,
     (doc, review): &(String, String),
     (json, verb): (serde_json::Value, &str),
@@ -123,7 +123,7 @@ async fn decide(
 ) -> Result<HttpResponse, Shown> {
     let (doc, review) = (super::parse_id(doc)?, super::parse_id(review)?);
     let bytes = serde_json::to_vec(&json).expect("a JSON value serializes");
-    let decided = reviews::decide(&req, &state, caller.clone(), review, bytes, parse).await;
+    let decided = reviews::decision(&req, &state, caller.clone(), review, bytes, parse).await;
     match decided.and_then(Replied::succeeded) {
         Ok(reply) => {
             let status = reply.body["document"]["status"].as_str().unwrap_or("");

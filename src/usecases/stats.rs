@@ -1,4 +1,4 @@
-//! What the review layer counts: committed transitions by type, and how long passing the
+//! What the use-case layer counts: committed transitions by type, and how long passing the
 //! outer-lock gate took by outcome. Exposed as Prometheus collectors that `http::metrics`
 //! registers.
 

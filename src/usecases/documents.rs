@@ -80,9 +80,9 @@ impl DocumentService {
         let (committed, reply) = self
             .store
             .bounded(async {
-                let staged = self.store.create_document(id, title, body, &wctx).await?;
+                let staged = self.store.stage_create(id, title, body, &wctx).await?;
                 let reply = reply(staged.value());
-                let committed = commit(staged, None, ctx.claim.as_ref(), &reply).await?;
+                let committed = commit(staged, None, ctx.held_key.as_ref(), &reply).await?;
                 Ok::<_, Error>((committed, reply))
             })
             .await?;
@@ -112,7 +112,7 @@ impl DocumentService {
         let committed = self
             .store
             .bounded(async {
-                let staged = self.store.edit_document(id, title, body, &wctx).await??;
+                let staged = self.store.stage_edit(id, title, body, &wctx).await??;
                 Ok::<_, Error>(staged.commit().await?)
             })
             .await?;

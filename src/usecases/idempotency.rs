@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use crate::domain::{InputError, UserId};
-use crate::store::{Claim, PgStore, StoreError};
+use crate::store::{HeldKey, PgStore, StoreError};
 
 /// `[idempotency]` in `config/default.toml`.
 #[serde_as]
@@ -91,7 +91,7 @@ pub struct Reply {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Begin {
     /// This request holds the key now: run it, then [`Idempotency::settle`].
-    Proceed(Claim),
+    Proceed(HeldKey),
     /// The key already ran with this request: replay its reply.
     Replay(Reply),
     /// The key was used with a different request.
@@ -135,7 +135,7 @@ impl Idempotency {
         let (owner, key) = (owner.as_str(), key.0.as_str());
         let in_flight = self.settings.in_flight_timeout;
         self.store.delete_expired_key(owner, key).await?;
-        let claim = Claim {
+        let held = HeldKey {
             owner: owner.to_string(),
             key: key.to_string(),
             token: Uuid::new_v4(),
@@ -144,10 +144,10 @@ impl Idempotency {
             let ttl = self.settings.ttl;
             if self
                 .store
-                .insert_key(&claim, fingerprint, in_flight, ttl)
+                .insert_key(&held, fingerprint, in_flight, ttl)
                 .await?
             {
-                return Ok(Begin::Proceed(claim));
+                return Ok(Begin::Proceed(held));
             }
             let Some(found) = self.store.find_key(owner, key).await? else {
                 continue; // purged between the two statements: try the insert again
@@ -165,8 +165,8 @@ impl Idempotency {
                 return Ok(Begin::InFlight);
             }
             // The first request never finished (its instance died): take the key over.
-            return Ok(if self.store.take_over_key(&claim, in_flight).await? {
-                Begin::Proceed(claim)
+            return Ok(if self.store.take_over_key(&held, in_flight).await? {
+                Begin::Proceed(held)
             } else {
                 Begin::InFlight
             });
@@ -174,17 +174,13 @@ impl Idempotency {
         Ok(Begin::InFlight)
     }
 
-    /// Records how the request that held `claim` ended. Never fails the request: the work
+    /// Records how the request that held the key `held` ended. Never fails the request: the work
     /// is done, and an unrecorded key is taken over after its in-flight time.
-    pub async fn settle(&self, claim: &Claim, outcome: Settle) {
+    pub async fn settle(&self, held: &HeldKey, outcome: Settle) {
         let saved = match outcome {
             Settle::Committed => Ok(()),
-            Settle::Refused(reply) => {
-                self.store
-                    .finish_key(claim, reply.status, &reply.body)
-                    .await
-            }
-            Settle::Retryable => self.store.abandon_key(claim).await,
+            Settle::Refused(reply) => self.store.finish_key(held, reply.status, &reply.body).await,
+            Settle::Retryable => self.store.abandon_key(held).await,
         };
         if let Err(e) = saved {
             tracing::error!(error = %e, "could not record the idempotency outcome");

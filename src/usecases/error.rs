@@ -3,7 +3,7 @@
 //! error envelope, in one place.
 
 use crate::domain::Refusal;
-use crate::lock::gate::Contended;
+use crate::lock::gate::LockBusy;
 use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
@@ -13,7 +13,7 @@ pub enum Error {
     Refused(#[from] Refusal),
     /// Another request holds the outer lock.
     #[error(transparent)]
-    Contended(#[from] Contended),
+    LockBusy(#[from] LockBusy),
     /// The outer lock was lost before COMMIT; the change was rolled back.
     #[error("the outer lock was lost before commit")]
     LockLost,

@@ -22,16 +22,16 @@ use super::idempotency::Reply;
 use super::stats::ReviewStats;
 
 /// A transition to run.
-enum Step {
+enum Transition {
     Submit(Uuid),
     Decide(Uuid, Decision),
 }
 
-impl Step {
+impl Transition {
     fn kind(&self) -> &'static str {
         match self {
-            Step::Submit(_) => "submit",
-            Step::Decide(_, d) => d.action().as_str(),
+            Transition::Submit(_) => "submit",
+            Transition::Decide(_, d) => d.action().as_str(),
         }
     }
 }
@@ -69,8 +69,8 @@ impl ReviewService {
         document_id: Uuid,
         reply: impl FnOnce(&Transitioned) -> Reply,
     ) -> Result<Reply, Error> {
-        let key = self.keys.submit(document_id);
-        self.guarded(&key, ctx, Step::Submit(document_id), reply)
+        let key = self.keys.for_submit(document_id);
+        self.guarded(&key, ctx, Transition::Submit(document_id), reply)
             .await
     }
 
@@ -82,8 +82,8 @@ impl ReviewService {
         decision: Decision,
         reply: impl FnOnce(&Transitioned) -> Reply,
     ) -> Result<Reply, Error> {
-        let key = self.keys.review(review_id);
-        self.guarded(&key, ctx, Step::Decide(review_id, decision), reply)
+        let key = self.keys.for_review(review_id);
+        self.guarded(&key, ctx, Transition::Decide(review_id, decision), reply)
             .await
     }
 
@@ -103,17 +103,17 @@ impl ReviewService {
         &self,
         key: &str,
         ctx: Context,
-        step: Step,
+        transition: Transition,
         reply: impl FnOnce(&Transitioned) -> Reply,
     ) -> Result<Reply, Error> {
-        let kind = step.kind();
+        let kind = transition.kind();
         let passage = self.enter(key, &ctx.hooks).await?;
         if let Some(pause) = ctx.hooks.pause_after_lock {
             tokio::time::sleep(pause).await;
         }
         let result = self
             .store
-            .bounded(self.transaction(&ctx, step, &passage, reply))
+            .bounded(self.transaction(&ctx, transition, &passage, reply))
             .await;
         passage.release().await;
         let (committed, reply) = result?;
@@ -159,7 +159,7 @@ impl ReviewService {
     async fn transaction(
         &self,
         ctx: &Context,
-        step: Step,
+        transition: Transition,
         passage: &Passage,
         reply: impl FnOnce(&Transitioned) -> Reply,
     ) -> Result<(Committed<Transitioned>, Reply), Error> {
@@ -176,16 +176,18 @@ impl ReviewService {
                 .own_outbox_for()
                 .filter(|_| !ctx.hooks.leave_to_dispatcher),
         };
-        let staged: Staging = match step {
-            Step::Submit(document_id) => self.store.submit(document_id, &wctx).await?,
-            Step::Decide(review_id, d) => self.store.decide(review_id, d, &wctx).await?,
+        let staged: Staging = match transition {
+            Transition::Submit(document_id) => self.store.stage_submit(document_id, &wctx).await?,
+            Transition::Decide(review_id, d) => {
+                self.store.stage_decision(review_id, d, &wctx).await?
+            }
         };
         let staged = staged?;
         if let Some(pause) = ctx.hooks.pause_before_commit {
             tokio::time::sleep(pause).await;
         }
         let reply = reply(staged.value());
-        let done = commit(staged, lease, ctx.claim.as_ref(), &reply).await?;
+        let done = commit(staged, lease, ctx.held_key.as_ref(), &reply).await?;
         Ok((done, reply))
     }
 }

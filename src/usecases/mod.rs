@@ -14,8 +14,8 @@ pub mod hooks;
 pub mod idempotency;
 mod outbox_admin;
 mod probes;
+mod reviews;
 mod stats;
-mod transitions;
 
 pub use context::Context;
 pub use documents::{BodySource, DocumentRead, DocumentService};
@@ -24,5 +24,5 @@ pub use hooks::Hooks;
 pub use idempotency::{Idempotency, IdempotencySettings, Reply};
 pub use outbox_admin::{AdminError, OutboxAdmin, OutboxStats};
 pub use probes::{Check, Probes, Readiness};
+pub use reviews::ReviewService;
 pub use stats::{ReviewStats, LATENCY_BUCKETS};
-pub use transitions::ReviewService;
