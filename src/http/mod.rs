@@ -21,6 +21,7 @@ pub mod request_id;
 pub(crate) mod reviews;
 mod settings;
 pub(crate) mod state;
+pub mod test_hooks;
 pub mod views;
 
 pub use console::PATHS as CONSOLE_PATHS;

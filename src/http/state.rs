@@ -5,9 +5,10 @@ use actix_web::HttpRequest;
 
 use super::metrics::HttpMetrics;
 use super::request_id;
+use super::test_hooks;
 use crate::domain::UserId;
 use crate::usecases::{
-    Context, DocumentService, Hooks, Idempotency, OutboxAdmin, Probes, ReviewService,
+    Context, DocumentService, Idempotency, OutboxAdmin, Probes, ReviewService, TestHooks,
 };
 
 pub struct AppState {
@@ -30,11 +31,11 @@ pub struct AppState {
 
 impl AppState {
     /// Test hooks of this request; always off unless `server.test_hooks` is on.
-    pub fn hooks(&self, req: &HttpRequest) -> Hooks {
+    pub fn hooks(&self, req: &HttpRequest) -> TestHooks {
         if !self.test_hooks {
-            return Hooks::default();
+            return TestHooks::default();
         }
-        Hooks::from_headers(|name| req.headers().get(name).and_then(|v| v.to_str().ok()))
+        test_hooks::from_request(req)
     }
 
     /// The context of a use case run for `actor` by this request (holding no idempotency key yet).

@@ -3,14 +3,14 @@
 use crate::domain::UserId;
 use crate::store::HeldKey;
 
-use super::hooks::Hooks;
+use super::test_hooks::TestHooks;
 
 /// Who asks, for which request, with which test hooks and held idempotency key.
 #[derive(Debug, Clone)]
 pub struct Context {
     pub actor: UserId,
     pub request_id: String,
-    pub hooks: Hooks,
+    pub hooks: TestHooks,
     /// The request's `Idempotency-Key`, held: a success is recorded under it on COMMIT.
     pub held_key: Option<HeldKey>,
 }

@@ -19,6 +19,7 @@ use super::commit::commit;
 use super::context::Context;
 use super::error::Error;
 use super::idempotency::Reply;
+use super::test_hooks::Point;
 
 /// Where a document's body and preview were read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,7 +88,7 @@ impl DocumentService {
             })
             .await?;
         tracing::info!(document_id = %committed.value.id, "document created");
-        ctx.hooks.after_commit()?;
+        ctx.hooks.at(Point::Committed).await?;
         self.dispatcher
             .after_commit(&committed.value, committed.owned)
             .await;

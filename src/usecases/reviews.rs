@@ -17,9 +17,9 @@ use crate::store::{Committed, PgStore, Staging, WriteContext};
 use super::commit::commit;
 use super::context::Context;
 use super::error::Error;
-use super::hooks::Hooks;
 use super::idempotency::Reply;
 use super::stats::ReviewStats;
+use super::test_hooks::Point;
 
 /// A transition to run.
 enum Transition {
@@ -107,10 +107,8 @@ impl ReviewService {
         reply: impl FnOnce(&Transitioned) -> Reply,
     ) -> Result<Reply, Error> {
         let kind = transition.kind();
-        let passage = self.enter(key, &ctx.hooks).await?;
-        if let Some(pause) = ctx.hooks.pause_after_lock {
-            tokio::time::sleep(pause).await;
-        }
+        let passage = self.enter(key).await?;
+        ctx.hooks.at(Point::Locked(passage.lease())).await?;
         let result = self
             .store
             .bounded(self.transaction(&ctx, transition, &passage, reply))
@@ -119,7 +117,7 @@ impl ReviewService {
         let (committed, reply) = result?;
         let done = &committed.value;
         self.stats.transition(kind);
-        ctx.hooks.after_commit()?;
+        ctx.hooks.at(Point::Committed).await?;
         tracing::info!(
             document_id = %done.document.id,
             review_id = %done.review.id,
@@ -127,10 +125,7 @@ impl ReviewService {
             version = done.document.version,
             "transition committed"
         );
-        if let Some(pause) = ctx.hooks.pause_after_commit {
-            tokio::time::sleep(pause).await;
-        }
-        if !ctx.hooks.skip_dispatch && !ctx.hooks.leave_to_dispatcher {
+        if ctx.hooks.delivers_inline() {
             self.dispatcher
                 .after_commit(&done.document, committed.owned)
                 .await;
@@ -139,7 +134,7 @@ impl ReviewService {
     }
 
     /// Passes the gate, counting how long it took and how it ended.
-    async fn enter(&self, key: &str, hooks: &Hooks) -> Result<Passage, Error> {
+    async fn enter(&self, key: &str) -> Result<Passage, Error> {
         let started = Instant::now();
         let entered = self.gate.enter(key).await;
         let outcome = match &entered {
@@ -148,11 +143,7 @@ impl ReviewService {
             Err(_) => "contended",
         };
         self.stats.lock_acquire(outcome, started.elapsed());
-        let passage = entered?;
-        if let (true, Some(lease)) = (hooks.suspend_renewal, passage.lease()) {
-            lease.suspend_renewal();
-        }
-        Ok(passage)
+        Ok(entered?)
     }
 
     /// Stage, render the reply, commit (lease check and idempotency record first).
@@ -171,10 +162,7 @@ impl ReviewService {
                 Some(l) => Guard::Outer(l.fencing_token()),
                 None => Guard::RowLockOnly,
             },
-            own_outbox_for: self
-                .dispatcher
-                .own_outbox_for()
-                .filter(|_| !ctx.hooks.leave_to_dispatcher),
+            own_outbox_for: ctx.hooks.own_outbox(self.dispatcher.own_outbox_for()),
         };
         let staged: Staging = match transition {
             Transition::Submit(document_id) => self.store.stage_submit(document_id, &wctx).await?,
@@ -183,9 +171,7 @@ impl ReviewService {
             }
         };
         let staged = staged?;
-        if let Some(pause) = ctx.hooks.pause_before_commit {
-            tokio::time::sleep(pause).await;
-        }
+        ctx.hooks.at(Point::Staged).await?;
         let reply = reply(staged.value());
         let done = commit(staged, lease, ctx.held_key.as_ref(), &reply).await?;
         Ok((done, reply))

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::support::*;
-use kh_review::usecases::hooks::LEAVE_TO_DISPATCHER_HEADER;
+use kh_review::http::test_hooks::LEAVE_TO_DISPATCHER_HEADER;
 
 /// `n` other documents, each with one undelivered `document.approved` row: an outage's
 /// leftovers, due now and claimed by no one.

@@ -210,7 +210,10 @@ async fn a_partitioned_database_mid_transaction_gives_503_not_a_hang() {
         .client
         .post(app.url(&format!("/api/v1/reviews/{review}/approve")))
         .bearer_auth(app.reviewer())
-        .header(kh_review::usecases::hooks::PAUSE_HEADER, "1000")
+        .header(
+            kh_review::http::test_hooks::PAUSE_BEFORE_COMMIT_HEADER,
+            "1000",
+        )
         .json(&json!({}))
         .send();
     let partition = async {

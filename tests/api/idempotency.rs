@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use kh_review::http::auth::Role;
-use kh_review::usecases::hooks::PAUSE_HEADER;
+use kh_review::http::test_hooks::PAUSE_BEFORE_COMMIT_HEADER;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -102,7 +102,7 @@ async fn two_requests_with_one_key_at_once_run_once() {
     let (_, review_id) = app.pending_review().await;
     let path = format!("/api/v1/reviews/{review_id}/approve");
     let slow = keyed(&app, &path, &app.reviewer(), "dbl", json!({}))
-        .header(PAUSE_HEADER, "700")
+        .header(PAUSE_BEFORE_COMMIT_HEADER, "700")
         .send();
     let quick = async {
         wait_for(
@@ -225,7 +225,7 @@ async fn a_client_that_disconnects_still_gets_its_decision_on_retry() {
         .post(app.url(&path))
         .bearer_auth(app.reviewer())
         .header("idempotency-key", "gone")
-        .header(PAUSE_HEADER, "800")
+        .header(PAUSE_BEFORE_COMMIT_HEADER, "800")
         .json(&json!({}))
         .send()
         .await;
@@ -263,7 +263,10 @@ async fn a_lost_reply_after_commit_is_replayed_not_run_again() {
     let (_, review_id) = app.pending_review().await;
     let path = format!("/api/v1/reviews/{review_id}/approve");
     let lost = keyed(&app, &path, &app.reviewer(), "lost-reply", json!({}))
-        .header(kh_review::usecases::hooks::FAIL_AFTER_COMMIT_HEADER, "true")
+        .header(
+            kh_review::http::test_hooks::FAIL_AFTER_COMMIT_HEADER,
+            "true",
+        )
         .send()
         .await
         .unwrap();
@@ -294,7 +297,10 @@ async fn a_lost_reply_after_commit_is_replayed_not_run_again() {
         "lost-create",
         json!({"title": "t", "body": "b"}),
     )
-    .header(kh_review::usecases::hooks::FAIL_AFTER_COMMIT_HEADER, "true")
+    .header(
+        kh_review::http::test_hooks::FAIL_AFTER_COMMIT_HEADER,
+        "true",
+    )
     .send()
     .await
     .unwrap();

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 use kh_review::http::auth::Role;
-use kh_review::usecases::hooks::SKIP_DISPATCH_HEADER;
+use kh_review::http::test_hooks::SKIP_DISPATCH_HEADER;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 

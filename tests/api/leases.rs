@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use kh_review::http::auth::Role;
-use kh_review::usecases::hooks::{PAUSE_AFTER_LOCK_HEADER, PAUSE_HEADER};
+use kh_review::http::test_hooks::{PAUSE_AFTER_LOCK_HEADER, PAUSE_BEFORE_COMMIT_HEADER};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -46,7 +46,7 @@ async fn a_failed_renewal_loses_the_lease_and_commits_nothing() {
     let client = redis::Client::open(own.url()).unwrap();
     let key = app.lock_key_review(&review_id);
     let req = app
-        .approve_paused(&review_id, PAUSE_HEADER, 1500, false)
+        .approve_paused(&review_id, PAUSE_BEFORE_COMMIT_HEADER, 1500, false)
         .send();
     let kill = async {
         wait_for(
@@ -92,7 +92,7 @@ async fn a_renewal_slowed_by_a_redis_pause_is_retried_and_the_transition_commits
     let (doc_id, review_id) = app.pending_review().await;
     let client = redis::Client::open(own.url()).unwrap();
     let req = app
-        .approve_paused(&review_id, PAUSE_HEADER, 1500, false)
+        .approve_paused(&review_id, PAUSE_BEFORE_COMMIT_HEADER, 1500, false)
         .send();
     let pause = async {
         // Once a renewal went through, the lock is held and its watchdog running: the pause
@@ -135,7 +135,7 @@ async fn a_renewal_on_a_broken_connection_is_retried_on_a_fresh_one() {
     .await;
     let (doc_id, review_id) = app.pending_review().await;
     let req = app
-        .approve_paused(&review_id, PAUSE_HEADER, 1200, false)
+        .approve_paused(&review_id, PAUSE_BEFORE_COMMIT_HEADER, 1200, false)
         .send();
     let cut = async {
         a_renewal(&app).await;
@@ -212,7 +212,7 @@ async fn a_holder_paused_inside_its_transaction_rolls_back() {
     let (doc_id, review_id) = app.pending_review().await;
     let key = app.lock_key_review(&review_id);
     let stale = app
-        .approve_paused(&review_id, PAUSE_HEADER, 1200, true)
+        .approve_paused(&review_id, PAUSE_BEFORE_COMMIT_HEADER, 1200, true)
         .send();
     let newer = async {
         taken_then_expired(&app.redis, &key).await;

@@ -228,7 +228,10 @@ async fn sigterm_mid_load_drains_without_resets_or_leftover_locks() {
             .client
             .post(format!("{base}/api/v1/reviews/{review_id}/approve"))
             .bearer_auth(app.reviewer())
-            .header(kh_review::usecases::hooks::PAUSE_HEADER, "2000")
+            .header(
+                kh_review::http::test_hooks::PAUSE_BEFORE_COMMIT_HEADER,
+                "2000",
+            )
             .json(&serde_json::json!({}));
         async move { req.send().await }
     });

@@ -222,7 +222,7 @@ async fn a_lease_lost_before_commit_commits_nothing() {
     let req = app
         .approve_paused(
             &review_id,
-            kh_review::usecases::hooks::PAUSE_HEADER,
+            kh_review::http::test_hooks::PAUSE_BEFORE_COMMIT_HEADER,
             1500,
             false,
         )
@@ -272,7 +272,7 @@ async fn a_handler_held_past_its_ttl_keeps_the_lock_by_renewal() {
     let r = app
         .approve_paused(
             &review_id,
-            kh_review::usecases::hooks::PAUSE_HEADER,
+            kh_review::http::test_hooks::PAUSE_BEFORE_COMMIT_HEADER,
             1200,
             false,
         )

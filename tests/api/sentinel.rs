@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use kh_review::http::auth::Role;
-use kh_review::usecases::hooks::PAUSE_AFTER_LOCK_HEADER;
+use kh_review::http::test_hooks::PAUSE_AFTER_LOCK_HEADER;
 use reqwest::StatusCode;
 
 use crate::support::topology::*;

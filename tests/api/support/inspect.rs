@@ -8,7 +8,7 @@ use reqwest::{Response, StatusCode};
 use serde_json::Value;
 use uuid::Uuid;
 
-use kh_review::usecases::hooks::SUSPEND_RENEWAL_HEADER;
+use kh_review::http::test_hooks::SUSPEND_RENEWAL_HEADER;
 use serde_json::json;
 
 use super::app::{TestApp, AUTHOR};
