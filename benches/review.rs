@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use bench_support::*;
 use kh_review::lock::redis::RedisLockProvider;
-use kh_review::lock::{LockProvider, Ttl};
+use kh_review::lock::{Attempt, LockProvider, Ttl};
 use uuid::Uuid;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 4)]
@@ -199,9 +199,9 @@ async fn lock_provider(p: &RedisLockProvider, conc: usize, ops: usize) -> anyhow
     drive(conc, ops, move |_| {
         let (p, key) = (p.clone(), key.clone());
         async move {
-            let h = p.acquire(&key, ttl).await?;
-            if h.acquired {
-                anyhow::ensure!(p.release(&h).await?, "release of an acquired lock failed");
+            if let Attempt::Held(h) = p.acquire(&key, ttl).await? {
+                let released = p.release(&h.ownership).await?;
+                anyhow::ensure!(released, "release of an acquired lock failed");
             }
             anyhow::Ok(true)
         }

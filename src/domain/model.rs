@@ -17,7 +17,7 @@ pub struct Document {
     pub author_id: String,
     pub current_review_id: Option<Uuid>,
     /// The highest fencing token of an outer lock that wrote this document.
-    pub fence_token: Option<i64>,
+    pub fence_token: Option<FencingToken>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -35,7 +35,7 @@ pub struct Review {
     pub decided_at: Option<DateTime<Utc>>,
     pub comment: Option<String>,
     pub reason: Option<String>,
-    pub fence_token: Option<i64>,
+    pub fence_token: Option<FencingToken>,
 }
 
 /// What one transition (submit, approve, reject) wrote.
@@ -46,8 +46,9 @@ pub struct Transitioned {
 }
 
 /// Strictly increasing per lock key across acquisitions; stored on the rows a holder writes
-/// so that a former holder can never write over a newer one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// so that a former holder can never write over a newer one. Stored as the `int8` it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, sqlx::Type)]
+#[sqlx(transparent)]
 pub struct FencingToken(i64);
 
 impl FencingToken {
@@ -63,7 +64,7 @@ impl FencingToken {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Guard {
     /// The Redis lock is held, with its fencing token.
-    Outer(Option<FencingToken>),
+    Outer(FencingToken),
     /// Redis is unavailable: the row lock alone.
     RowLockOnly,
     /// Changes that never take the outer lock (create, edit).
@@ -80,9 +81,10 @@ impl Guard {
         }
     }
 
-    pub fn fence(self) -> Option<i64> {
+    /// The fencing token a change under this guard writes with, if it has one.
+    pub fn fence(self) -> Option<FencingToken> {
         match self {
-            Guard::Outer(f) => f.map(FencingToken::value),
+            Guard::Outer(f) => Some(f),
             Guard::RowLockOnly | Guard::Unlocked => None,
         }
     }

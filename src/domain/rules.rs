@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::events::{EventData, EventType, OutboxEntry};
 use super::inputs::{Comment, DocumentBody, DocumentTitle, RejectReason, UserId};
-use super::model::{Document, Guard, Review};
+use super::model::{Document, FencingToken, Guard, Review};
 use super::state::{Action, DocumentStatus, InvalidTransition, ReviewStatus};
 
 /// A reviewer's decision. An approval carries an optional comment, a rejection a reason:
@@ -84,7 +84,7 @@ pub struct DocumentChange {
     pub status: DocumentStatus,
     pub version: i64,
     pub current_review_id: Option<Uuid>,
-    pub fence_token: Option<i64>,
+    pub fence_token: Option<FencingToken>,
 }
 
 /// A new pending review, opened by a submit.
@@ -93,7 +93,7 @@ pub struct OpenReview {
     pub id: Uuid,
     pub document_version: i64,
     pub submitted_by: String,
-    pub fence_token: Option<i64>,
+    pub fence_token: Option<FencingToken>,
 }
 
 /// The decision written on a pending review.
@@ -104,7 +104,7 @@ pub struct DecideReview {
     pub decided_by: String,
     pub comment: Option<String>,
     pub reason: Option<String>,
-    pub fence_token: Option<i64>,
+    pub fence_token: Option<FencingToken>,
 }
 
 /// The review row a command writes.
@@ -123,7 +123,7 @@ pub struct AuditEntry {
     pub to_status: DocumentStatus,
     pub version: i64,
     pub lock_mode: &'static str,
-    pub fence_token: Option<i64>,
+    pub fence_token: Option<FencingToken>,
 }
 
 /// Everything one change writes, in one transaction.

@@ -24,7 +24,7 @@ fn doc(status: DocumentStatus, fence: Option<i64>) -> Document {
         version: 4,
         author_id: AUTHOR.into(),
         current_review_id: None,
-        fence_token: fence,
+        fence_token: fence.map(FencingToken::new),
         created_at: Utc::now(),
         updated_at: Utc::now(),
     }
@@ -73,7 +73,7 @@ fn edit() -> Command {
 }
 
 fn outer(f: i64) -> Guard {
-    Guard::Outer(Some(FencingToken::new(f)))
+    Guard::Outer(FencingToken::new(f))
 }
 
 fn submit() -> Command {
@@ -177,7 +177,7 @@ fn an_approval_writes_the_whole_transition() {
     let p = plan(&locked, &user(REVIEWER), approve(), outer(9)).unwrap();
     assert_eq!(p.document.status, DocumentStatus::Approved);
     assert_eq!(p.document.version, 5);
-    assert_eq!(p.document.fence_token, Some(9));
+    assert_eq!(p.document.fence_token, Some(FencingToken::new(9)));
     assert_eq!(p.document.current_review_id, Some(r.id));
     assert_eq!(
         p.review,
@@ -187,7 +187,7 @@ fn an_approval_writes_the_whole_transition() {
             decided_by: REVIEWER.into(),
             comment: Some("fine".into()),
             reason: None,
-            fence_token: Some(9),
+            fence_token: Some(FencingToken::new(9)),
         }))
     );
     assert_eq!(p.audit.action, "approve");
@@ -218,7 +218,7 @@ fn an_empty_comment_is_no_comment_and_a_lower_fence_keeps_the_higher() {
     let p = plan(&pending(Some(20)), &user(REVIEWER), reject(), outer(20)).unwrap();
     assert_eq!(
         p.document.fence_token,
-        Some(20),
+        Some(FencingToken::new(20)),
         "an equal token is not stale"
     );
 }

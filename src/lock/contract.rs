@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{LockProvider, Ttl};
+use super::{Attempt, LockProvider, OwnerToken, Ownership, Ttl};
 
 fn ttl(ms: u64) -> Ttl {
     Ttl::new(Duration::from_millis(ms)).expect("non-zero")
@@ -22,36 +22,42 @@ pub async fn run_all<P: LockProvider + ?Sized>(p: &P, prefix: &str) {
 }
 
 async fn exclusive_and_released_by_owner_only<P: LockProvider + ?Sized>(p: &P, key: &str) {
-    let a = p.acquire(key, ttl(10_000)).await.unwrap();
-    assert!(a.acquired, "first acquire must succeed");
+    // An acquired handle carries a fencing token: `LockHandle::fencing_token` is no option.
+    let Attempt::Held(a) = p.acquire(key, ttl(10_000)).await.unwrap() else {
+        panic!("first acquire must succeed");
+    };
+    let Attempt::Busy { holder_ttl } = p.acquire(key, ttl(10_000)).await.unwrap() else {
+        panic!("second acquire must see contention");
+    };
     assert!(
-        a.fencing_token.is_some(),
-        "an acquired handle carries a fencing token"
-    );
-    let b = p.acquire(key, ttl(10_000)).await.unwrap();
-    assert!(!b.acquired, "second acquire must see contention");
-    assert!(
-        b.holder_ttl.is_some(),
+        holder_ttl.is_some(),
         "contention reports the holder's remaining ttl"
     );
     assert!(p.require_acquire(key, ttl(10_000)).await.is_err());
+    let other = Ownership {
+        key: key.to_string(),
+        token: OwnerToken::generate(),
+    };
     assert!(
-        !p.release(&b).await.unwrap(),
+        !p.release(&other).await.unwrap(),
         "a non-owner must not release"
     );
     assert!(
         p.locked(key).await.unwrap(),
         "still held after a foreign release"
     );
-    assert!(p.release(&a).await.unwrap(), "the owner releases");
+    assert!(p.release(&a.ownership).await.unwrap(), "the owner releases");
     assert!(!p.locked(key).await.unwrap());
-    assert!(!p.release(&a).await.unwrap(), "a second release is a no-op");
+    assert!(
+        !p.release(&a.ownership).await.unwrap(),
+        "a second release is a no-op"
+    );
 }
 
 async fn wrong_owner_cannot_extend<P: LockProvider + ?Sized>(p: &P, key: &str) {
-    let a = p.acquire(key, ttl(10_000)).await.unwrap();
+    let a = p.require_acquire(key, ttl(10_000)).await.unwrap().ownership;
     let mut forged = a.clone();
-    forged.owner_token = super::OwnerToken::generate();
+    forged.token = OwnerToken::generate();
     assert!(!p.extend(&forged, ttl(10_000)).await.unwrap());
     assert!(p.extend(&a, ttl(10_000)).await.unwrap());
     p.release(&a).await.unwrap();
@@ -65,12 +71,12 @@ async fn fencing_tokens_strictly_increase<P: LockProvider + ?Sized>(p: &P, key: 
     let mut last = None;
     for _ in 0..20 {
         let h = p.require_acquire(key, ttl(10_000)).await.unwrap();
-        let f = h.fencing_token.unwrap();
+        let f = h.fencing_token;
         if let Some(prev) = last {
             assert!(f > prev, "fencing token {f:?} not above {prev:?}");
         }
         last = Some(f);
-        assert!(p.release(&h).await.unwrap());
+        assert!(p.release(&h.ownership).await.unwrap());
     }
 }
 
@@ -87,12 +93,12 @@ async fn expiry_frees_the_key<P: LockProvider + ?Sized>(p: &P, key: &str) {
     let b = p.require_acquire(key, ttl(10_000)).await.unwrap();
     assert!(b.fencing_token > a.fencing_token);
     assert!(
-        !p.extend(&a, ttl(10_000)).await.unwrap(),
+        !p.extend(&a.ownership, ttl(10_000)).await.unwrap(),
         "an expired owner cannot extend"
     );
     assert!(
-        !p.release(&a).await.unwrap(),
+        !p.release(&a.ownership).await.unwrap(),
         "an expired owner cannot release the new one"
     );
-    assert!(p.release(&b).await.unwrap());
+    assert!(p.release(&b.ownership).await.unwrap());
 }

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::lease::{Lease, Renewal};
 pub use super::stats::LockStats;
-use super::{LockError, LockProvider, LockSettings, Ttl};
+use super::{Attempt, LockError, LockProvider, LockSettings, Ttl};
 use crate::breaker::{BreakerState, CircuitBreaker, Permit};
 
 /// The outcome of passing the gate.
@@ -107,9 +107,9 @@ impl LockGate {
                 // A write, not a read: a read-only replica left after a failover answers
                 // reads but would refuse every lock.
                 let ttl = Ttl::new(Duration::from_secs(1)).expect("non-zero");
-                if let Ok(handle) = gate.provider.acquire(&gate.probe_key, ttl).await {
-                    if handle.acquired {
-                        let _ = gate.provider.release(&handle).await;
+                if let Ok(attempt) = gate.provider.acquire(&gate.probe_key, ttl).await {
+                    if let Attempt::Held(handle) = attempt {
+                        let _ = gate.provider.release(&handle.ownership).await;
                     }
                     gate.breaker.on_success();
                     tracing::info!("redis is back: circuit breaker closed");
@@ -126,10 +126,10 @@ impl LockGate {
             tracing::debug!("redis circuit open: row lock only");
             return Ok(Passage::Degraded);
         }
-        // `acquire` reports contention as a handle, never as an error: any error means the
+        // `acquire` reports contention as `Busy`, never as an error: any error means the
         // backend is unavailable.
         match self.provider.acquire(key, self.renewal.ttl).await {
-            Ok(handle) if handle.acquired => {
+            Ok(Attempt::Held(handle)) => {
                 self.breaker.on_success();
                 self.stats.acquired.fetch_add(1, Ordering::Relaxed);
                 Ok(Passage::Held(Lease::start(
@@ -140,12 +140,12 @@ impl LockGate {
                     &self.shutdown,
                 )))
             }
-            Ok(handle) => {
+            Ok(Attempt::Busy { holder_ttl }) => {
                 self.breaker.on_success();
                 self.stats.contended.fetch_add(1, Ordering::Relaxed);
-                let holder = handle.holder_ttl.unwrap_or(self.retry_after);
+                let holder = holder_ttl.unwrap_or(self.retry_after);
                 Err(LockBusy {
-                    key: handle.lock_key,
+                    key: key.to_string(),
                     retry_after: holder.min(self.retry_after).max(Duration::from_secs(1)),
                 })
             }

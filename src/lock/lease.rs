@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::stats::LockStats;
-use super::{FencingToken, LockHandle, LockProvider, Ttl};
+use super::{FencingToken, LockHandle, LockProvider, Ownership, Ttl};
 
 struct Shared {
     lost: AtomicBool,
@@ -79,7 +79,7 @@ impl Renewal {
 }
 
 impl Lease {
-    /// Starts the watchdog for `handle` (acquired).
+    /// Starts the watchdog for `handle`.
     pub(crate) fn start(
         provider: Arc<dyn LockProvider>,
         handle: LockHandle,
@@ -87,7 +87,6 @@ impl Lease {
         stats: Arc<LockStats>,
         shutdown: &CancellationToken,
     ) -> Self {
-        debug_assert!(handle.acquired);
         let shared = Arc::new(Shared {
             lost: AtomicBool::new(false),
             suspended: AtomicBool::new(false),
@@ -128,32 +127,32 @@ impl Lease {
         self.shared.suspended.store(true, Ordering::SeqCst);
     }
 
-    pub fn fencing_token(&self) -> Option<FencingToken> {
+    pub fn fencing_token(&self) -> FencingToken {
         self.handle.fencing_token
     }
 
     /// Stops the watchdog and releases the lock by owner token.
     pub async fn release(self) {
         self.stop.cancel();
-        let h = &self.handle;
+        let h = &self.handle.ownership;
         match self.provider.release(h).await {
             Ok(true) => {}
             Ok(false) => {
-                tracing::info!(lock_key = %h.lock_key, "lock was no longer ours at release")
+                tracing::info!(lock_key = %h.key, "lock was no longer ours at release")
             }
             Err(e) => {
-                tracing::warn!(lock_key = %h.lock_key, error = %e, "lock release failed; retried until its ttl ends");
-                let (provider, handle) = (self.provider.clone(), h.clone());
+                tracing::warn!(lock_key = %h.key, error = %e, "lock release failed; retried until its ttl ends");
+                let (provider, owner) = (self.provider.clone(), h.clone());
                 let until = Instant::now() + self.key_ttl;
                 tokio::spawn(async move {
-                    give_back_until(provider.as_ref(), &handle, until, true).await
+                    give_back_until(provider.as_ref(), &owner, until, true).await
                 });
             }
         }
     }
 }
 
-/// Retries the compare-and-delete of `handle`'s key, after pauses from 100 ms doubling to
+/// Retries the compare-and-delete of `owner`'s key, after pauses from 100 ms doubling to
 /// 1 s, until it deletes the key, until `until` (by when the key has expired anyway), or,
 /// when `absent_is_final`, until it finds the key not ours. For a release that failed
 /// (Redis unreachable, a failover under way: the key may live on in a promoted replica)
@@ -161,14 +160,14 @@ impl Lease {
 /// Redis answers again, not a whole TTL later.
 pub(crate) async fn give_back_until(
     provider: &dyn LockProvider,
-    handle: &LockHandle,
+    owner: &Ownership,
     until: Instant,
     absent_is_final: bool,
 ) {
     let mut pause = Duration::from_millis(100);
     while Instant::now() + pause < until {
         tokio::time::sleep(pause).await;
-        match provider.release(handle).await {
+        match provider.release(owner).await {
             Ok(true) => return,
             Ok(false) if absent_is_final => return,
             Ok(false) | Err(_) => {}
@@ -248,7 +247,11 @@ impl Renewer<'_> {
             if sent_at >= self.shared.valid_until() {
                 return self.lose("no lock renewal got through before the lease ran out");
             }
-            let error = match self.provider.extend(self.handle, self.renewal.ttl).await {
+            let error = match self
+                .provider
+                .extend(&self.handle.ownership, self.renewal.ttl)
+                .await
+            {
                 Ok(true) => return self.confirm(sent_at),
                 Ok(false) => return self.lose("lock renewal refused: key gone or not ours"),
                 Err(e) => e,
@@ -285,7 +288,7 @@ impl Renewer<'_> {
     fn lose(&self, why: &'static str) -> bool {
         self.shared.mark_lost();
         self.stats.lost.fetch_add(1, Ordering::Relaxed);
-        tracing::warn!(lock_key = %self.handle.lock_key, "{why}: lease lost");
+        tracing::warn!(lock_key = %self.handle.ownership.key, "{why}: lease lost");
         false
     }
 }

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 
 use super::*;
 use crate::lock::memory::MemoryLockProvider;
-use crate::lock::LockError;
+use crate::lock::{Attempt, LockError};
 
 /// The in-memory provider, except that `extend` answers from a script (then `Ok(true)`),
 /// and `release` fails while its script says so.
@@ -18,17 +18,17 @@ struct Scripted {
 
 #[async_trait]
 impl LockProvider for Scripted {
-    async fn acquire(&self, key: &str, ttl: Ttl) -> Result<LockHandle, LockError> {
+    async fn acquire(&self, key: &str, ttl: Ttl) -> Result<Attempt, LockError> {
         self.inner.acquire(key, ttl).await
     }
-    async fn release(&self, handle: &LockHandle) -> Result<bool, LockError> {
+    async fn release(&self, owner: &Ownership) -> Result<bool, LockError> {
         let next = self.releases.lock().unwrap().pop_front();
         match next {
             Some(Err(e)) => Err(e),
-            _ => self.inner.release(handle).await,
+            _ => self.inner.release(owner).await,
         }
     }
-    async fn extend(&self, _: &LockHandle, _: Ttl) -> Result<bool, LockError> {
+    async fn extend(&self, _: &Ownership, _: Ttl) -> Result<bool, LockError> {
         let next = self.extends.lock().unwrap().pop_front();
         next.unwrap_or(Ok(true))
     }

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use super::{FencingToken, LockError, LockHandle, LockProvider, OwnerToken, Ttl};
+use super::{
+    Attempt, FencingToken, LockError, LockHandle, LockProvider, OwnerToken, Ownership, Ttl,
+};
 
 #[derive(Default)]
 pub struct MemoryLockProvider {
@@ -39,54 +41,49 @@ impl MemoryLockProvider {
 
 #[async_trait]
 impl LockProvider for MemoryLockProvider {
-    async fn acquire(&self, key: &str, ttl: Ttl) -> Result<LockHandle, LockError> {
+    async fn acquire(&self, key: &str, ttl: Ttl) -> Result<Attempt, LockError> {
         let now = Instant::now();
         let mut st = self.inner.lock().expect("lock state poisoned");
-        let token = OwnerToken::generate();
         if let Some((_, exp)) = st.live(key, now) {
             let holder_ttl = exp.saturating_duration_since(now);
-            return Ok(LockHandle {
-                acquired: false,
-                lock_key: key.to_string(),
-                owner_token: token,
-                expires_at: now,
-                fencing_token: None,
+            return Ok(Attempt::Busy {
                 holder_ttl: Some(holder_ttl.max(Duration::from_millis(1))),
             });
         }
+        let token = OwnerToken::generate();
         let expires_at = now + ttl.as_duration();
         st.held.insert(key.to_string(), (token.clone(), expires_at));
         st.fence += 1;
-        Ok(LockHandle {
-            acquired: true,
-            lock_key: key.to_string(),
-            owner_token: token,
+        Ok(Attempt::Held(LockHandle {
+            ownership: Ownership {
+                key: key.to_string(),
+                token,
+            },
             expires_at,
-            fencing_token: Some(FencingToken::new(st.fence)),
-            holder_ttl: None,
-        })
+            fencing_token: FencingToken::new(st.fence),
+        }))
     }
 
-    async fn release(&self, handle: &LockHandle) -> Result<bool, LockError> {
+    async fn release(&self, owner: &Ownership) -> Result<bool, LockError> {
         let now = Instant::now();
         let mut st = self.inner.lock().expect("lock state poisoned");
-        match st.live(&handle.lock_key, now) {
-            Some((tok, _)) if *tok == handle.owner_token => {
-                st.held.remove(&handle.lock_key);
+        match st.live(&owner.key, now) {
+            Some((tok, _)) if *tok == owner.token => {
+                st.held.remove(&owner.key);
                 Ok(true)
             }
             _ => Ok(false),
         }
     }
 
-    async fn extend(&self, handle: &LockHandle, ttl: Ttl) -> Result<bool, LockError> {
+    async fn extend(&self, owner: &Ownership, ttl: Ttl) -> Result<bool, LockError> {
         let now = Instant::now();
         let mut st = self.inner.lock().expect("lock state poisoned");
-        match st.live(&handle.lock_key, now) {
-            Some((tok, _)) if *tok == handle.owner_token => {}
+        match st.live(&owner.key, now) {
+            Some((tok, _)) if *tok == owner.token => {}
             _ => return Ok(false),
         }
-        if let Some(entry) = st.held.get_mut(&handle.lock_key) {
+        if let Some(entry) = st.held.get_mut(&owner.key) {
             entry.1 = now + ttl.as_duration();
         }
         Ok(true)

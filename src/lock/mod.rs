@@ -62,17 +62,30 @@ impl fmt::Debug for OwnerToken {
     }
 }
 
-/// What `acquire` returns. `acquired == false` means somebody else holds the key.
+/// A lock key and the token of its owner: only the owner may release or extend it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ownership {
+    pub key: String,
+    pub token: OwnerToken,
+}
+
+/// A lock that is ours.
 #[derive(Debug, Clone)]
 pub struct LockHandle {
-    pub acquired: bool,
-    pub lock_key: String,
-    pub owner_token: OwnerToken,
+    pub ownership: Ownership,
     /// Monotonic deadline after which the lock may belong to someone else.
     pub expires_at: Instant,
-    pub fencing_token: Option<FencingToken>,
-    /// For a contended handle: how long the current holder's lock still lives.
-    pub holder_ttl: Option<Duration>,
+    /// Strictly above every token issued for this key before.
+    pub fencing_token: FencingToken,
+}
+
+/// What one try at a key found.
+#[derive(Debug, Clone)]
+pub enum Attempt {
+    /// The lock is ours.
+    Held(LockHandle),
+    /// Someone else holds the key, for about `holder_ttl` more when the backend says.
+    Busy { holder_ttl: Option<Duration> },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -91,27 +104,25 @@ pub enum LockError {
 #[async_trait]
 pub trait LockProvider: Send + Sync + 'static {
     /// Tries once; never waits and never errors on contention.
-    async fn acquire(&self, key: &str, ttl: Ttl) -> Result<LockHandle, LockError>;
+    async fn acquire(&self, key: &str, ttl: Ttl) -> Result<Attempt, LockError>;
 
     /// Like `acquire`, but contention is an error.
     async fn require_acquire(&self, key: &str, ttl: Ttl) -> Result<LockHandle, LockError> {
-        let handle = self.acquire(key, ttl).await?;
-        if handle.acquired {
-            Ok(handle)
-        } else {
-            Err(LockError::Contended {
-                key: handle.lock_key,
-                holder_ttl: handle.holder_ttl,
-            })
+        match self.acquire(key, ttl).await? {
+            Attempt::Held(handle) => Ok(handle),
+            Attempt::Busy { holder_ttl } => Err(LockError::Contended {
+                key: key.to_string(),
+                holder_ttl,
+            }),
         }
     }
 
     /// Deletes the key only if it still holds this owner's token. `Ok(false)`: not ours.
-    async fn release(&self, handle: &LockHandle) -> Result<bool, LockError>;
+    async fn release(&self, owner: &Ownership) -> Result<bool, LockError>;
 
     /// Resets the TTL only if the key still holds this owner's token. `Ok(false)`: the key
     /// is gone or owned by someone else.
-    async fn extend(&self, handle: &LockHandle, ttl: Ttl) -> Result<bool, LockError>;
+    async fn extend(&self, owner: &Ownership, ttl: Ttl) -> Result<bool, LockError>;
 
     /// Whether anyone holds the key.
     async fn locked(&self, key: &str) -> Result<bool, LockError>;

@@ -9,7 +9,7 @@ use super::pg::{PgStore, Statement};
 use super::tx::{write_audit_and_event, Staged, WriteContext};
 use crate::domain::rules::{self, DocumentChange};
 use crate::domain::{
-    Command, Document, DocumentBody, DocumentStatus, DocumentTitle, Locked, Refusal,
+    Command, Document, DocumentBody, DocumentStatus, DocumentTitle, FencingToken, Locked, Refusal,
 };
 
 impl PgStore {
@@ -57,7 +57,8 @@ impl PgStore {
         sqlx::query_as!(
             Document,
             r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
-                      current_review_id, fence_token, created_at, updated_at
+                      current_review_id, fence_token AS "fence_token: FencingToken",
+                      created_at, updated_at
                FROM documents WHERE id = $1"#,
             id
         )
@@ -71,7 +72,8 @@ impl PgStore {
         sqlx::query_as!(
             Document,
             r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
-                      current_review_id, fence_token, created_at, updated_at
+                      current_review_id, fence_token AS "fence_token: FencingToken",
+                      created_at, updated_at
                FROM documents WHERE id = ANY($1)"#,
             ids
         )
@@ -96,7 +98,8 @@ impl PgStore {
                 sqlx::query_as!(
                     Document,
                     r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
-                          author_id, current_review_id, fence_token, created_at, updated_at
+                          author_id, current_review_id, fence_token AS "fence_token: FencingToken",
+                          created_at, updated_at
                    FROM documents WHERE author_id = $1 AND id < $2
                    ORDER BY id DESC LIMIT $3"#,
                     author,
@@ -111,7 +114,8 @@ impl PgStore {
                 sqlx::query_as!(
                     Document,
                     r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
-                          author_id, current_review_id, fence_token, created_at, updated_at
+                          author_id, current_review_id, fence_token AS "fence_token: FencingToken",
+                          created_at, updated_at
                    FROM documents WHERE author_id = $1 AND status = $2 AND id < $3
                    ORDER BY id DESC LIMIT $4"#,
                     author,
@@ -168,7 +172,8 @@ pub(super) async fn lock_document(
     Ok(sqlx::query_as!(
         Document,
         r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
-                  current_review_id, fence_token, created_at, updated_at
+                  current_review_id, fence_token AS "fence_token: FencingToken",
+                  created_at, updated_at
            FROM documents WHERE id = $1 FOR UPDATE"#,
         id
     )
@@ -184,7 +189,8 @@ pub(super) async fn lock_document_of_review(
     Ok(sqlx::query_as!(
         Document,
         r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
-                  current_review_id, fence_token, created_at, updated_at
+                  current_review_id, fence_token AS "fence_token: FencingToken",
+                  created_at, updated_at
            FROM documents
            WHERE id = (SELECT document_id FROM reviews WHERE id = $1) FOR UPDATE"#,
         review_id
@@ -216,7 +222,7 @@ pub(super) async fn write_document(
         change.status as DocumentStatus,
         change.version,
         change.current_review_id,
-        change.fence_token,
+        change.fence_token as Option<FencingToken>,
     )
     .fetch_one(&mut **tx)
     .await?;

@@ -12,7 +12,8 @@ use super::pg::{PgStore, Statement};
 use super::tx::{write_audit_and_event, Staged, WriteContext};
 use crate::domain::rules::{self, DecideReview, OpenReview, ReviewChange};
 use crate::domain::{
-    Command, Decision, Document, Locked, Plan, Refusal, Review, ReviewStatus, Transitioned,
+    Command, Decision, Document, FencingToken, Locked, Plan, Refusal, Review, ReviewStatus,
+    Transitioned,
 };
 
 /// A transition the rules allowed, staged; or the rules' refusal.
@@ -91,7 +92,7 @@ impl PgStore {
                 Review,
                 r#"SELECT id, document_id, status AS "status: ReviewStatus", document_version,
                           submitted_by, submitted_at, decided_by, decided_at, comment, reason,
-                          fence_token
+                          fence_token AS "fence_token: FencingToken"
                    FROM reviews
                    WHERE status = $1 AND ($2::int8 IS NULL OR queue_seq > $2)
                    ORDER BY queue_seq LIMIT $3"#,
@@ -125,7 +126,7 @@ impl PgStore {
                 Review,
                 r#"SELECT id, document_id, status AS "status: ReviewStatus", document_version,
                           submitted_by, submitted_at, decided_by, decided_at, comment, reason,
-                          fence_token
+                          fence_token AS "fence_token: FencingToken"
                    FROM reviews WHERE document_id = $1 ORDER BY queue_seq"#,
                 document_id
             )
@@ -144,7 +145,7 @@ async fn lock_review(
         Review,
         r#"SELECT id, document_id, status AS "status: ReviewStatus", document_version,
                   submitted_by, submitted_at, decided_by, decided_at, comment, reason,
-                  fence_token
+                  fence_token AS "fence_token: FencingToken"
            FROM reviews WHERE id = $1 FOR UPDATE"#,
         id
     )
@@ -201,7 +202,7 @@ async fn open_review(
         status as ReviewStatus,
         open.document_version,
         &open.submitted_by,
-        open.fence_token,
+        open.fence_token as Option<FencingToken>,
     )
     .fetch_one(&mut **tx)
     .await?;
@@ -241,7 +242,7 @@ async fn decide_review(
         &decided_by,
         comment.as_deref(),
         reason.as_deref(),
-        fence_token,
+        fence_token as Option<FencingToken>,
     )
     .fetch_one(&mut **tx)
     .await?;

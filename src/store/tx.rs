@@ -12,7 +12,7 @@ use super::error::StoreError;
 use super::outbox::OutboxRow;
 use super::pg::PgStore;
 use crate::domain::rules::AuditEntry;
-use crate::domain::{Document, Guard, OutboxEntry, UserId};
+use crate::domain::{Document, FencingToken, Guard, OutboxEntry, UserId};
 
 /// Who writes, for which request, under which lock.
 #[derive(Debug, Clone, Copy)]
@@ -135,7 +135,7 @@ pub(super) async fn write_audit_and_event(
         audit.to_status.as_str(),
         ctx.request_id,
         audit.lock_mode,
-        audit.fence_token,
+        audit.fence_token as Option<FencingToken>,
     )
     .fetch_one(&mut **tx)
     .await?;

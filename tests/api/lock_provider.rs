@@ -28,7 +28,7 @@ async fn fencing_tokens_keep_increasing_after_the_counter_is_lost() {
     let key = format!("t:{}:lock:doc:review:x", Uuid::new_v4().simple());
     let ttl = Ttl::new(Duration::from_secs(5)).unwrap();
     let a = p.require_acquire(&key, ttl).await.unwrap();
-    p.release(&a).await.unwrap();
+    p.release(&a.ownership).await.unwrap();
     // What FLUSHALL or a restart does to this key's counter.
     let client = redis::Client::open(redis_url()).unwrap();
     let fence = format!("{key}:fence");
@@ -51,7 +51,7 @@ async fn fencing_tokens_keep_increasing_after_the_counter_is_lost() {
         pttl > 0 && pttl <= 60_000,
         "fence counter must carry a TTL of minutes at most, got {pttl}"
     );
-    p.release(&b).await.unwrap();
+    p.release(&b.ownership).await.unwrap();
     redis_cmd(&client, &["DEL", &fence]).await;
 }
 
@@ -113,7 +113,7 @@ async fn a_timed_out_acquire_leaves_no_ghost_lock() {
     let ttl = Ttl::new(Duration::from_secs(10)).unwrap();
     // The server knows both scripts, so the late acquire runs by its hash.
     let warm = p.require_acquire("warm-up", ttl).await.unwrap();
-    assert!(p.release(&warm).await.unwrap());
+    assert!(p.release(&warm.ownership).await.unwrap());
     let key = format!("lock:doc:review:{{{}}}", Uuid::new_v4());
     let fence = format!("{key}:fence");
     proxy.delay_requests_containing(fence.as_bytes(), Duration::from_millis(1500));
@@ -174,5 +174,5 @@ async fn a_timed_out_acquire_leaves_no_ghost_lock() {
     let q = RedisLockProvider::new(&own.url(), 1, Duration::from_millis(500)).unwrap();
     let next = q.require_acquire(&key, ttl).await.expect("the key is free");
     assert!(started.elapsed() < ttl.as_duration() / 2);
-    q.release(&next).await.unwrap();
+    q.release(&next.ownership).await.unwrap();
 }

@@ -28,8 +28,8 @@ use lua::{Lua, ACQUIRE, EXTEND, RELEASE};
 use super::lease::give_back_until;
 
 use super::{
-    fence_key, FencingToken, LockError, LockHandle, LockProvider, OwnerToken, RedisMode,
-    RedisSettings, Ttl,
+    fence_key, Attempt, FencingToken, LockError, LockHandle, LockProvider, OwnerToken, Ownership,
+    RedisMode, RedisSettings, Ttl,
 };
 
 #[derive(Clone)]
@@ -139,16 +139,16 @@ impl RedisLockProvider {
         })
     }
 
-    /// Runs a compare-and-act script on `handle`'s key as its owner (release, or extend by
+    /// Runs a compare-and-act script on `owner`'s key as its owner (release, or extend by
     /// `ttl`): true when the key still held the owner's token.
     async fn as_owner(
         &self,
         script: &Lua,
-        handle: &LockHandle,
+        owner: &Ownership,
         ttl: Option<Ttl>,
     ) -> Result<bool, LockError> {
         let n: i64 = self
-            .run(|mut c| async move { script.eval(&mut c, owner_args(handle, ttl)).await })
+            .run(|mut c| async move { script.eval(&mut c, owner_args(owner, ttl)).await })
             .await?;
         Ok(n == 1)
     }
@@ -165,7 +165,7 @@ impl RedisLockProvider {
     /// each command on its own (a failover under way), so the acquire may land after the
     /// clean-up. There, unless the clean-up found the key, it is repeated until the TTL
     /// has passed.
-    fn give_back(&self, ghost: LockHandle, sent_on: Conn, ttl: Ttl) {
+    fn give_back(&self, ghost: Ownership, sent_on: Conn, ttl: Ttl) {
         let this = self.clone();
         tokio::spawn(async move {
             let until = Instant::now() + ttl.as_duration();
@@ -181,7 +181,7 @@ impl RedisLockProvider {
                     let _ = this.release(&ghost).await;
                 }
                 Ok(Err(e)) => {
-                    tracing::warn!(lock_key = %ghost.lock_key, error = %e, "giving back a timed-out lock failed; it will expire by ttl")
+                    tracing::warn!(lock_key = %ghost.key, error = %e, "giving back a timed-out lock failed; it will expire by ttl")
                 }
                 Ok(Ok(_)) | Err(_) => {}
             }
@@ -195,12 +195,12 @@ struct Failed {
     sent_on: Option<Conn>,
 }
 
-/// The arguments of a compare-and-act script on `handle`'s key: the key, the owner's token,
+/// The arguments of a compare-and-act script on `owner`'s key: the key, the owner's token,
 /// and the new TTL (extend).
-fn owner_args(handle: &LockHandle, ttl: Option<Ttl>) -> impl Fn(&mut redis::Cmd) + '_ {
+fn owner_args(owner: &Ownership, ttl: Option<Ttl>) -> impl Fn(&mut redis::Cmd) + '_ {
     move |cmd| {
-        cmd.arg(1).arg(&handle.lock_key);
-        cmd.arg(handle.owner_token.as_str());
+        cmd.arg(1).arg(&owner.key);
+        cmd.arg(owner.token.as_str());
         if let Some(ttl) = ttl {
             cmd.arg(ttl.as_millis());
         }
@@ -209,7 +209,7 @@ fn owner_args(handle: &LockHandle, ttl: Option<Ttl>) -> impl Fn(&mut redis::Cmd)
 
 #[async_trait]
 impl LockProvider for RedisLockProvider {
-    async fn acquire(&self, key: &str, ttl: Ttl) -> Result<LockHandle, LockError> {
+    async fn acquire(&self, key: &str, ttl: Ttl) -> Result<Attempt, LockError> {
         let token = OwnerToken::generate();
         let started = Instant::now();
         let owner = token.as_str();
@@ -231,37 +231,37 @@ impl LockProvider for RedisLockProvider {
                 // The script may still run after we stopped waiting: give the key back, by
                 // owner token, so it does not block others for a whole TTL.
                 if let Some(conn) = sent_on {
-                    let ghost = LockHandle {
-                        acquired: true,
-                        lock_key: key.to_string(),
-                        owner_token: token,
-                        expires_at: started,
-                        fencing_token: None,
-                        holder_ttl: None,
+                    let ghost = Ownership {
+                        key: key.to_string(),
+                        token,
                     };
                     self.give_back(ghost, conn, ttl);
                 }
                 return Err(error);
             }
         };
-        let acquired = ok == 1;
-        Ok(LockHandle {
-            acquired,
-            lock_key: key.to_string(),
-            owner_token: token,
+        if ok != 1 {
+            // `value` is the holder's remaining TTL in ms, when the key has one.
+            let holder_ttl = (value > 0).then(|| Duration::from_millis(value as u64));
+            return Ok(Attempt::Busy { holder_ttl });
+        }
+        Ok(Attempt::Held(LockHandle {
+            ownership: Ownership {
+                key: key.to_string(),
+                token,
+            },
             // Counted from before the call: the lock may have started any time after that.
             expires_at: started + ttl.as_duration(),
-            fencing_token: acquired.then(|| FencingToken::new(value)),
-            holder_ttl: (!acquired && value > 0).then(|| Duration::from_millis(value as u64)),
-        })
+            fencing_token: FencingToken::new(value),
+        }))
     }
 
-    async fn release(&self, handle: &LockHandle) -> Result<bool, LockError> {
-        self.as_owner(&self.release, handle, None).await
+    async fn release(&self, owner: &Ownership) -> Result<bool, LockError> {
+        self.as_owner(&self.release, owner, None).await
     }
 
-    async fn extend(&self, handle: &LockHandle, ttl: Ttl) -> Result<bool, LockError> {
-        self.as_owner(&self.extend, handle, Some(ttl)).await
+    async fn extend(&self, owner: &Ownership, ttl: Ttl) -> Result<bool, LockError> {
+        self.as_owner(&self.extend, owner, Some(ttl)).await
     }
 
     async fn locked(&self, key: &str) -> Result<bool, LockError> {
