@@ -21,8 +21,8 @@ use crate::usecases::IdempotencySettings;
 pub struct Settings {
     /// `production` unless set: outside `development` the development JWT secret and short
     /// secrets are refused, and test hooks need `development` or `test`.
-    #[serde(default = "production")]
-    pub environment: String,
+    #[serde(default)]
+    pub environment: Environment,
     pub server: ServerSettings,
     pub database: DatabaseSettings,
     pub redis: RedisSettings,
@@ -64,11 +64,70 @@ pub enum ConfigError {
 pub const DEV_SECRET: &str = "development-only-secret-change-me";
 /// The shortest JWT secret accepted outside `development` (HS256 wants 256 bits).
 const MIN_SECRET_BYTES: usize = 32;
-/// The environments that may turn test hooks on.
-const TEST_HOOK_ENVIRONMENTS: [&str; 2] = ["development", "test"];
+/// Where the service runs (`environment`). Only `development` and `test` relax anything;
+/// any other name (`production`, the default, or `staging`, ...) gets production's checks.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(from = "String")]
+pub enum Environment {
+    /// A developer's machine: the public development secret, test hooks, `kh-review token`.
+    Development,
+    /// Test runs: test hooks.
+    Test,
+    /// Production, or another deployment by its name.
+    Deployed(String),
+}
 
-fn production() -> String {
-    "production".to_string()
+impl Environment {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Environment::Development => "development",
+            Environment::Test => "test",
+            Environment::Deployed(name) => name,
+        }
+    }
+
+    pub fn is_development(&self) -> bool {
+        *self == Environment::Development
+    }
+
+    /// Whether test hooks may be turned on here.
+    pub fn allows_test_hooks(&self) -> bool {
+        matches!(self, Environment::Development | Environment::Test)
+    }
+}
+
+impl Default for Environment {
+    fn default() -> Self {
+        Environment::Deployed("production".to_string())
+    }
+}
+
+impl From<String> for Environment {
+    fn from(name: String) -> Self {
+        match name.as_str() {
+            "development" => Environment::Development,
+            "test" => Environment::Test,
+            _ => Environment::Deployed(name),
+        }
+    }
+}
+
+impl From<&str> for Environment {
+    fn from(name: &str) -> Self {
+        Environment::from(name.to_string())
+    }
+}
+
+impl PartialEq<&str> for Environment {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl std::fmt::Display for Environment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl Settings {
@@ -198,26 +257,20 @@ impl Settings {
 
     fn check_lock(&self, bad: &mut impl FnMut(&'static str, &str)) {
         let lock = &self.lock;
-        if lock.ttl.as_millis() == 0 {
-            bad(
-                "lock.ttl_ms",
-                "must be greater than zero: no permanent locks",
-            );
-        }
         if lock
             .renew_interval
-            .is_some_and(|every| every.is_zero() || every >= lock.ttl)
+            .is_some_and(|every| every.is_zero() || every >= lock.ttl.as_duration())
         {
             let problem = "must be greater than zero and below lock.ttl_ms";
             bad("lock.renew_interval_ms", problem);
         }
-        if lock.max_hold < lock.ttl {
+        if lock.max_hold < lock.ttl.as_duration() {
             bad("lock.max_hold_ms", "must be at least lock.ttl_ms");
         }
         if self.redis.op_timeout.is_zero() {
             bad("redis.op_timeout_ms", "must be greater than zero");
         }
-        if self.redis.op_timeout * 3 >= lock.ttl {
+        if self.redis.op_timeout * 3 >= lock.ttl.as_duration() {
             let problem = "must be well below lock.ttl_ms / 3 (the renewal interval)";
             bad("redis.op_timeout_ms", problem);
         }
@@ -281,7 +334,7 @@ impl Settings {
     /// Whether test-only request headers are honoured: `server.test_hooks` on, in
     /// `development` or `test` (start-up refuses the setting anywhere else).
     pub fn test_hooks(&self) -> bool {
-        self.server.test_hooks && TEST_HOOK_ENVIRONMENTS.contains(&self.environment.as_str())
+        self.server.test_hooks && self.environment.allows_test_hooks()
     }
 
     /// The secret, the test hooks and the token checks against `environment`.
@@ -292,7 +345,7 @@ impl Settings {
             bad("server.test_hooks", problem);
         }
         let secret = self.auth.jwt_secret.expose_secret();
-        if self.environment == "development" {
+        if self.environment.is_development() {
             if secret.len() < 16 {
                 bad("auth.jwt_secret", "must be at least 16 bytes");
             }

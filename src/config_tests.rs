@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::*;
+use crate::lock::Ttl;
 
 fn defaults() -> Settings {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
@@ -29,14 +30,14 @@ fn the_defaults_are_valid() {
 fn each_problem_names_its_key() {
     let mut s = defaults();
     s.database.url = SecretString::from("mysql://x");
-    s.lock.ttl = Duration::ZERO;
+    s.lock.ttl = Ttl::new(Duration::from_millis(1)).unwrap();
     assert_eq!(
         problems(&s),
-        ["database.url", "lock.ttl_ms", "redis.op_timeout_ms"],
-        "bad URL, zero TTL, and the Redis timeout no longer below ttl/3"
+        ["database.url", "redis.op_timeout_ms"],
+        "bad URL, and the Redis timeout no longer below ttl/3"
     );
     let mut s = defaults();
-    s.lock.renew_interval = Some(s.lock.ttl);
+    s.lock.renew_interval = Some(s.lock.ttl.as_duration());
     assert_eq!(problems(&s), ["lock.renew_interval_ms"]);
     let mut s = defaults();
     s.environment = "production".into();
@@ -51,6 +52,18 @@ fn each_problem_names_its_key() {
     let mut s = defaults();
     s.server.workers_setting = Some(0);
     assert_eq!(problems(&s), ["server.workers"]);
+}
+
+/// A zero TTL cannot be a `Ttl`: loading one fails, naming its key.
+#[test]
+fn a_zero_lock_ttl_is_refused_at_load() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+    let overrides = [("environment", "development"), ("lock.ttl_ms", "0")];
+    let e = Settings::load_with(&dir, &overrides)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("lock.ttl_ms"), "{e}");
+    assert!(e.contains("no permanent locks"), "{e}");
 }
 
 #[test]
@@ -119,7 +132,7 @@ fn the_error_lists_every_problem_without_secrets() {
 #[test]
 fn renewal_defaults_to_a_third_of_the_ttl() {
     let mut s = defaults();
-    s.lock.ttl = Duration::from_millis(900);
+    s.lock.ttl = Ttl::new(Duration::from_millis(900)).unwrap();
     s.lock.renew_interval = None;
     assert_eq!(s.lock.renew_every(), Duration::from_millis(300));
 }

@@ -134,7 +134,7 @@ async fn dispatch(settings: Settings) -> anyhow::Result<()> {
 
 fn token(settings: &Settings, sub: &str, roles: &str, ttl_secs: u64) -> anyhow::Result<()> {
     anyhow::ensure!(
-        settings.environment == "development",
+        settings.environment.is_development(),
         "tokens are only minted here in the development environment"
     );
     let roles: Vec<Role> = roles

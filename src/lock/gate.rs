@@ -61,8 +61,7 @@ impl LockGate {
         probe_key: String,
         shutdown: CancellationToken,
     ) -> anyhow::Result<Self> {
-        let ttl = Ttl::new(settings.ttl)
-            .ok_or_else(|| anyhow::anyhow!("lock.ttl_ms must be at least 1 ms"))?;
+        let ttl = settings.ttl;
         Ok(Self {
             provider,
             breaker: CircuitBreaker::new(settings.breaker_failure_threshold, settings.breaker_open),

@@ -3,8 +3,10 @@
 use std::time::Duration;
 
 use secrecy::SecretString;
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use serde_with::{serde_as, DurationMilliSeconds, DurationSeconds};
+
+use super::Ttl;
 
 /// How the service finds its Redis (`redis.mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -67,9 +69,9 @@ pub struct RedisSettings {
 #[serde_as]
 #[derive(Debug, Clone, Deserialize)]
 pub struct LockSettings {
-    #[serde_as(as = "DurationMilliSeconds<u64>")]
-    #[serde(rename = "ttl_ms")]
-    pub ttl: Duration,
+    /// Never zero: there are no permanent locks.
+    #[serde(rename = "ttl_ms", deserialize_with = "ttl_ms")]
+    pub ttl: Ttl,
     /// How often the watchdog renews a held lock; defaults to ttl / 3.
     #[serde_as(as = "Option<DurationMilliSeconds<u64>>")]
     #[serde(rename = "renew_interval_ms", default)]
@@ -92,13 +94,21 @@ impl LockSettings {
     /// that no holder of any token it issued can still commit, and the time floor keeps
     /// later tokens above it (`docs/decisions.md`, Fencing tokens).
     pub fn fence_retention(&self) -> Duration {
-        self.max_hold + self.ttl
+        self.max_hold + self.ttl.as_duration()
     }
 
     /// The watchdog's renewal interval: `lock.renew_interval_ms`, or ttl / 3.
     pub fn renew_every(&self) -> Duration {
         self.renew_interval
-            .unwrap_or(self.ttl / 3)
+            .unwrap_or(self.ttl.as_duration() / 3)
             .max(Duration::from_millis(1))
     }
+}
+
+/// `lock.ttl_ms`, refused at load when zero (the error names the key: the loader does not).
+fn ttl_ms<'de, D: Deserializer<'de>>(d: D) -> Result<Ttl, D::Error> {
+    let ms = u64::deserialize(d)?;
+    Ttl::new(Duration::from_millis(ms)).ok_or_else(|| {
+        serde::de::Error::custom("lock.ttl_ms: must be greater than zero: no permanent locks")
+    })
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use kh_review::config::Settings;
 use kh_review::http::auth::{sign, Role};
+use kh_review::lock::Ttl;
 use kh_review::startup::Application;
 use lapin::{Channel, Connection};
 use reqwest::{Response, StatusCode};
@@ -141,7 +142,7 @@ fn settings_for(opts: &AppOptions, shared: &Shared) -> Settings {
     s.redis.url = url(&opts.redis_url, redis_url);
     s.redis.key_prefix = shared.prefix.clone();
     s.redis.op_timeout = ms(opts.redis_timeout_ms.min(opts.lock_ttl_ms / 4));
-    s.lock.ttl = ms(opts.lock_ttl_ms);
+    s.lock.ttl = Ttl::new(ms(opts.lock_ttl_ms)).expect("lock_ttl_ms is not zero");
     s.lock.breaker_open = ms(opts.breaker_open_ms);
     s.lock.max_hold = ms(opts.lock_ttl_ms.max(30_000));
     s.mongo.url = url(&opts.mongo_url, mongo_url);
