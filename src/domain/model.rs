@@ -2,15 +2,18 @@
 //! store reads rows into these types and the rules in `rules.rs` judge them.
 
 use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::state::{DocumentStatus, ReviewStatus};
 
-/// A document. `body` is the source of truth; MongoDB holds a projection of it.
-#[derive(Debug, Clone, PartialEq)]
+/// A document. `body` is the source of truth; MongoDB holds a projection of it. (Serialized,
+/// a document may leave its body out: it then reads back empty.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Document {
     pub id: Uuid,
     pub title: String,
+    #[serde(default)]
     pub body: String,
     pub status: DocumentStatus,
     pub version: i64,
@@ -23,7 +26,7 @@ pub struct Document {
 }
 
 /// A review of one submitted version of a document.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Review {
     pub id: Uuid,
     pub document_id: Uuid,
@@ -39,7 +42,7 @@ pub struct Review {
 }
 
 /// What one transition (submit, approve, reject) wrote.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Transitioned {
     pub document: Document,
     pub review: Review,
@@ -47,8 +50,11 @@ pub struct Transitioned {
 
 /// Strictly increasing per lock key across acquisitions; stored on the rows a holder writes
 /// so that a former holder can never write over a newer one. Stored as the `int8` it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, sqlx::Type)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, sqlx::Type, Serialize, Deserialize,
+)]
 #[sqlx(transparent)]
+#[serde(transparent)]
 pub struct FencingToken(i64);
 
 impl FencingToken {

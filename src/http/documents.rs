@@ -1,5 +1,6 @@
 //! `/api/v1/documents` handlers.
 
+use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use uuid::Uuid;
@@ -12,8 +13,8 @@ use super::paging;
 use super::post;
 use super::request_id;
 use super::state::AppState;
-use super::views::{self, DocumentPage, DocumentView, ReviewHistory, ReviewView, TransitionView};
-use crate::domain::{Document, DocumentBody, DocumentStatus, DocumentTitle};
+use super::views::{DocumentPage, DocumentView, ReviewHistory, ReviewView, TransitionView};
+use crate::domain::{Document, DocumentBody, DocumentStatus, DocumentTitle, Transitioned};
 use crate::usecases::Context;
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -67,7 +68,12 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Author)?;
     let bytes = read_body(&req, payload, state.json_limit).await?;
-    Ok(post::respond(creation(&req, &state, caller, bytes).await?))
+    let ran = creation(&req, &state, caller, bytes).await?;
+    Ok(post::respond(
+        ran,
+        StatusCode::CREATED,
+        DocumentView::with_body,
+    ))
 }
 
 /// Creates a draft from a JSON body; the JSON API and the console both create here.
@@ -76,19 +82,16 @@ pub(super) async fn creation(
     state: &web::Data<AppState>,
     caller: Caller,
     bytes: Vec<u8>,
-) -> Result<post::Replied, ApiError> {
+) -> Result<post::Ran<Document>, ApiError> {
     caller.require(Role::Author)?;
     let (st, body) = (state.clone(), bytes.clone());
     let ctx = state.context(req, &caller.id);
-    post::run_reply(req, state, &caller, &bytes, move |held_key| async move {
+    post::run(req, state, &caller, &bytes, move |held_key| async move {
         let input: CreateDocument = parse_json(&body, false)?;
         let title = input_ok(DocumentTitle::parse(&input.title))?;
         let text = input_ok(DocumentBody::parse(&input.body))?;
         let ctx = Context { held_key, ..ctx };
-        Ok(st
-            .documents
-            .create(ctx, title, text, views::created)
-            .await?)
+        Ok(st.documents.create(ctx, title, text).await?)
     })
     .await
 }
@@ -279,9 +282,8 @@ pub async fn submit(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Author)?;
     let bytes = read_body(&req, payload, state.json_limit).await?;
-    Ok(post::respond(
-        submission(&req, &state, caller, *path, bytes).await?,
-    ))
+    let ran = submission(&req, &state, caller, *path, bytes).await?;
+    Ok(post::respond(ran, StatusCode::CREATED, TransitionView::of))
 }
 
 /// Submits a document for review; the JSON API and the console both submit here.
@@ -291,16 +293,13 @@ pub(super) async fn submission(
     caller: Caller,
     document_id: Uuid,
     bytes: Vec<u8>,
-) -> Result<post::Replied, ApiError> {
+) -> Result<post::Ran<Transitioned>, ApiError> {
     caller.require(Role::Author)?;
     let st = state.clone();
     let ctx = state.context(req, &caller.id);
-    post::run_reply(req, state, &caller, &bytes, move |held_key| async move {
+    post::run(req, state, &caller, &bytes, move |held_key| async move {
         let ctx = Context { held_key, ..ctx };
-        Ok(st
-            .reviews
-            .submit(ctx, document_id, views::submitted)
-            .await?)
+        Ok(st.reviews.submit(ctx, document_id).await?)
     })
     .await
 }

@@ -15,7 +15,7 @@ use super::request_id;
 use crate::domain::Refusal;
 use crate::lock::gate::LockBusy;
 use crate::store::StoreError;
-use crate::usecases::{self, AdminError, Reply};
+use crate::usecases::{self, AdminError, SentReply};
 
 /// Stable error codes: programs branch on these, never on messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
@@ -218,9 +218,9 @@ impl ApiError {
         )
     }
 
-    /// The reply an idempotency key replays for this error.
-    pub fn reply(&self) -> Reply {
-        Reply {
+    /// The reply an idempotency key replays for this error, as it is sent.
+    pub fn sent(&self) -> SentReply {
+        SentReply {
             status: self.status.as_u16(),
             body: self.body_json(),
         }

@@ -1,5 +1,6 @@
 //! `/api/v1/reviews` handlers.
 
+use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use uuid::Uuid;
@@ -11,8 +12,8 @@ use super::fields;
 use super::paging;
 use super::post;
 use super::state::AppState;
-use super::views::{self, ReviewPage, ReviewView, TransitionView};
-use crate::domain::{Comment, Decision, RejectReason, ReviewStatus};
+use super::views::{ReviewPage, ReviewView, TransitionView};
+use crate::domain::{Comment, Decision, RejectReason, ReviewStatus, Transitioned};
 use crate::usecases::Context;
 
 #[derive(Deserialize, Default, utoipa::ToSchema)]
@@ -67,8 +68,8 @@ pub async fn approve(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Reviewer)?;
     let bytes = read_body(&req, payload, state.json_limit).await?;
-    let replied = decision(&req, &state, caller, *path, bytes, approval).await?;
-    Ok(post::respond(replied))
+    let ran = decision(&req, &state, caller, *path, bytes, approval).await?;
+    Ok(post::respond(ran, StatusCode::OK, TransitionView::of))
 }
 
 /// An approval's body: `{}`, `null`, nothing, or an optional comment.
@@ -122,8 +123,8 @@ pub async fn reject(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Reviewer)?;
     let bytes = read_body(&req, payload, state.json_limit).await?;
-    let replied = decision(&req, &state, caller, *path, bytes, rejection).await?;
-    Ok(post::respond(replied))
+    let ran = decision(&req, &state, caller, *path, bytes, rejection).await?;
+    Ok(post::respond(ran, StatusCode::OK, TransitionView::of))
 }
 
 /// Parses the decision (inside the idempotent work, so a bad body is replayed as such) and
@@ -135,17 +136,14 @@ pub(super) async fn decision(
     review_id: Uuid,
     bytes: Vec<u8>,
     parse: fn(&[u8]) -> Result<Decision, ApiError>,
-) -> Result<post::Replied, ApiError> {
+) -> Result<post::Ran<Transitioned>, ApiError> {
     caller.require(Role::Reviewer)?;
     let (st, body) = (state.clone(), bytes.clone());
     let ctx = state.context(req, &caller.id);
-    post::run_reply(req, state, &caller, &bytes, move |held_key| async move {
+    post::run(req, state, &caller, &bytes, move |held_key| async move {
         let decision = parse(&body)?;
         let ctx = Context { held_key, ..ctx };
-        Ok(st
-            .reviews
-            .decide(ctx, review_id, decision, views::decided)
-            .await?)
+        Ok(st.reviews.decide(ctx, review_id, decision).await?)
     })
     .await
 }

@@ -1,13 +1,12 @@
 //! What the API returns: the JSON shapes of documents, reviews and transitions, kept apart
-//! from the entities they show, and the renderers every handler (and every idempotent
-//! replay) uses.
+//! from the entities they show. Every handler renders its result with these, after the
+//! locks are released, and an idempotent replay renders the recorded result the same way.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use uuid::Uuid;
 
 use crate::domain::{preview_of, Document, Review, Transitioned};
-use crate::usecases::Reply;
 
 /// A document. `body`, `preview` and `body_source` come with GET, create and edit.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -130,30 +129,9 @@ pub struct ReviewHistory {
     pub items: Vec<ReviewView>,
 }
 
-fn reply(status: u16, view: impl Serialize) -> Reply {
-    Reply {
-        status,
-        body: serde_json::to_value(view).expect("a view serializes"),
-    }
-}
-
-/// The 201 of a create (also what an idempotent retry replays).
-pub fn created(doc: &Document) -> Reply {
-    reply(201, DocumentView::with_body(doc))
-}
-
-/// The 201 of a submit (also what an idempotent retry replays).
-pub fn submitted(t: &Transitioned) -> Reply {
-    reply(201, TransitionView::from(t))
-}
-
-/// The 200 of a decision (also what an idempotent retry replays).
-pub fn decided(t: &Transitioned) -> Reply {
-    reply(200, TransitionView::from(t))
-}
-
-impl From<&Transitioned> for TransitionView {
-    fn from(t: &Transitioned) -> Self {
+impl TransitionView {
+    /// What submit, approve and reject answer.
+    pub fn of(t: &Transitioned) -> Self {
         Self {
             document: DocumentView::from(&t.document),
             review: ReviewView::from(&t.review),

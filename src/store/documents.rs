@@ -4,12 +4,12 @@
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-use super::error::StoreError;
+use super::error::{StoreError, WriteError};
 use super::pg::{PgStore, Statement};
 use super::tx::{write_audit_and_event, Staged, WriteContext};
 use crate::domain::rules::{self, DocumentChange};
 use crate::domain::{
-    Command, Document, DocumentBody, DocumentStatus, DocumentTitle, FencingToken, Locked, Refusal,
+    Command, Document, DocumentBody, DocumentStatus, DocumentTitle, FencingToken, Locked,
 };
 
 impl PgStore {
@@ -147,20 +147,17 @@ impl PgStore {
         title: Option<DocumentTitle>,
         body: Option<DocumentBody>,
         ctx: &WriteContext<'_>,
-    ) -> Result<Result<Staged<Document>, Refusal>, StoreError> {
+    ) -> Result<Staged<Document>, WriteError> {
         let mut tx = self.begin().await?;
         let locked = Locked {
             document: lock_document(&mut tx, id).await?,
             review: None,
         };
-        let plan = match rules::plan(&locked, ctx.actor, Command::Edit { title, body }, ctx.guard) {
-            Ok(plan) => plan,
-            Err(refusal) => return Ok(Err(refusal)),
-        };
+        let plan = rules::plan(&locked, ctx.actor, Command::Edit { title, body }, ctx.guard)?;
         let before = planned_document(locked.document)?;
         let doc = write_document(&mut tx, before, plan.document).await?;
         let owned = write_audit_and_event(&mut tx, &doc, &plan.audit, &plan.outbox, ctx).await?;
-        Ok(Ok(Staged::new(tx, doc, owned)))
+        Ok(Staged::new(tx, doc, owned))
     }
 }
 

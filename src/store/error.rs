@@ -1,7 +1,10 @@
 //! What can go wrong talking to PostgreSQL. These are infrastructure failures only: a
-//! change the rules refuse is a [`crate::domain::Refusal`], never a `StoreError`.
+//! change the rules refuse is a [`crate::domain::Refusal`], never a `StoreError`; a write
+//! answers either as a [`WriteError`].
 
 use std::time::Duration;
+
+use crate::domain::Refusal;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -41,6 +44,28 @@ impl From<sqlx::Error> for StoreError {
             },
             _ => StoreError::Unexpected(anyhow::Error::new(e).context("database error")),
         }
+    }
+}
+
+/// Why a write was not staged: the rules refused it (nothing was written), or PostgreSQL
+/// failed (the transaction is rolled back).
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<anyhow::Error> for WriteError {
+    fn from(e: anyhow::Error) -> Self {
+        WriteError::Store(e.into())
+    }
+}
+
+impl From<sqlx::Error> for WriteError {
+    fn from(e: sqlx::Error) -> Self {
+        WriteError::Store(e.into())
     }
 }
 

@@ -23,11 +23,23 @@ pub struct HeldKey {
 #[derive(Debug, Clone)]
 pub struct KeyRecord {
     pub fingerprint: String,
-    pub done: bool,
-    pub response_status: Option<i16>,
-    pub response_body: Option<serde_json::Value>,
-    /// Its request's in-flight time passed without an outcome (its instance died).
-    pub stale: bool,
+    pub state: KeyState,
+}
+
+/// Where the request of a key got to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeyState {
+    /// Still running; `stale` when its in-flight time passed without an outcome (its
+    /// instance died).
+    InFlight { stale: bool },
+    /// Refused for good (or succeeded before typed outcomes were recorded): the reply as
+    /// it was sent.
+    Replied {
+        status: u16,
+        body: serde_json::Value,
+    },
+    /// Succeeded: the use case's result, as `usecases::idempotency::Outcome` records it.
+    Succeeded(serde_json::Value),
 }
 
 impl PgStore {
@@ -72,9 +84,8 @@ impl PgStore {
     }
 
     pub async fn find_key(&self, owner: &str, key: &str) -> Result<Option<KeyRecord>, StoreError> {
-        sqlx::query_as!(
-            KeyRecord,
-            r#"SELECT fingerprint, state = 'DONE' AS "done!", response_status, response_body,
+        let Some(row) = sqlx::query!(
+            r#"SELECT fingerprint, state, response_status, response_body, outcome,
                       locked_until < now() AS "stale!"
                FROM idempotency_keys WHERE owner_id = $1 AND key = $2"#,
             owner,
@@ -82,7 +93,26 @@ impl PgStore {
         )
         .fetch_optional(&self.pool)
         .bounded(self)
-        .await
+        .await?
+        else {
+            return Ok(None);
+        };
+        let state = match (row.state.as_str(), row.outcome) {
+            ("SUCCEEDED", Some(outcome)) => KeyState::Succeeded(outcome),
+            ("DONE", _) => KeyState::Replied {
+                status: row.response_status.unwrap_or(200) as u16,
+                body: row.response_body.unwrap_or(serde_json::Value::Null),
+            },
+            ("IN_FLIGHT", _) => KeyState::InFlight { stale: row.stale },
+            (other, _) => {
+                let e = anyhow::anyhow!("idempotency record in an unknown state {other:?}");
+                return Err(e.into());
+            }
+        };
+        Ok(Some(KeyRecord {
+            fingerprint: row.fingerprint,
+            state,
+        }))
     }
 
     /// Takes over a stale IN_FLIGHT record for `held`; false when it is no longer stale.
@@ -106,15 +136,27 @@ impl PgStore {
         Ok(taken.is_some())
     }
 
-    /// Stores the response to replay, if the key is still `held`'s.
+    /// Records a refusal's reply, as it was sent, to replay to retries; only while `held`
+    /// still holds the key.
     pub async fn finish_key(
         &self,
         held: &HeldKey,
         status: u16,
         body: &serde_json::Value,
     ) -> Result<(), StoreError> {
-        self.bounded(write_response(&self.pool, held, status, body))
-            .await?;
+        sqlx::query!(
+            "UPDATE idempotency_keys SET state = 'DONE', response_status = $3, \
+             response_body = $4, locked_until = now() \
+             WHERE owner_id = $1 AND key = $2 AND claim = $5",
+            held.owner,
+            held.key,
+            status as i16,
+            body,
+            held.token
+        )
+        .execute(&self.pool)
+        .bounded(self)
+        .await?;
         Ok(())
     }
 
@@ -146,38 +188,25 @@ impl PgStore {
 }
 
 impl<T> Staged<T> {
-    /// Records the response of the request's key in this write's transaction, so the
+    /// Records the outcome of the request of `held` (the write's result, as
+    /// `usecases::idempotency::Outcome` records it) in this write's transaction, so the
     /// change and its record commit together. False: the key was taken over by a retry
     /// (this request ran past its in-flight time), and this write must not commit.
-    pub async fn save_reply(
+    pub async fn save_outcome(
         &mut self,
         held: &HeldKey,
-        status: u16,
-        body: &serde_json::Value,
+        outcome: &serde_json::Value,
     ) -> Result<bool, StoreError> {
-        Ok(write_response(&mut *self.tx, held, status, body).await? == 1)
+        let saved = sqlx::query!(
+            "UPDATE idempotency_keys SET state = 'SUCCEEDED', outcome = $3, locked_until = now() \
+             WHERE owner_id = $1 AND key = $2 AND claim = $4",
+            held.owner,
+            held.key,
+            outcome,
+            held.token
+        )
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(saved.rows_affected() == 1)
     }
-}
-
-/// Marks the key DONE with the response to replay, if `held` still holds it; returns how
-/// many records that touched (0 or 1).
-async fn write_response<'e>(
-    executor: impl sqlx::PgExecutor<'e>,
-    held: &HeldKey,
-    status: u16,
-    body: &serde_json::Value,
-) -> Result<u64, StoreError> {
-    Ok(sqlx::query!(
-        "UPDATE idempotency_keys SET state = 'DONE', response_status = $3, \
-         response_body = $4, locked_until = now() \
-         WHERE owner_id = $1 AND key = $2 AND claim = $5",
-        held.owner,
-        held.key,
-        status as i16,
-        body,
-        held.token
-    )
-    .execute(executor)
-    .await?
-    .rows_affected())
 }

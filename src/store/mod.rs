@@ -16,10 +16,9 @@ mod pg;
 mod reviews;
 mod tx;
 
-pub use error::StoreError;
-pub use idempotency::{HeldKey, KeyRecord};
+pub use error::{StoreError, WriteError};
+pub use idempotency::{HeldKey, KeyRecord, KeyState};
 pub use outbox::OutboxRow;
 pub use outbox_admin::{OutboxAction, OutboxFilter, OutboxRecord};
 pub use pg::{migrate, migration_lock_id, DatabaseSettings, PgStore};
-pub use reviews::Staging;
 pub use tx::{Committed, Staged, WriteContext};

@@ -7,7 +7,7 @@ use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::documents::{lock_document, lock_document_of_review, planned_document, write_document};
-use super::error::{violates, StoreError};
+use super::error::{violates, StoreError, WriteError};
 use super::pg::{PgStore, Statement};
 use super::tx::{write_audit_and_event, Staged, WriteContext};
 use crate::domain::rules::{self, DecideReview, OpenReview, ReviewChange};
@@ -16,9 +16,6 @@ use crate::domain::{
     Transitioned,
 };
 
-/// A transition the rules allowed, staged; or the rules' refusal.
-pub type Staging = Result<Staged<Transitioned>, Refusal>;
-
 impl PgStore {
     /// DRAFT|REJECTED -> PENDING_REVIEW with a new pending review.
     #[tracing::instrument(level = "debug", skip_all, fields(document_id = %document_id))]
@@ -26,7 +23,7 @@ impl PgStore {
         &self,
         document_id: Uuid,
         ctx: &WriteContext<'_>,
-    ) -> Result<Staging, StoreError> {
+    ) -> Result<Staged<Transitioned>, WriteError> {
         let mut tx = self.begin().await?;
         let locked = Locked {
             document: lock_document(&mut tx, document_id).await?,
@@ -35,10 +32,8 @@ impl PgStore {
         let command = Command::Submit {
             new_review_id: Uuid::now_v7(),
         };
-        match rules::plan(&locked, ctx.actor, command, ctx.guard) {
-            Ok(plan) => write_transition(tx, locked, plan, ctx).await,
-            Err(refusal) => Ok(Err(refusal)),
-        }
+        let plan = rules::plan(&locked, ctx.actor, command, ctx.guard)?;
+        write_transition(tx, locked, plan, ctx).await
     }
 
     /// PENDING -> APPROVED | REJECTED for the review, and the document with it.
@@ -48,7 +43,7 @@ impl PgStore {
         review_id: Uuid,
         decision: Decision,
         ctx: &WriteContext<'_>,
-    ) -> Result<Staging, StoreError> {
+    ) -> Result<Staged<Transitioned>, WriteError> {
         let mut tx = self.begin().await?;
         // Lock the review's document (found without locking the review), then the review.
         let locked = match lock_document_of_review(&mut tx, review_id).await? {
@@ -58,10 +53,8 @@ impl PgStore {
                 review: lock_review(&mut tx, review_id).await?,
             },
         };
-        match rules::plan(&locked, ctx.actor, Command::Decide(decision), ctx.guard) {
-            Ok(plan) => write_transition(tx, locked, plan, ctx).await,
-            Err(refusal) => Ok(Err(refusal)),
-        }
+        let plan = rules::plan(&locked, ctx.actor, Command::Decide(decision), ctx.guard)?;
+        write_transition(tx, locked, plan, ctx).await
     }
 
     /// Reviews in `status` in the order their submits committed, after the review `after`
@@ -160,13 +153,13 @@ async fn write_transition(
     locked: Locked,
     plan: Plan,
     ctx: &WriteContext<'_>,
-) -> Result<Staging, StoreError> {
+) -> Result<Staged<Transitioned>, WriteError> {
     let Locked { document, review } = locked;
     let before = planned_document(document)?;
     let review = match plan.review {
         Some(ReviewChange::Open(open)) => match open_review(&mut tx, &before, open).await {
             Err(e) if violates(&e, "reviews_one_pending_per_document") => {
-                return Ok(Err(Refusal::AlreadyPending))
+                return Err(Refusal::AlreadyPending.into())
             }
             opened => opened?,
         },
@@ -178,14 +171,14 @@ async fn write_transition(
     };
     let doc = write_document(&mut tx, before, plan.document).await?;
     let owned = write_audit_and_event(&mut tx, &doc, &plan.audit, &plan.outbox, ctx).await?;
-    Ok(Ok(Staged::new(
+    Ok(Staged::new(
         tx,
         Transitioned {
             document: doc,
             review,
         },
         owned,
-    )))
+    ))
 }
 
 async fn open_review(

@@ -1,23 +1,24 @@
 //! The one seam where a write becomes visible: a staged write, the lease it ran under and
-//! the key the request holds go in; the write comes out committed, or rolled back
-//! with the reason.
+//! the key the request holds go in; the write comes out committed, or rolled back with the
+//! reason.
 
 use crate::lock::lease::Lease;
 use crate::store::{Committed, HeldKey, Staged};
 
 use super::error::Error;
-use super::idempotency::Reply;
+use super::idempotency::Outcome;
 
-/// Records `reply` under the held key in the write's own transaction, checks that the outer lock
-/// is still ours, and commits. A key taken over or a lease lost rolls the write back.
-pub(super) async fn commit<T>(
+/// Records the write's result under the held key in the write's own transaction, checks
+/// that the outer lock is still ours, and commits. A key taken over or a lease lost rolls
+/// the write back.
+pub(super) async fn commit<T: Outcome>(
     mut staged: Staged<T>,
     lease: Option<&Lease>,
     held: Option<&HeldKey>,
-    reply: &Reply,
 ) -> Result<Committed<T>, Error> {
     if let Some(held) = held {
-        if !staged.save_reply(held, reply.status, &reply.body).await? {
+        let record = staged.value().to_record();
+        if !staged.save_outcome(held, &record).await? {
             // This request ran past its in-flight time and a retry owns the key now: the
             // change happens once, under whoever owns the key.
             staged.rollback().await?;

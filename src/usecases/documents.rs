@@ -13,12 +13,11 @@ use crate::domain::{
 };
 use crate::outbox::Dispatcher;
 use crate::store::mongo::{MongoProjection, ReadError};
-use crate::store::{PgStore, WriteContext};
+use crate::store::{Committed, PgStore, WriteContext};
 
 use super::commit::commit;
 use super::context::Context;
 use super::error::Error;
-use super::idempotency::Reply;
 use super::test_hooks::Point;
 
 /// Where a document's body and preview were read from.
@@ -63,14 +62,13 @@ impl DocumentService {
         }
     }
 
-    /// Creates a DRAFT document; `reply` renders the response (recorded under the key).
+    /// Creates a DRAFT document.
     pub async fn create(
         &self,
         ctx: Context,
         title: DocumentTitle,
         body: DocumentBody,
-        reply: impl FnOnce(&Document) -> Reply,
-    ) -> Result<Reply, Error> {
+    ) -> Result<Document, Error> {
         let id = Uuid::now_v7();
         let wctx = WriteContext {
             actor: &ctx.actor,
@@ -78,21 +76,17 @@ impl DocumentService {
             guard: Guard::Unlocked,
             own_outbox_for: self.dispatcher.own_outbox_for(),
         };
-        let (committed, reply) = self
+        let Committed { value: doc, owned } = self
             .store
             .bounded(async {
                 let staged = self.store.stage_create(id, title, body, &wctx).await?;
-                let reply = reply(staged.value());
-                let committed = commit(staged, None, ctx.held_key.as_ref(), &reply).await?;
-                Ok::<_, Error>((committed, reply))
+                commit(staged, None, ctx.held_key.as_ref()).await
             })
             .await?;
-        tracing::info!(document_id = %committed.value.id, "document created");
+        tracing::info!(document_id = %doc.id, "document created");
         ctx.hooks.at(Point::Committed).await?;
-        self.dispatcher
-            .after_commit(&committed.value, committed.owned)
-            .await;
-        Ok(reply)
+        self.dispatcher.after_commit(&doc, owned).await;
+        Ok(doc)
     }
 
     /// Edits title and/or body (the author, in DRAFT or REJECTED).
@@ -113,7 +107,7 @@ impl DocumentService {
         let committed = self
             .store
             .bounded(async {
-                let staged = self.store.stage_edit(id, title, body, &wctx).await??;
+                let staged = self.store.stage_edit(id, title, body, &wctx).await?;
                 Ok::<_, Error>(staged.commit().await?)
             })
             .await?;

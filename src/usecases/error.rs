@@ -4,7 +4,7 @@
 
 use crate::domain::Refusal;
 use crate::lock::gate::LockBusy;
-use crate::store::StoreError;
+use crate::store::{StoreError, WriteError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -22,4 +22,13 @@ pub enum Error {
     KeyTakenOver,
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl From<WriteError> for Error {
+    fn from(e: WriteError) -> Self {
+        match e {
+            WriteError::Refused(r) => Error::Refused(r),
+            WriteError::Store(s) => Error::Store(s),
+        }
+    }
 }

@@ -4,9 +4,11 @@
 //! request never finished (its instance died) is taken over after `in_flight_timeout_ms`.
 //! Keys are scoped to the caller. Retryable failures are not recorded: a retry runs again.
 //!
-//! A success is recorded in the same transaction as its change (`commit.rs`), so a reply
-//! lost after COMMIT is replayed, never run twice. The HTTP layer only reads the header and
-//! writes the reply.
+//! A success is recorded in the same transaction as its change (`commit.rs`), as the use
+//! case's typed result ([`Outcome`]), so a reply lost after COMMIT is replayed, never run
+//! twice; the HTTP layer renders a replayed result as it renders a fresh one. A refusal is
+//! recorded as the reply that was sent. The HTTP layer only reads the header and writes
+//! the reply.
 
 use std::time::Duration;
 
@@ -16,8 +18,8 @@ use serde_with::{serde_as, DurationMilliSeconds, DurationSeconds};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use crate::domain::{InputError, UserId};
-use crate::store::{HeldKey, PgStore, StoreError};
+use crate::domain::{Document, InputError, Transitioned, UserId};
+use crate::store::{HeldKey, KeyState, PgStore, StoreError};
 
 /// `[idempotency]` in `config/default.toml`.
 #[serde_as]
@@ -80,11 +82,53 @@ fn sorted(v: Value) -> Value {
     }
 }
 
-/// A reply as the client gets it, and as a key replays it.
+/// A reply as it was sent: what a key replays for a refusal (and for a success recorded
+/// before results were recorded typed).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Reply {
+pub struct SentReply {
     pub status: u16,
     pub body: Value,
+}
+
+/// A use case's result as an idempotency record keeps it: what a retry with the same key
+/// is answered from. `from_record` gives back what the reply shows.
+pub trait Outcome: Sized {
+    fn to_record(&self) -> Value;
+    fn from_record(record: Value) -> Result<Self, serde_json::Error>;
+}
+
+/// A new document: the reply shows it whole.
+impl Outcome for Document {
+    fn to_record(&self) -> Value {
+        serde_json::to_value(self).expect("a document serializes")
+    }
+    fn from_record(record: Value) -> Result<Self, serde_json::Error> {
+        serde_json::from_value(record)
+    }
+}
+
+/// A transition: its reply shows the document without its body, and bodies are large, so
+/// the record keeps none (it reads back empty).
+impl Outcome for Transitioned {
+    fn to_record(&self) -> Value {
+        let mut record = serde_json::to_value(self).expect("a transition serializes");
+        if let Some(document) = record.get_mut("document").and_then(Value::as_object_mut) {
+            document.remove("body");
+        }
+        record
+    }
+    fn from_record(record: Value) -> Result<Self, serde_json::Error> {
+        serde_json::from_value(record)
+    }
+}
+
+/// What a key recorded for the request that ran with it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Recorded {
+    /// Its use case succeeded with this result ([`Outcome::to_record`]).
+    Outcome(Value),
+    /// The reply as it was sent.
+    Sent(SentReply),
 }
 
 /// What to do with a request that carries a key.
@@ -92,8 +136,8 @@ pub struct Reply {
 pub enum Begin {
     /// This request holds the key now: run it, then [`Idempotency::settle`].
     Proceed(HeldKey),
-    /// The key already ran with this request: replay its reply.
-    Replay(Reply),
+    /// The key already ran with this request: answer what it recorded.
+    Replay(Recorded),
     /// The key was used with a different request.
     Mismatch,
     /// The first request with this key is still running.
@@ -106,7 +150,7 @@ pub enum Settle {
     /// It committed (its reply was recorded with the change).
     Committed,
     /// It was refused for good: replay this refusal to retries.
-    Refused(Reply),
+    Refused(SentReply),
     /// It failed in a way a retry may not: forget the key.
     Retryable,
 }
@@ -155,14 +199,15 @@ impl Idempotency {
             if found.fingerprint != fingerprint {
                 return Ok(Begin::Mismatch);
             }
-            if found.done {
-                return Ok(Begin::Replay(Reply {
-                    status: found.response_status.unwrap_or(200) as u16,
-                    body: found.response_body.unwrap_or(Value::Null),
-                }));
-            }
-            if !found.stale {
-                return Ok(Begin::InFlight);
+            match found.state {
+                KeyState::Succeeded(outcome) => {
+                    return Ok(Begin::Replay(Recorded::Outcome(outcome)))
+                }
+                KeyState::Replied { status, body } => {
+                    return Ok(Begin::Replay(Recorded::Sent(SentReply { status, body })))
+                }
+                KeyState::InFlight { stale: false } => return Ok(Begin::InFlight),
+                KeyState::InFlight { stale: true } => {}
             }
             // The first request never finished (its instance died): take the key over.
             return Ok(if self.store.take_over_key(&held, in_flight).await? {
@@ -200,6 +245,58 @@ mod tests {
             assert!(IdempotencyKey::parse(bad).is_err(), "{bad:?}");
         }
         assert!(IdempotencyKey::parse(&"k".repeat(256)).is_err());
+    }
+
+    fn document(body: &str) -> Document {
+        Document {
+            id: Uuid::now_v7(),
+            title: "Runbook".into(),
+            body: body.into(),
+            status: crate::domain::DocumentStatus::PendingReview,
+            version: 2,
+            author_id: "alice".into(),
+            current_review_id: Some(Uuid::now_v7()),
+            fence_token: Some(crate::domain::FencingToken::new(7)),
+            created_at: chrono::Utc::now(),
+            updated_at: chrono::Utc::now(),
+        }
+    }
+
+    #[test]
+    fn a_recorded_document_reads_back_whole() {
+        let doc = document("The whole body.");
+        assert_eq!(Document::from_record(doc.to_record()).unwrap(), doc);
+    }
+
+    #[test]
+    fn a_recorded_transition_keeps_all_but_the_body() {
+        let doc = document(&"x".repeat(10_000));
+        let review = crate::domain::Review {
+            id: doc.current_review_id.unwrap(),
+            document_id: doc.id,
+            status: crate::domain::ReviewStatus::Pending,
+            document_version: 2,
+            submitted_by: "alice".into(),
+            submitted_at: chrono::Utc::now(),
+            decided_by: None,
+            decided_at: None,
+            comment: None,
+            reason: None,
+            fence_token: doc.fence_token,
+        };
+        let done = Transitioned {
+            document: doc,
+            review,
+        };
+        let record = done.to_record();
+        assert!(record["document"].get("body").is_none(), "{record}");
+        let back = Transitioned::from_record(record).unwrap();
+        assert_eq!(back.document.body, "");
+        let without_body = Document {
+            body: String::new(),
+            ..done.document.clone()
+        };
+        assert_eq!((back.document, back.review), (without_body, done.review));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The review transitions (submit, approve, reject), end to end: pass the outer-lock gate
 //! (or degrade to the row lock alone), stage the write in one PostgreSQL transaction, commit
 //! it through the one seam (lease check, idempotency record), release the lock, then try
-//! the outbox delivery at once.
+//! the outbox delivery at once. Each returns what it wrote; the caller renders it.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,12 +12,11 @@ use crate::domain::{Decision, Guard, Review, ReviewStatus, Transitioned};
 use crate::lock::gate::{LockGate, Passage};
 use crate::lock::LockKeys;
 use crate::outbox::Dispatcher;
-use crate::store::{Committed, PgStore, Staging, WriteContext};
+use crate::store::{Committed, PgStore, WriteContext};
 
 use super::commit::commit;
 use super::context::Context;
 use super::error::Error;
-use super::idempotency::Reply;
 use super::stats::ReviewStats;
 use super::test_hooks::Point;
 
@@ -61,16 +60,10 @@ impl ReviewService {
         }
     }
 
-    /// DRAFT|REJECTED -> PENDING_REVIEW with a new review. `reply` renders the response
-    /// (recorded under the request's key in the same transaction).
-    pub async fn submit(
-        &self,
-        ctx: Context,
-        document_id: Uuid,
-        reply: impl FnOnce(&Transitioned) -> Reply,
-    ) -> Result<Reply, Error> {
+    /// DRAFT|REJECTED -> PENDING_REVIEW with a new review.
+    pub async fn submit(&self, ctx: Context, document_id: Uuid) -> Result<Transitioned, Error> {
         let key = self.keys.for_submit(document_id);
-        self.guarded(&key, ctx, Transition::Submit(document_id), reply)
+        self.guarded(&key, ctx, Transition::Submit(document_id))
             .await
     }
 
@@ -80,10 +73,9 @@ impl ReviewService {
         ctx: Context,
         review_id: Uuid,
         decision: Decision,
-        reply: impl FnOnce(&Transitioned) -> Reply,
-    ) -> Result<Reply, Error> {
+    ) -> Result<Transitioned, Error> {
         let key = self.keys.for_review(review_id);
-        self.guarded(&key, ctx, Transition::Decide(review_id, decision), reply)
+        self.guarded(&key, ctx, Transition::Decide(review_id, decision))
             .await
     }
 
@@ -104,18 +96,16 @@ impl ReviewService {
         key: &str,
         ctx: Context,
         transition: Transition,
-        reply: impl FnOnce(&Transitioned) -> Reply,
-    ) -> Result<Reply, Error> {
+    ) -> Result<Transitioned, Error> {
         let kind = transition.kind();
         let passage = self.enter(key).await?;
         ctx.hooks.at(Point::Locked(passage.lease())).await?;
         let result = self
             .store
-            .bounded(self.transaction(&ctx, transition, &passage, reply))
+            .bounded(self.transaction(&ctx, transition, &passage))
             .await;
         passage.release().await;
-        let (committed, reply) = result?;
-        let done = &committed.value;
+        let Committed { value: done, owned } = result?;
         self.stats.transition(kind);
         ctx.hooks.at(Point::Committed).await?;
         tracing::info!(
@@ -126,11 +116,9 @@ impl ReviewService {
             "transition committed"
         );
         if ctx.hooks.delivers_inline() {
-            self.dispatcher
-                .after_commit(&done.document, committed.owned)
-                .await;
+            self.dispatcher.after_commit(&done.document, owned).await;
         }
-        Ok(reply)
+        Ok(done)
     }
 
     /// Passes the gate, counting how long it took and how it ended.
@@ -146,14 +134,13 @@ impl ReviewService {
         Ok(entered?)
     }
 
-    /// Stage, render the reply, commit (lease check and idempotency record first).
+    /// Stage, then commit (idempotency record and lease check first).
     async fn transaction(
         &self,
         ctx: &Context,
         transition: Transition,
         passage: &Passage,
-        reply: impl FnOnce(&Transitioned) -> Reply,
-    ) -> Result<(Committed<Transitioned>, Reply), Error> {
+    ) -> Result<Committed<Transitioned>, Error> {
         let lease = passage.lease();
         let wctx = WriteContext {
             actor: &ctx.actor,
@@ -164,16 +151,13 @@ impl ReviewService {
             },
             own_outbox_for: ctx.hooks.own_outbox(self.dispatcher.own_outbox_for()),
         };
-        let staged: Staging = match transition {
+        let staged = match transition {
             Transition::Submit(document_id) => self.store.stage_submit(document_id, &wctx).await?,
             Transition::Decide(review_id, d) => {
                 self.store.stage_decision(review_id, d, &wctx).await?
             }
         };
-        let staged = staged?;
         ctx.hooks.at(Point::Staged).await?;
-        let reply = reply(staged.value());
-        let done = commit(staged, lease, ctx.held_key.as_ref(), &reply).await?;
-        Ok((done, reply))
+        commit(staged, lease, ctx.held_key.as_ref()).await
     }
 }

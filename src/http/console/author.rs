@@ -12,7 +12,7 @@ use super::render::{form, rendered, when, Form, Shown};
 use crate::http::auth::Caller;
 use crate::http::documents::{self, MineQuery};
 use crate::http::error::ApiError;
-use crate::http::post::Replied;
+use crate::http::post::Ran;
 use crate::http::state::AppState;
 
 /// A document as the list shows it.
@@ -110,10 +110,8 @@ pub async fn create(
     let (caller, f) = (caller.map_err(Shown::action)?, form(body)?);
     let bytes = f.json();
     let created = documents::creation(&req, &state, caller, bytes).await;
-    let reply = created
-        .and_then(Replied::succeeded)
-        .map_err(Shown::action)?;
-    let id = reply.body["id"].as_str().unwrap_or_default();
+    let doc = created.and_then(Ran::succeeded).map_err(Shown::action)?;
+    let id = doc.id;
     let to = HeaderValue::try_from(format!("/console/documents/{id}"))
         .map_err(|e| Shown::action(ApiError::internal(anyhow::anyhow!("redirect: {e}"))))?;
     Ok(HttpResponse::Created()
@@ -147,9 +145,7 @@ pub async fn submit(
     let caller = caller.map_err(Shown::action)?;
     let id = super::parse_id(&path)?;
     let submitted = documents::submission(&req, &state, caller.clone(), id, Vec::new()).await;
-    submitted
-        .and_then(Replied::succeeded)
-        .map_err(Shown::action)?;
+    submitted.and_then(Ran::succeeded).map_err(Shown::action)?;
     let flash = "Submitted for review.".to_string();
     document::render(&state, &caller, id, Some(flash)).await
 }

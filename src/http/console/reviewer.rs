@@ -11,7 +11,7 @@ use super::document;
 use super::render::{form, rendered, waited, when, Form, Shown};
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ErrorCode};
-use crate::http::post::Replied;
+use crate::http::post::Ran;
 use crate::http::reviews::{self, ReviewQuery};
 use crate::http::state::AppState;
 
@@ -124,9 +124,9 @@ async fn send_decision(
     let (doc, review) = (super::parse_id(doc)?, super::parse_id(review)?);
     let bytes = serde_json::to_vec(&json).expect("a JSON value serializes");
     let decided = reviews::decision(&req, &state, caller.clone(), review, bytes, parse).await;
-    match decided.and_then(Replied::succeeded) {
-        Ok(reply) => {
-            let status = reply.body["document"]["status"].as_str().unwrap_or("");
+    match decided.and_then(Ran::succeeded) {
+        Ok(done) => {
+            let status = done.document.status.as_str();
             let flash = format!("{verb}: the document is now {status}.");
             document::render(&state, &caller, doc, Some(flash)).await
         }
