@@ -15,7 +15,7 @@ use super::request_id;
 use super::state::AppState;
 use crate::store::HeldKey;
 use crate::usecases::idempotency::{fingerprint, Begin, IdempotencyKey, Settle};
-use crate::usecases::{Outcome, Recorded, SentReply};
+use crate::usecases::{Recordable, Recorded, SentReply};
 
 pub const HEADER: &str = "idempotency-key";
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
@@ -43,7 +43,7 @@ pub enum Ran<T> {
     Sent(SentReply),
 }
 
-impl<T: Outcome> Ran<T> {
+impl<T: Recordable> Ran<T> {
     /// The result; a replayed refusal as the error it was, for a front end that shows
     /// errors its own way.
     pub fn succeeded(self) -> Result<T, ApiError> {
@@ -75,7 +75,7 @@ pub async fn run<T, W, Fut>(
     work: W,
 ) -> Result<Ran<T>, ApiError>
 where
-    T: Outcome + Send + 'static,
+    T: Recordable + Send + 'static,
     W: FnOnce(Option<HeldKey>) -> Fut + Send + 'static,
     Fut: Future<Output = Result<T, ApiError>> + Send + 'static,
 {
@@ -87,9 +87,9 @@ where
             return work(None).await.map(Ran::Fresh);
         };
         match state.idempotency.begin(&owner, &key, &fp).await? {
-            Begin::Replay(Recorded::Outcome(record)) => T::from_record(record)
+            Begin::Replay(Recorded::Succeeded(record)) => T::from_record(record)
                 .map(Ran::Replayed)
-                .map_err(|e| ApiError::internal(anyhow::anyhow!("a recorded outcome: {e}"))),
+                .map_err(|e| ApiError::internal(anyhow::anyhow!("a recorded result: {e}"))),
             Begin::Replay(Recorded::Sent(reply)) => Ok(Ran::Sent(reply)),
             Begin::Mismatch => Err(ApiError::key_reused()),
             Begin::InFlight => Err(ApiError::in_flight(
@@ -97,12 +97,12 @@ where
             )),
             Begin::Proceed(held) => {
                 let ran = work(Some(held.clone())).await;
-                let outcome = match &ran {
+                let ending = match &ran {
                     Ok(_) => Settle::Committed,
                     Err(e) if e.is_retryable() => Settle::Retryable,
                     Err(e) => Settle::Refused(e.sent()),
                 };
-                state.idempotency.settle(&held, outcome).await;
+                state.idempotency.settle(&held, ending).await;
                 ran.map(Ran::Fresh)
             }
         }

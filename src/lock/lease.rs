@@ -1,8 +1,8 @@
 //! A lease: a held lock, kept alive by a watchdog that renews it every `renew_every`. A
 //! renewal that times out or meets a broken connection is retried while the lease is still
 //! valid. The lease is LOST only when a renewal finds the key gone or owned by another
-//! token, or its validity runs out; once lost it stays lost: a late renewal
-//! reply never revives it. Deadlines use the monotonic clock.
+//! token, or its validity runs out; once lost it stays lost: a late renewal reply never
+//! revives it. Deadlines use the monotonic clock.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

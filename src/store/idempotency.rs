@@ -29,16 +29,16 @@ pub struct KeyRecord {
 /// Where the request of a key got to.
 #[derive(Debug, Clone, PartialEq)]
 pub enum KeyState {
-    /// Still running; `stale` when its in-flight time passed without an outcome (its
+    /// Still running; `stale` when its in-flight time passed without an ending (its
     /// instance died).
     InFlight { stale: bool },
-    /// Refused for good (or succeeded before typed outcomes were recorded): the reply as
+    /// Refused for good (or succeeded before results were recorded typed): the reply as
     /// it was sent.
     Replied {
         status: u16,
         body: serde_json::Value,
     },
-    /// Succeeded: the use case's result, as `usecases::idempotency::Outcome` records it.
+    /// Succeeded: the use case's result, as `usecases::idempotency::Recordable` records it.
     Succeeded(serde_json::Value),
 }
 
@@ -85,7 +85,7 @@ impl PgStore {
 
     pub async fn find_key(&self, owner: &str, key: &str) -> Result<Option<KeyRecord>, StoreError> {
         let Some(row) = sqlx::query!(
-            r#"SELECT fingerprint, state, response_status, response_body, outcome,
+            r#"SELECT fingerprint, state, response_status, response_body, result,
                       locked_until < now() AS "stale!"
                FROM idempotency_keys WHERE owner_id = $1 AND key = $2"#,
             owner,
@@ -97,8 +97,8 @@ impl PgStore {
         else {
             return Ok(None);
         };
-        let state = match (row.state.as_str(), row.outcome) {
-            ("SUCCEEDED", Some(outcome)) => KeyState::Succeeded(outcome),
+        let state = match (row.state.as_str(), row.result) {
+            ("SUCCEEDED", Some(result)) => KeyState::Succeeded(result),
             ("DONE", _) => KeyState::Replied {
                 status: row.response_status.unwrap_or(200) as u16,
                 body: row.response_body.unwrap_or(serde_json::Value::Null),
@@ -188,21 +188,21 @@ impl PgStore {
 }
 
 impl<T> Staged<T> {
-    /// Records the outcome of the request of `held` (the write's result, as
-    /// `usecases::idempotency::Outcome` records it) in this write's transaction, so the
+    /// Records the result of the request of `held` (the write's, as
+    /// `usecases::idempotency::Recordable` records it) in this write's transaction, so the
     /// change and its record commit together. False: the key was taken over by a retry
     /// (this request ran past its in-flight time), and this write must not commit.
-    pub async fn save_outcome(
+    pub async fn save_result(
         &mut self,
         held: &HeldKey,
-        outcome: &serde_json::Value,
+        result: &serde_json::Value,
     ) -> Result<bool, StoreError> {
         let saved = sqlx::query!(
-            "UPDATE idempotency_keys SET state = 'SUCCEEDED', outcome = $3, locked_until = now() \
+            "UPDATE idempotency_keys SET state = 'SUCCEEDED', result = $3, locked_until = now() \
              WHERE owner_id = $1 AND key = $2 AND claim = $4",
             held.owner,
             held.key,
-            outcome,
+            result,
             held.token
         )
         .execute(&mut *self.tx)

@@ -6,19 +6,19 @@ use crate::lock::lease::Lease;
 use crate::store::{Committed, HeldKey, Staged};
 
 use super::error::Error;
-use super::idempotency::Outcome;
+use super::idempotency::Recordable;
 
 /// Records the write's result under the held key in the write's own transaction, checks
 /// that the outer lock is still ours, and commits. A key taken over or a lease lost rolls
 /// the write back.
-pub(super) async fn commit<T: Outcome>(
+pub(super) async fn commit<T: Recordable>(
     mut staged: Staged<T>,
     lease: Option<&Lease>,
     held: Option<&HeldKey>,
 ) -> Result<Committed<T>, Error> {
     if let Some(held) = held {
         let record = staged.value().to_record();
-        if !staged.save_outcome(held, &record).await? {
+        if !staged.save_result(held, &record).await? {
             // This request ran past its in-flight time and a retry owns the key now: the
             // change happens once, under whoever owns the key.
             staged.rollback().await?;

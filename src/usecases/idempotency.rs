@@ -5,7 +5,7 @@
 //! Keys are scoped to the caller. Retryable failures are not recorded: a retry runs again.
 //!
 //! A success is recorded in the same transaction as its change (`commit.rs`), as the use
-//! case's typed result ([`Outcome`]), so a reply lost after COMMIT is replayed, never run
+//! case's typed result ([`Recordable`]), so a reply lost after COMMIT is replayed, never run
 //! twice; the HTTP layer renders a replayed result as it renders a fresh one. A refusal is
 //! recorded as the reply that was sent. The HTTP layer only reads the header and writes
 //! the reply.
@@ -92,13 +92,13 @@ pub struct SentReply {
 
 /// A use case's result as an idempotency record keeps it: what a retry with the same key
 /// is answered from. `from_record` gives back what the reply shows.
-pub trait Outcome: Sized {
+pub trait Recordable: Sized {
     fn to_record(&self) -> Value;
     fn from_record(record: Value) -> Result<Self, serde_json::Error>;
 }
 
 /// A new document: the reply shows it whole.
-impl Outcome for Document {
+impl Recordable for Document {
     fn to_record(&self) -> Value {
         serde_json::to_value(self).expect("a document serializes")
     }
@@ -109,7 +109,7 @@ impl Outcome for Document {
 
 /// A transition: its reply shows the document without its body, and bodies are large, so
 /// the record keeps none (it reads back empty).
-impl Outcome for Transitioned {
+impl Recordable for Transitioned {
     fn to_record(&self) -> Value {
         let mut record = serde_json::to_value(self).expect("a transition serializes");
         if let Some(document) = record.get_mut("document").and_then(Value::as_object_mut) {
@@ -125,8 +125,8 @@ impl Outcome for Transitioned {
 /// What a key recorded for the request that ran with it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Recorded {
-    /// Its use case succeeded with this result ([`Outcome::to_record`]).
-    Outcome(Value),
+    /// Its use case succeeded with this result ([`Recordable::to_record`]).
+    Succeeded(Value),
     /// The reply as it was sent.
     Sent(SentReply),
 }
@@ -200,8 +200,8 @@ impl Idempotency {
                 return Ok(Begin::Mismatch);
             }
             match found.state {
-                KeyState::Succeeded(outcome) => {
-                    return Ok(Begin::Replay(Recorded::Outcome(outcome)))
+                KeyState::Succeeded(result) => {
+                    return Ok(Begin::Replay(Recorded::Succeeded(result)))
                 }
                 KeyState::Replied { status, body } => {
                     return Ok(Begin::Replay(Recorded::Sent(SentReply { status, body })))
@@ -221,14 +221,14 @@ impl Idempotency {
 
     /// Records how the request that held the key `held` ended. Never fails the request: the work
     /// is done, and an unrecorded key is taken over after its in-flight time.
-    pub async fn settle(&self, held: &HeldKey, outcome: Settle) {
-        let saved = match outcome {
+    pub async fn settle(&self, held: &HeldKey, ending: Settle) {
+        let saved = match ending {
             Settle::Committed => Ok(()),
             Settle::Refused(reply) => self.store.finish_key(held, reply.status, &reply.body).await,
             Settle::Retryable => self.store.abandon_key(held).await,
         };
         if let Err(e) = saved {
-            tracing::error!(error = %e, "could not record the idempotency outcome");
+            tracing::error!(error = %e, "could not record how the idempotency key's request ended");
         }
     }
 }

@@ -20,7 +20,7 @@ mod test_hooks;
 pub use context::Context;
 pub use documents::{BodySource, DocumentRead, DocumentService};
 pub use error::Error;
-pub use idempotency::{Idempotency, IdempotencySettings, Outcome, Recorded, SentReply};
+pub use idempotency::{Idempotency, IdempotencySettings, Recordable, Recorded, SentReply};
 pub use outbox_admin::{AdminError, OutboxAdmin, OutboxStats};
 pub use probes::{Check, Probes, Readiness};
 pub use reviews::ReviewService;

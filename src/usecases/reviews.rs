@@ -125,12 +125,12 @@ impl ReviewService {
     async fn enter(&self, key: &str) -> Result<Passage, Error> {
         let started = Instant::now();
         let entered = self.gate.enter(key).await;
-        let outcome = match &entered {
+        let label = match &entered {
             Ok(Passage::Held(_)) => "acquired",
             Ok(Passage::Degraded) => "degraded",
             Err(_) => "contended",
         };
-        self.stats.lock_acquire(outcome, started.elapsed());
+        self.stats.lock_acquire(label, started.elapsed());
         Ok(entered?)
     }
 
