@@ -1,10 +1,10 @@
-//! The application layer: the use cases the HTTP layer calls, each a service over the
-//! stores. `transitions` runs submit, approve and reject under the outer lock; `documents`
-//! creates, edits and reads; `idempotency` is the policy of `Idempotency-Key`; `probes`
-//! is what operators read; `outbox_admin` what admins do with parked outbox rows. Every
-//! write commits through `commit`, the one seam.
+//! The use cases the HTTP layer calls, each a service over the stores. `reviews` runs
+//! submit, approve and reject under the outer lock; `documents` creates, edits and reads;
+//! `idempotency` is the policy of `Idempotency-Key`; `probes` is what operators read;
+//! `outbox_admin` what admins do with parked outbox rows; `test_hooks` where tests may
+//! step in. Every write commits through `commit`, the one seam.
 //!
-//! Nothing here knows HTTP: replies are rendered by a function the caller passes in.
+//! Nothing here knows HTTP: each use case returns a typed result, which the caller renders.
 
 mod commit;
 mod context;
