@@ -1,30 +1,16 @@
 #!/usr/bin/env bash
-# scripts/services.sh — local / CI backing services for kh-review.
-#
-#   scripts/services.sh [up]     install (if missing) and start PostgreSQL, Redis,
-#                                RabbitMQ and FerretDB on 127.0.0.1; idempotent
-#   scripts/services.sh down     stop them again (and the Redis profiles below)
-#   scripts/services.sh status   one line per service (exit 3 if any is down),
-#                                plus one per Redis profile that exists
-#   scripts/services.sh env      print the APP__* export lines for the app/tests
-#                                (use:  eval "$(scripts/services.sh env)")
-#
-# Redis topology profiles for the tests that kill nodes, never touching the
-# Redis on 6379 (plain `up` does not start them; details in scripts/topologies/):
-#   up PROFILE       start it, or restart only its dead processes and wait until
-#                    it is healthy (a no-op under a second when it is)
-#   down PROFILE     stop that profile only and delete its state dir
-#   status PROFILE   its line only (exit 3 unless healthy)
-#   env PROFILE      the base lines plus the profile's APP__REDIS__* settings
-# with PROFILE redis-cluster (127.0.0.1:7001-7006, 3 masters + 3 replicas) or
-# redis-sentinel (master 6391, replica 6392, sentinels 26391-26393, "kh-master").
-#
-# One script per service in scripts/services/, shared helpers in scripts/lib/,
-# SQL in scripts/sql/. For Debian/Ubuntu dev boxes and CI containers WITHOUT
-# systemd; run as root (or with sudo available). Everything on 127.0.0.1 only.
-# Existing servers instead: set KH_DATABASE_URL, KH_REDIS_URL, KH_AMQP_URL or
-# KH_MONGO_URL, and `up` only checks that it answers, `env` prints it, `down`
-# leaves it alone. State (logs, pid files): ${KH_STATE_DIR:-/var/tmp/kh-review}.
+# scripts/services.sh — local / CI backing services for kh-review, on 127.0.0.1 only.
+#   up [PROFILE...]      install what is missing, start PostgreSQL, Redis, RabbitMQ, FerretDB
+#                        (idempotent; well under a second when all is up), or only PROFILEs
+#   down [PROFILE...]    stop everything, profiles included, or only PROFILEs
+#   status [PROFILE...]  a line each, profiles once created; exit 3 if one is down
+#   env [PROFILE]        the APP__* export lines:  eval "$(scripts/services.sh env)"
+# PROFILE: redis-cluster (7001-7006) or redis-sentinel (6391/6392, sentinels 26391-26393),
+# the Redis topologies whose nodes the tests kill (scripts/topologies/). The base services
+# are in scripts/services/, shared helpers in scripts/lib/, SQL in scripts/sql/. Debian or
+# Ubuntu without systemd, as root (or with sudo). KH_DATABASE_URL, KH_REDIS_URL, KH_AMQP_URL,
+# KH_MONGO_URL: use that server instead (up checks it answers, env prints it, down leaves
+# it alone). State and logs: ${KH_STATE_DIR:-/var/tmp/kh-review}.
 set -euo pipefail
 export _KH_SERVICES_STARTED=$EPOCHSECONDS   # the parts' log lines count from here
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -36,14 +22,12 @@ PROFILES=(redis-cluster redis-sentinel)
 
 service() { "$here/services/$1.sh" "$2"; }     # service NAME COMMAND
 topology() { "$here/topologies/$1.sh" "$2"; }  # topology PROFILE COMMAND
-give_up() { echo "[services] FAILED: $* (after ${SECONDS}s)" >&2; exit 1; }
 
-cmd_up() { # cmd_up [PROFILE...] — with profiles: only those, not the base services
+cmd_up() {
   local s pkgs=() failed=()
   take_lock
   log "up${*:+ $*} (state dir: $STATE)"
-  # One apt-get run for everything missing, then start each piece, reporting
-  # every failure, not just the first.
+  # One apt-get run for all that is missing, then each piece; every failure is reported.
   if (( $# )); then
     mapfile -t pkgs < <(for s in "$@"; do topology "$s" packages; done | awk '!seen[$0]++')
   else
@@ -52,41 +36,37 @@ cmd_up() { # cmd_up [PROFILE...] — with profiles: only those, not the base ser
   if (( ${#pkgs[@]} )) && ! apt_install "${pkgs[@]}"; then warn "apt-get failed (see $STATE/apt.log)"; fi
   if (( $# )); then
     for s in "$@"; do topology "$s" up || failed+=("$s"); done
-    (( ${#failed[@]} == 0 )) || give_up "${failed[@]}"
-    return 0
+  else
+    service ferretdb install || warn "ferretdb build failed (see $STATE/ferretdb-build.log)"
+    for s in "${BASE[@]}"; do service "$s" up || failed+=("$s"); done
   fi
-  service ferretdb install || warn "ferretdb build failed (see $STATE/ferretdb-build.log)"
-  for s in "${BASE[@]}"; do service "$s" up || failed+=("$s"); done
-  (( ${#failed[@]} == 0 )) || give_up "${failed[@]}"
-  log "all up"
+  if (( ${#failed[@]} )); then echo "[services] FAILED: ${failed[*]} (after ${SECONDS}s)" >&2; exit 1; fi
+  (( $# )) || log "all up"
 }
 
-cmd_down() { # cmd_down [PROFILE...] — without profiles: everything, profiles included
-  local s rc=0
+cmd_down() {
+  local s rc=0 profiles=("$@")
+  (( $# )) || profiles=("${PROFILES[@]}")
   take_lock
-  if (( $# )); then
-    for s in "$@"; do topology "$s" down || rc=1; done
-    exit "$rc"
+  for s in "${profiles[@]}"; do topology "$s" down || rc=1; done
+  if (( $# == 0 )); then
+    for s in ferretdb rabbitmq redis postgres; do service "$s" down || rc=1; done
+    (( rc )) || log "all down"
   fi
-  for s in "${PROFILES[@]}"; do topology "$s" down || rc=1; done
-  for s in ferretdb rabbitmq redis postgres; do service "$s" down || rc=1; done
-  (( rc )) || log "all down"
   exit "$rc"
 }
 
-cmd_status() { # cmd_status [PROFILE...] — with profiles: only their lines
-  local s rc=0
-  if (( $# )); then
-    for s in "$@"; do topology "$s" status || rc=3; done
-    return "$rc"
+cmd_status() {
+  local s rc=0 profiles=("$@")
+  if (( $# == 0 )); then
+    for s in "${BASE[@]}"; do service "$s" status || rc=3; done
+    for s in "${PROFILES[@]}"; do [[ ! -d $STATE/$s ]] || profiles+=("$s"); done
   fi
-  for s in "${BASE[@]}"; do service "$s" status || rc=3; done
-  # the Redis profiles only once created (their state dir exists)
-  for s in "${PROFILES[@]}"; do [[ ! -d $STATE/$s ]] || topology "$s" status || rc=3; done
+  for s in "${profiles[@]}"; do topology "$s" status || rc=3; done
   return "$rc"
 }
 
-cmd_env() { # cmd_env [PROFILE]
+cmd_env() {
   local s
   if (( $# > 1 )); then echo "[services] ERROR: env takes at most one profile (they set the same APP__REDIS__MODE)" >&2; exit 2; fi
   for s in "${BASE[@]}"; do service "$s" env; done
@@ -97,11 +77,8 @@ usage() { echo "usage: $0 [up|down|status|env] [redis-cluster|redis-sentinel]   
 
 cmd=${1:-up}
 (( $# == 0 )) || shift
-for prof in "$@"; do
-  case $prof in
-    redis-cluster|redis-sentinel) ;;
-    *) echo "[services] ERROR: unknown profile '$prof' (known: ${PROFILES[*]})" >&2; usage ;;
-  esac
+for s in "$@"; do
+  [[ " ${PROFILES[*]} " == *" $s "* ]] || { echo "[services] ERROR: unknown profile '$s' (known: ${PROFILES[*]})" >&2; usage; }
 done
 case $cmd in
   up)     cmd_up "$@" ;;
