@@ -10,7 +10,7 @@ WITH_ENV := eval "$$(scripts/services.sh env)" &&
 DEV_ENV := APP__ENVIRONMENT=$${APP__ENVIRONMENT:-development}
 TEST_THREADS ?= 8
 
-.PHONY: help services services-down services-status run test test-topologies test-ui fuzz lint fmt migrate build token bench sqlx-prepare
+.PHONY: help services services-down services-status run test test-volume test-topologies test-ui fuzz lint fmt migrate build token bench sqlx-prepare
 
 help:
 	@echo "make run | test | test-topologies | test-ui | fuzz | bench | lint | fmt | sqlx-prepare | services | services-down | migrate | build | token SUB=.. ROLES=.."
@@ -38,21 +38,29 @@ migrate: services
 # the others, then the Redis topology tests (a Redis Cluster and a Sentinel set-up, which
 # they start with scripts/services.sh and whose nodes they kill), then the page tests in a
 # headless Chromium (test-ui). Examples and the binary hold no tests.
-VOLUME_TESTS := backlog:: plans::
-TOPOLOGY_TESTS := cluster:: sentinel::
-UI_TESTS := ui_
+# Each run is a folder of tests/api/ (a module of the one test binary `api`), selected by
+# its module path, so a test joins the run of the folder it is in, whatever its name: the
+# parallel run is everything else (routes::, faults::, meta::).
+VOLUME_TESTS := volume::
+TOPOLOGY_TESTS := topologies::
+UI_TESTS := pages::
 test: services
 	cargo build --example consumer
 	$(WITH_ENV) cargo test --lib --test api -- --test-threads=$(TEST_THREADS) $(addprefix --skip ,$(VOLUME_TESTS) $(TOPOLOGY_TESTS) $(UI_TESTS))
-	$(WITH_ENV) cargo test --test api -- --test-threads=1 $(VOLUME_TESTS)
+	$(MAKE) --no-print-directory test-volume
 	$(MAKE) --no-print-directory test-topologies
 	$(MAKE) --no-print-directory test-ui
 
-# The Redis topology tests alone; they print how long each failover took.
+# The volume tests alone (tests/api/volume/), one at a time.
+test-volume: services
+	$(WITH_ENV) cargo test --test api -- --test-threads=1 $(VOLUME_TESTS)
+
+# The Redis topology tests alone (tests/api/topologies/); they print how long each
+# failover took.
 test-topologies: services
 	$(WITH_ENV) cargo test --test api -- --test-threads=1 --nocapture $(TOPOLOGY_TESTS)
 
-# The page tests (modules ui_*) in headless Chromium over chromedriver; scripts/browser.sh
+# The page tests (tests/api/pages/) in headless Chromium over chromedriver; scripts/browser.sh
 # installs Debian's chromium and chromium-driver when missing. Screenshots: target/ui/*.png
 test-ui: services
 	scripts/browser.sh

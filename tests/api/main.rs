@@ -1,37 +1,19 @@
 //! Integration tests against real PostgreSQL, Redis, RabbitMQ and the MongoDB-compatible
 //! server. Start them with `make services`.
+//!
+//! One folder per kind of run; the Makefile selects a run by its module path, so a test
+//! joins the run of the folder it is in, whatever its name:
+//! - `routes::`, `faults::`, `meta::`: the parallel run (`make test`)
+//! - `volume::`: one at a time, after the parallel run (`make test-volume`)
+//! - `topologies::`: the Redis Cluster and Sentinel set-ups (`make test-topologies`)
+//! - `pages::`: headless Chromium (`make test-ui`)
+//!
+//! `support` is what they share.
 
-mod architecture;
-mod auth;
-mod backlog;
-mod bad_input;
-mod bounds;
-mod brokers;
-mod cluster;
-mod concurrency;
-mod console;
-mod consumer;
-mod degraded;
-mod documents;
-mod harness;
-mod idempotency;
-mod instances;
-mod leases;
-mod listing;
-mod lock_provider;
-mod migrations;
-mod mongo_reads;
-mod operations;
-mod outbox;
-mod outbox_admin;
-mod parked;
-mod plans;
-mod review_queue;
-mod reviews;
-mod routing;
-mod sentinel;
-mod startup;
+mod faults;
+mod meta;
+mod pages;
+mod routes;
 mod support;
-mod ui_console;
-mod ui_docs;
-mod ui_operator;
+mod topologies;
+mod volume;

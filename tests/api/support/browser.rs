@@ -1,5 +1,5 @@
 //! A real headless Chromium, driven over chromedriver (fantoccini), for the tests of the
-//! pages (`ui_*` modules; `make test-ui`). `scripts/browser.sh` installs Debian's `chromium`
+//! pages (`pages::` modules; `make test-ui`). `scripts/browser.sh` installs Debian's `chromium`
 //! and `chromium-driver`; without them the first `Browser::open` fails loudly.
 //!
 //! One chromedriver per test binary, started on first use; it exits with the test process

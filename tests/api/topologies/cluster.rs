@@ -9,7 +9,7 @@ use kh_review::http::test_hooks::PAUSE_AFTER_LOCK_HEADER;
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::concurrency::timed_storm;
+use crate::routes::concurrency::timed_storm;
 use crate::support::topology::*;
 use crate::support::*;
 

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 
-use crate::concurrency::{exactly_one_winner, one_decision_everywhere, storm, timed_storm};
+use crate::routes::concurrency::{exactly_one_winner, one_decision_everywhere, storm, timed_storm};
 use crate::support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,7 +7,7 @@ use kh_review::http::auth::Role;
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::parked::{
+use crate::faults::parked::{
     act, assert_approval_held_back, parked_list, parked_submission, with_max_attempts, ADMIN,
 };
 use crate::support::*;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use kh_review::http::auth::Role;
 
-use crate::parked::{parked_submission, with_max_attempts, ADMIN};
+use crate::faults::parked::{parked_submission, with_max_attempts, ADMIN};
 use crate::support::*;
 
 /// Waits until the page shows `dependency` in `status` with its breaker `breaker` (the page

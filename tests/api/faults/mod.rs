@@ -1,0 +1,15 @@
+//! Faults injected while the service runs: stores cut, hung or slowed (through a
+//! `support::proxy::Proxy`), leases lost, poison rows, refused start-ups, migrations racing.
+//! Part of the parallel run (`make test`).
+
+mod bounds;
+mod brokers;
+mod degraded;
+mod instances;
+mod leases;
+mod lock_provider;
+mod migrations;
+mod mongo_reads;
+mod outbox;
+pub(crate) mod parked;
+mod startup;

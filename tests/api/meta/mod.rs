@@ -1,0 +1,6 @@
+//! Checks of the code and the harness themselves: the architecture's layering read from the
+//! sources, the example consumer, and the test harness's own clean-up. Part of the parallel run.
+
+mod architecture;
+mod consumer;
+mod harness;

@@ -1,0 +1,6 @@
+//! The console's and `/docs` pages in a real headless Chromium over chromedriver
+//! (`make test-ui`; `scripts/browser.sh` installs them).
+
+mod console;
+mod docs;
+mod operator;

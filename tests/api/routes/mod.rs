@@ -1,0 +1,15 @@
+//! The HTTP API route by route: requests, replies, refusals and concurrent callers,
+//! against the real stores. Part of the parallel run (`make test`, `--test-threads=$(TEST_THREADS)`).
+
+mod auth;
+mod bad_input;
+pub(crate) mod concurrency;
+mod console;
+mod documents;
+mod idempotency;
+mod listing;
+mod operations;
+mod outbox_admin;
+mod review_queue;
+mod reviews;
+mod routing;
