@@ -15,7 +15,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bench_support::*;
+use bench_support::{
+    approve_load, console_rows, cost_row, data_size_row, drain_row, drive, interleaved, rounds,
+    starvation_row, sustained_row, ApproveFigures, BenchEnv, Figures, Goals, Measure, Rec, Report,
+    Service,
+};
 use kh_review::lock::redis::RedisLockProvider;
 use kh_review::lock::{Attempt, LockProvider, Ttl};
 use uuid::Uuid;

@@ -9,7 +9,10 @@ use kh_review::http::test_hooks::PAUSE_AFTER_COMMIT_HEADER;
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::support::*;
+use crate::support::app::{spawn_app, spawn_app_with, AppOptions, TestApp};
+use crate::support::inspect::{expect_error, wait_for};
+use crate::support::proxy::Proxy;
+use crate::support::stores::{pg_url, with_db};
 
 /// How late past the bound an answer may come (scheduling on a shared, busy machine).
 const MARGIN: Duration = Duration::from_secs(3);

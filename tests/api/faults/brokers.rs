@@ -10,7 +10,9 @@ use lapin::{Channel, Connection};
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::support::*;
+use crate::support::app::{spawn_app_with, AppOptions, TestApp};
+use crate::support::proxy::dead_port;
+use crate::support::stores::amqp_connection;
 
 async fn channel() -> (Connection, Channel) {
     let conn = amqp_connection().await;

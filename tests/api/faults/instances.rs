@@ -10,7 +10,8 @@ use kh_review::http::test_hooks::SKIP_DISPATCH_HEADER;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::*;
+use crate::support::app::{spawn_app, spawn_app_with, AppOptions};
+use crate::support::views::typed_events;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_instances_one_transition_per_review() {

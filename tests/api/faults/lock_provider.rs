@@ -7,7 +7,12 @@ use kh_review::lock::redis::RedisLockProvider;
 use kh_review::lock::{LockProvider, Ttl};
 use uuid::Uuid;
 
-use crate::support::*;
+use crate::support::app::spawn_app;
+use crate::support::binary::{listening, serve_binary};
+use crate::support::inspect::{poll_until, redis_cmd, wait_for};
+use crate::support::own_redis::OwnRedis;
+use crate::support::proxy::{dead_port, Proxy};
+use crate::support::stores::redis_url;
 
 fn provider() -> RedisLockProvider {
     RedisLockProvider::new(&redis_url(), 4, Duration::from_millis(500)).unwrap()

@@ -10,8 +10,9 @@ use serde_json::Value;
 use sqlx::{Connection, PgConnection};
 use uuid::Uuid;
 
-use crate::support::stores::{env_or, with_db};
-use crate::support::*;
+use crate::support::app::{spawn_app, spawn_app_with, AppOptions};
+use crate::support::inspect::wait_for;
+use crate::support::stores::{env_or, pg_url, with_db};
 
 async fn admin() -> PgConnection {
     PgConnection::connect(&pg_url()).await.unwrap()

@@ -7,7 +7,10 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::support::*;
+use crate::support::app::{spawn_app_with, AppOptions, TestApp};
+use crate::support::inspect::wait_for;
+use crate::support::proxy::Proxy;
+use crate::support::stores::mongo_url;
 
 const GETS: usize = 20;
 

@@ -6,8 +6,11 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::Proxy;
-use crate::support::*;
+use crate::support::app::{spawn_app, spawn_app_with, AppOptions, TestApp, AUTHOR};
+use crate::support::inspect::wait_for;
+use crate::support::proxy::{blackhole, Proxy};
+use crate::support::stores::{amqp_url, mongo_url};
+use crate::support::views::typed_events;
 
 async fn run_two_documents(app: &TestApp) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -191,7 +194,7 @@ async fn a_stale_projection_never_overwrites_a_newer_one() {
 /// pool still serves every request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_rabbitmq_never_starves_the_database_pool() {
-    let (port, _stop) = crate::support::blackhole().await;
+    let (port, _stop) = blackhole().await;
     let url = format!("amqp://guest:guest@127.0.0.1:{port}/%2f");
     let app = spawn_app_with(AppOptions {
         amqp_url: Some(url),

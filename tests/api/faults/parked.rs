@@ -10,7 +10,11 @@ use lapin::types::FieldTable;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::*;
+use crate::support::app::{spawn_app_with, AppOptions, TestApp};
+use crate::support::inspect::{expect_error, poll_until, wait_for};
+use crate::support::proxy::Proxy;
+use crate::support::stores::{amqp_url, mongo_url};
+use crate::support::views::typed_events;
 
 pub(crate) const ADMIN: &str = "root";
 

@@ -5,7 +5,7 @@ use jsonwebtoken::{decode, DecodingKey, Validation};
 use kh_review::config::DEV_SECRET;
 use kh_review::http::auth::Claims;
 
-use crate::support::*;
+use crate::support::binary::run_binary;
 
 const OWN_SECRET: &str = "0123456789abcdef0123456789abcdef";
 

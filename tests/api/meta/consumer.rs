@@ -10,7 +10,8 @@ use lapin::BasicProperties;
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::support::*;
+use crate::support::app::spawn_app;
+use crate::support::stores::amqp_url;
 
 fn example_binary() -> std::path::PathBuf {
     // tests run from <target>/debug/deps; examples are built into <target>/debug/examples.

@@ -7,7 +7,10 @@ use std::time::Duration;
 use kh_review::http::auth::Role;
 use serde_json::{json, Value};
 
-use crate::support::*;
+use crate::support::app::{spawn_app, TestApp, REVIEWER2};
+use crate::support::browser::Window;
+use crate::support::console::{events_of, fits_and_is_labelled, signed_in, text};
+use crate::support::inspect::redis_cmd;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_author_submits_and_a_reviewer_approves_from_the_queue() {

@@ -9,7 +9,9 @@ use serde_json::{json, Value};
 
 use kh_review::http::csp::CONTENT_SECURITY_POLICY;
 
-use crate::support::*;
+use crate::support::app::spawn_app;
+use crate::support::browser::{Browser, Window};
+use crate::support::inspect::expect_error;
 
 /// Every (METHOD, path) of the description.
 fn operations(spec: &Value) -> BTreeSet<(String, String)> {

@@ -7,7 +7,10 @@ use std::time::Duration;
 use kh_review::http::auth::Role;
 
 use crate::faults::parked::{parked_submission, with_max_attempts, ADMIN};
-use crate::support::*;
+use crate::support::app::{spawn_app_with, AppOptions};
+use crate::support::browser::{Browser, Window};
+use crate::support::console::{fits_and_is_labelled, signed_in, text};
+use crate::support::own_redis::OwnRedis;
 
 /// Waits until the page shows `dependency` in `status` with its breaker `breaker` (the page
 /// reloads itself every 5 s).

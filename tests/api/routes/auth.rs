@@ -4,7 +4,9 @@
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::*;
+use crate::support::app::{expose, spawn_app, spawn_app_with, AppOptions, TestApp, AUTHOR};
+use crate::support::inspect::expect_error;
+use crate::support::views::Document;
 
 /// A token with the test's secret and these claims on top of a valid author's.
 fn token_with(app: &TestApp, extra: Value) -> String {

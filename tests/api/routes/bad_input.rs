@@ -5,7 +5,8 @@ use reqwest::StatusCode;
 use secrecy::SecretString;
 use serde_json::json;
 
-use crate::support::*;
+use crate::support::app::{expose, spawn_app, TestApp, AUTHOR, REVIEWER};
+use crate::support::inspect::expect_error;
 
 async fn written(app: &TestApp) -> (i64, i64, i64, i64) {
     (

@@ -5,7 +5,8 @@ use kh_review::http::auth::Role;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::*;
+use crate::support::app::{spawn_app, TestApp};
+use crate::support::views::Transition;
 
 /// Fires `n` approve/reject calls at one review from different reviewers at once.
 pub async fn storm(app: &TestApp, review_id: &str, n: usize) -> Vec<(StatusCode, Value)> {

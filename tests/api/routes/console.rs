@@ -6,7 +6,9 @@ use kh_review::http::csp::CONSOLE_CONTENT_SECURITY_POLICY;
 use kh_review::http::CONSOLE_PATHS;
 use reqwest::{Method, StatusCode};
 
-use crate::support::*;
+use crate::support::app::{spawn_app, spawn_app_with, AppOptions, TestApp, AUTHOR};
+use crate::support::inspect::expect_error;
+use crate::support::proxy::dead_port;
 
 async fn send(app: &TestApp, method: Method, path: &str, token: Option<&str>) -> reqwest::Response {
     let mut r = app.client.request(method, app.url(path));

@@ -3,7 +3,11 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::*;
+use crate::support::app::{spawn_app, spawn_app_with, AppOptions, TestApp, AUTHOR};
+use crate::support::inspect::{expect_error, wait_for};
+use crate::support::proxy::{dead_port, Proxy};
+use crate::support::stores::{pg_url, with_db};
+use crate::support::views::{Document, Items, Review, Transition};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_get_edit_and_history() {
@@ -161,7 +165,7 @@ async fn health_and_readiness() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_down_gives_503_and_readyz_not_ready() {
-    let port = crate::support::dead_port();
+    let port = dead_port();
     let app = spawn_app_with(AppOptions {
         database_url: Some(format!("postgres://kh:kh@127.0.0.1:{port}/nowhere")),
         ..Default::default()
@@ -196,7 +200,7 @@ async fn postgres_down_gives_503_and_readyz_not_ready() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partitioned_database_mid_transaction_gives_503_not_a_hang() {
     let owner = spawn_app().await; // the stores, reached directly
-    let (proxy, via_proxy) = crate::support::Proxy::in_front_of(&pg_url()).await;
+    let (proxy, via_proxy) = Proxy::in_front_of(&pg_url()).await;
     let db_url = with_db(&via_proxy, &owner.shared.db_name);
     let app = spawn_app_with(AppOptions {
         database_url: Some(db_url),

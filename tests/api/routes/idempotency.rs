@@ -8,21 +8,9 @@ use kh_review::http::test_hooks::PAUSE_BEFORE_COMMIT_HEADER;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::*;
-
-fn keyed(
-    app: &TestApp,
-    path: &str,
-    token: &str,
-    key: &str,
-    body: Value,
-) -> reqwest::RequestBuilder {
-    app.client
-        .post(app.url(path))
-        .bearer_auth(token)
-        .header("idempotency-key", key)
-        .json(&body)
-}
+use crate::support::app::{keyed, spawn_app, AUTHOR, REVIEWER2};
+use crate::support::inspect::{expect_error, wait_for};
+use crate::support::views::Document;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_key_replays_the_same_response_and_runs_once() {

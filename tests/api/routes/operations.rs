@@ -6,7 +6,10 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::support::*;
+use crate::support::app::{spawn_app, TestApp};
+use crate::support::binary::{listening, serve_binary};
+use crate::support::inspect::{expect_error, redis_cmd, wait_for};
+use crate::support::proxy::dead_port;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openapi_description_matches_the_routes_served() {
@@ -214,7 +217,7 @@ async fn metrics_count_requests_locks_transitions_and_the_outbox() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_mid_load_drains_without_resets_or_leftover_locks() {
     let app = spawn_app().await; // for its stores; the binary below shares them
-    let port = crate::support::dead_port();
+    let port = dead_port();
     let mut reviews = Vec::new();
     for _ in 0..10 {
         reviews.push(app.pending_review().await.1);

@@ -10,7 +10,8 @@ use serde_json::json;
 use crate::faults::parked::{
     act, assert_approval_held_back, parked_list, parked_submission, with_max_attempts, ADMIN,
 };
-use crate::support::*;
+use crate::support::app::spawn_app_with;
+use crate::support::inspect::expect_error;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_admins_act_on_parked_rows_and_bad_requests_change_nothing() {

@@ -9,7 +9,8 @@ use futures_util::future::join_all;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::*;
+use crate::support::app::{spawn_app, spawn_app_with, AppOptions, TestApp};
+use crate::support::inspect::{expect_error, wait_for};
 
 /// Submits `doc`; returns its review id and when the 201 arrived (after its COMMIT).
 async fn submit(app: &TestApp, doc: &str) -> (String, Instant) {

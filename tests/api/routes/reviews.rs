@@ -4,7 +4,9 @@ use kh_review::http::auth::Role;
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::support::*;
+use crate::support::app::{spawn_app, spawn_app_with, AppOptions, AUTHOR, REVIEWER, REVIEWER2};
+use crate::support::inspect::{expect_error, redis_cmd, redis_get, wait_for};
+use crate::support::views::{Document, Event, Items, Review, Transition};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approve_publishes_one_event_after_the_projection() {

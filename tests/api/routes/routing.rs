@@ -5,7 +5,8 @@ use std::collections::BTreeSet;
 
 use reqwest::{Method, StatusCode};
 
-use crate::support::*;
+use crate::support::app::{spawn_app, TestApp};
+use crate::support::inspect::expect_error;
 
 /// The series of a scrape: every sample line without its value.
 async fn series(app: &TestApp) -> BTreeSet<String> {

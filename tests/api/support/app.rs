@@ -1,5 +1,5 @@
-//! `spawn_app()` and the `TestApp` every integration test drives (its requests here, its
-//! views of the stores in `inspect.rs`).
+//! `spawn_app()` and the `TestApp` every integration test drives (its requests here, what
+//! it reads back from the stores in `inspect.rs`).
 //!
 //! Each app gets its own PostgreSQL database (copied from a migrated template), Redis key
 //! prefix, MongoDB database and AMQP exchange + queue, so tests run in parallel. The
@@ -18,7 +18,9 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
-use super::stores::*;
+use super::stores::{
+    amqp_url, env_or, mongo_url, pg_url, redis_url, with_db, Shared, StoreClients,
+};
 use super::views::Document;
 
 /// A last change to a test app's settings.
@@ -96,7 +98,7 @@ pub async fn spawn_app_with(opts: AppOptions) -> TestApp {
     };
     let settings = settings_for(&opts, &shared);
     kh_review::telemetry::init(&settings.log);
-    let (views, amqp_conn) = Views::connect(&shared).await;
+    let (clients, amqp_conn) = StoreClients::connect(&shared).await;
     let app = Application::build(settings.clone())
         .await
         .expect("application builds");
@@ -111,11 +113,11 @@ pub async fn spawn_app_with(opts: AppOptions) -> TestApp {
             .unwrap(),
         settings,
         shared,
-        pg: views.pg,
-        redis: views.redis,
-        amqp: views.amqp,
+        pg: clients.pg,
+        redis: clients.redis,
+        amqp: clients.amqp,
         _amqp_conn: amqp_conn,
-        mongo: views.mongo,
+        mongo: clients.mongo,
         server,
         task: Some(task),
         owns_stores: owns,
@@ -266,6 +268,21 @@ impl TestApp {
         )
         .await
     }
+}
+
+/// A POST with an `Idempotency-Key`, to send (or send again).
+pub fn keyed(
+    app: &TestApp,
+    path: &str,
+    token: &str,
+    key: &str,
+    body: Value,
+) -> reqwest::RequestBuilder {
+    app.client
+        .post(app.url(path))
+        .bearer_auth(token)
+        .header("idempotency-key", key)
+        .json(&body)
 }
 
 pub fn expose(s: &SecretString) -> &str {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::app::{expose, TestApp};
 use super::inspect::wait_for;
+use super::proxy::dead_port;
 
 /// Kills the child process if the test fails before it exits.
 pub struct KillOnDrop(pub Child);
@@ -68,7 +69,7 @@ pub async fn run_binary(args: &[&str], envs: &[(&str, &str)]) -> (Option<i32>, S
             "APP_CONFIG_DIR",
             concat!(env!("CARGO_MANIFEST_DIR"), "/config"),
         )
-        .env("APP__SERVER__PORT", super::dead_port().to_string())
+        .env("APP__SERVER__PORT", dead_port().to_string())
         .envs(dead_stores())
         .envs(envs.iter().copied())
         .stdout(Stdio::piped())
@@ -101,7 +102,7 @@ pub async fn run_binary(args: &[&str], envs: &[(&str, &str)]) -> (Option<i32>, S
 }
 
 fn dead_stores() -> [(&'static str, String); 4] {
-    let dead = super::dead_port();
+    let dead = dead_port();
     [
         (
             "APP__DATABASE__URL",

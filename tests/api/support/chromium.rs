@@ -14,6 +14,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::browser::Window;
+use super::proxy::dead_port;
 
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// Debian's real binary; `/usr/bin/chromium` is a wrapper script around it.
@@ -42,7 +43,7 @@ fn start_driver() -> Driver {
             "{binary} is missing: run scripts/browser.sh (installs chromium and chromium-driver)"
         );
     }
-    let port = super::dead_port();
+    let port = dead_port();
     let mut child = Command::new("sh")
         .args(["-c", r#""$0" "$@" & read -r _; kill "$!""#, CHROMEDRIVER])
         .arg(format!("--port={port}"))

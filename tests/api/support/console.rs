@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{wait_for, Browser, TestApp, Window};
+use super::app::TestApp;
+use super::browser::{Browser, Window};
+use super::inspect::wait_for;
 
 /// A browser signed in with `token` through a `/console#token=` link, at `window`.
 pub async fn signed_in(app: &TestApp, token: &str, window: Window) -> Browser {

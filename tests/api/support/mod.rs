@@ -14,13 +14,3 @@ pub mod stores;
 mod teardown;
 pub mod topology;
 pub mod views;
-
-pub use app::*;
-pub use binary::{listening, run_binary, serve_binary};
-pub use browser::{Browser, Window};
-pub use console::{events_of, fits_and_is_labelled, signed_in, text};
-pub use inspect::*;
-pub use own_redis::OwnRedis;
-pub use proxy::{blackhole, dead_port, Proxy};
-pub use stores::{amqp_connection, amqp_url, mongo_url, pg_url, redis_url, with_db};
-pub use views::*;

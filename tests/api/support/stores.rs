@@ -135,17 +135,17 @@ impl Shared {
     }
 }
 
-/// The test's own view of every store (the real ones, not through any proxy).
-pub struct Views {
+/// The test's own clients of every store (the real ones, not through any proxy).
+pub struct StoreClients {
     pub pg: PgPool,
     pub redis: redis::Client,
     pub amqp: Channel,
     pub mongo: mongodb::Database,
 }
 
-impl Views {
+impl StoreClients {
     /// Connects to every store (failing loudly when one is missing) and declares the
-    /// test's exchange and queue; the AMQP connection must outlive the views.
+    /// test's exchange and queue; the AMQP connection must outlive the clients.
     pub async fn connect(shared: &Shared) -> (Self, Connection) {
         let pg = PgPool::connect(&with_db(&pg_url(), &shared.db_name))
             .await
@@ -167,13 +167,13 @@ impl Views {
                 panic!("MongoDB-compatible server unreachable ({e}): {HOW_TO_START}")
             });
         let (amqp_conn, amqp) = declare_queue(shared).await;
-        let views = Self {
+        let clients = Self {
             pg,
             redis,
             amqp,
             mongo,
         };
-        (views, amqp_conn)
+        (clients, amqp_conn)
     }
 }
 

@@ -10,8 +10,11 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 use crate::routes::concurrency::timed_storm;
-use crate::support::topology::*;
-use crate::support::*;
+use crate::support::app::{spawn_app_with, AppOptions, TestApp, REVIEWER};
+use crate::support::inspect::wait_for;
+use crate::support::topology::{
+    approve_one, cluster_masters, cluster_replicas, master_of, node, Topology,
+};
 
 /// Holds the lock of `review_id` with a paused approve, fires `n` conflicting decisions at
 /// it, then lets the holder finish. Returns the holder's reply and the others' replies with

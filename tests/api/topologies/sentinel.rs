@@ -8,8 +8,13 @@ use kh_review::http::auth::Role;
 use kh_review::http::test_hooks::PAUSE_AFTER_LOCK_HEADER;
 use reqwest::StatusCode;
 
-use crate::support::topology::*;
-use crate::support::*;
+use crate::support::app::{spawn_app_with, AppOptions, TestApp, REVIEWER2};
+use crate::support::inspect::{expect_error, wait_for};
+use crate::support::topology::{
+    approve_one, node, redis_guarding, sentinel_master, sentinels_promoted_other_than, Topology,
+    MASTER_NAME, SENTINEL_DATA_PORTS, SENTINEL_PORTS,
+};
+use crate::support::views::Transition;
 
 /// A test app on the Sentinel set-up that has approved one review under the Redis lock.
 async fn guarded_app(topology: &Topology) -> TestApp {

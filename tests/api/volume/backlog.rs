@@ -12,7 +12,10 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::support::*;
+use crate::support::app::{spawn_app, spawn_app_with, AppOptions, TestApp};
+use crate::support::inspect::wait_for;
+use crate::support::proxy::Proxy;
+use crate::support::stores::amqp_url;
 use kh_review::http::test_hooks::LEAVE_TO_DISPATCHER_HEADER;
 
 /// `n` other documents, each with one undelivered `document.approved` row: an outage's

@@ -5,7 +5,7 @@
 use serde_json::Value;
 use sqlx::PgPool;
 
-use crate::support::*;
+use crate::support::app::{spawn_app_with, AppOptions};
 
 const DOCUMENTS: i64 = 100_000;
 
