@@ -97,11 +97,13 @@ async fn main() -> anyhow::Result<()> {
 /// 1. Lock floor: raw SET NX PX + DEL, then the provider's acquire + release.
 async fn lock_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result<f64> {
     let provider = RedisLockProvider::new(&env.redis_url, 64, Duration::from_millis(500))?;
+    // The service's lock TTL (`lock.ttl_ms`), for the raw SET and the provider alike.
+    let ttl = env.settings.lock.ttl;
     let mut at_one = 0.0;
     for conc in [1usize, 32] {
         let ops = if conc == 1 { 6_000 } else { 8_000 };
-        let raw: Measure = Box::new(|| Box::pin(lock_raw(&provider, conc, ops)));
-        let prov: Measure = Box::new(|| Box::pin(lock_provider(&provider, conc, ops)));
+        let raw: Measure = Box::new(|| Box::pin(lock_raw(&provider, ttl, conc, ops)));
+        let prov: Measure = Box::new(|| Box::pin(lock_provider(&provider, ttl, conc, ops)));
         let [raw, prov] = interleaved(vec![raw, prov])
             .await?
             .try_into()
@@ -171,7 +173,12 @@ async fn approve_rows(
     Ok(out)
 }
 
-async fn lock_raw(p: &RedisLockProvider, conc: usize, ops: usize) -> anyhow::Result<Figures> {
+async fn lock_raw(
+    p: &RedisLockProvider,
+    ttl: Ttl,
+    conc: usize,
+    ops: usize,
+) -> anyhow::Result<Figures> {
     let pool = p.pool().clone();
     let key = format!("bench:floor:{}", Uuid::new_v4().simple());
     drive(conc, ops, move |i| {
@@ -184,7 +191,7 @@ async fn lock_raw(p: &RedisLockProvider, conc: usize, ops: usize) -> anyhow::Res
                 .arg(&token)
                 .arg("NX")
                 .arg("PX")
-                .arg(10_000)
+                .arg(ttl.as_millis())
                 .query_async(&mut *c)
                 .await?;
             if set.is_some() {
@@ -196,10 +203,14 @@ async fn lock_raw(p: &RedisLockProvider, conc: usize, ops: usize) -> anyhow::Res
     .await
 }
 
-async fn lock_provider(p: &RedisLockProvider, conc: usize, ops: usize) -> anyhow::Result<Figures> {
+async fn lock_provider(
+    p: &RedisLockProvider,
+    ttl: Ttl,
+    conc: usize,
+    ops: usize,
+) -> anyhow::Result<Figures> {
     let p = p.clone();
     let key = format!("bench:prov:{}", Uuid::new_v4().simple());
-    let ttl = Ttl::new(Duration::from_secs(10)).expect("non-zero");
     drive(conc, ops, move |_| {
         let (p, key) = (p.clone(), key.clone());
         async move {

@@ -5,9 +5,8 @@
 use std::sync::Arc;
 
 use kh_review::http::auth::{sign, Role};
-use secrecy::SecretString;
 
-use super::{drive, interleaved, BenchEnv, Figures, Measure, Report, Service, DEV_SECRET};
+use super::{drive, interleaved, BenchEnv, Figures, Measure, Report, Service};
 
 const CALLS: usize = 300;
 
@@ -57,10 +56,10 @@ fn measure<'a>(
 pub async fn console_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result<f64> {
     let reviews = env.make_pending(60).await?;
     let svc = env.spawn_service("console", &[]).await?;
-    let secret = SecretString::from(DEV_SECRET);
+    let secret = &env.settings.auth.jwt_secret;
     // The benchmark's documents are bench-author's; an admin holds every role.
-    let author = sign(&secret, "bench-author", &[Role::Author], 3600);
-    let admin = sign(&secret, "bench-admin", &[Role::Admin], 3600);
+    let author = sign(secret, "bench-author", &[Role::Author], 3600);
+    let admin = sign(secret, "bench-admin", &[Role::Admin], 3600);
     let doc: uuid::Uuid = sqlx::query_scalar("SELECT document_id FROM reviews WHERE id = $1")
         .bind(reviews[0])
         .fetch_one(&env.pg)

@@ -8,7 +8,7 @@ use kh_review::lock::LockKeys;
 use mongodb::bson::doc;
 use uuid::Uuid;
 
-use super::{BenchEnv, DB};
+use super::{BenchEnv, DB, REDIS_PREFIX};
 
 const TITLE: &str = "Benchmark document";
 const BODY: &str = "Body of a benchmark document. It is long enough to have a preview, and \
@@ -65,7 +65,7 @@ impl BenchEnv {
     /// shape the service writes) and Redis (its fence counter). Returns the seconds it took.
     pub async fn preload(&self, n: usize) -> anyhow::Result<f64> {
         let started = Instant::now();
-        let keys = LockKeys::new("bench:");
+        let keys = LockKeys::new(REDIS_PREFIX);
         for chunk in (0..n).collect::<Vec<_>>().chunks(10_000) {
             let docs: Vec<Uuid> = chunk.iter().map(|_| Uuid::now_v7()).collect();
             let reviews: Vec<Uuid> = chunk.iter().map(|_| Uuid::now_v7()).collect();

@@ -1,7 +1,6 @@
 //! The rows about volume: the outbox drain against a raw publish floor, and the review path
 //! once every store holds a knowledge base of a realistic size.
 
-use super::publish::BATCH;
 use super::{approve_load, outbox_drain, rounds, BenchEnv, Report};
 
 /// (drain events per second, raw confirmed publishes per second)
@@ -14,13 +13,14 @@ pub async fn drain_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<(f
     }
     raws.sort_by(f64::total_cmp);
     let raw = raws[1];
+    let batch = env.settings.outbox.batch_size;
     let d = outbox_drain(env, n).await?;
     let drain = d.rate();
     report.note(format!(
         "outbox drain: {n} events committed while RabbitMQ was unreachable (their projections done {:.2} s after the last approval); \
          after it returned, the first was on the queue in {:.2} s \
          and the last in {:.2} s: {drain:.0} events/s from first to last ({:.0} events/s counting from its return); \
-         floor: {raw:.0} confirmed publishes/s straight to the broker (median of 3 runs), in batches of {BATCH} ({:.2}x)",
+         floor: {raw:.0} confirmed publishes/s straight to the broker (median of 3 runs), in batches of {batch} ({:.2}x)",
         d.projections_after,
         d.first_after,
         d.all_after,

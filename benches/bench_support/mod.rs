@@ -4,15 +4,12 @@ mod approve;
 mod console;
 mod cost;
 mod data;
-mod direct;
 mod drain;
 mod drive;
+mod floor;
 mod goals;
 mod growth;
 mod listen;
-#[allow(dead_code)] // the tests' helpers beside the proxy
-#[path = "../../tests/api/support/proxy.rs"]
-mod proxy;
 mod publish;
 mod report;
 mod rows;
@@ -26,7 +23,7 @@ pub use drain::outbox_drain;
 pub use drive::{drive, drive_for, interleaved, rounds, Measure, Rec, ROUNDS};
 pub use goals::{ApproveFigures, Goals};
 pub use growth::{data_size_row, drain_row};
-pub use proxy::Proxy;
+pub use kh_review_testkit::proxy::Proxy;
 pub use report::{Figures, Report};
 pub use rows::{cost_row, starvation_row};
 pub use service::Service;
@@ -34,88 +31,46 @@ pub use sustained::sustained_row;
 
 use std::time::{Duration, Instant};
 
+use kh_review::config::Settings;
 use kh_review::http::auth::{sign, Role};
-use lapin::options::{
-    ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions, QueuePurgeOptions,
-};
+use kh_review_testkit::amqp::{amqp_connection, declare_exchange_and_queue, Lasting};
+use kh_review_testkit::database::{create_database, drop_database};
+use kh_review_testkit::proxy::dead_port;
+use kh_review_testkit::stores::{amqp_url, mongo_database, mongo_url, pg_url, redis_url};
+use lapin::options::{QueueDeclareOptions, QueuePurgeOptions};
 use lapin::types::FieldTable;
-use lapin::{Channel, Connection, ConnectionProperties, ExchangeKind};
+use lapin::{Channel, Connection};
 use secrecy::SecretString;
-use sqlx::{Connection as _, PgConnection, PgPool};
+use sqlx::PgPool;
 use uuid::Uuid;
 
+/// The benchmark's PostgreSQL database and MongoDB database.
 pub(crate) const DB: &str = "kh_bench";
 pub(crate) const EXCHANGE: &str = "kh.bench.events";
 const QUEUE: &str = "kh-bench.events";
-pub(crate) const DEV_SECRET: &str = "development-only-secret-change-me";
+/// The Redis key prefix of the services the benchmark starts.
+pub(crate) const REDIS_PREFIX: &str = "bench:";
 
-fn env_or(key: &str, default: &str) -> String {
-    std::env::var(key).unwrap_or_else(|_| default.to_string())
-}
-
-fn with_db(url: &str, db: &str) -> String {
-    let (base, _) = url.rsplit_once('/').expect("database url has a path");
-    format!("{base}/{db}")
-}
-
-/// Drops and creates the benchmark's database next to `base`'s; returns its URL.
-async fn fresh_database(base: &str) -> anyhow::Result<String> {
-    let mut admin = PgConnection::connect(base)
-        .await
-        .map_err(|e| anyhow::anyhow!("PostgreSQL unreachable ({e}); run `make services`"))?;
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {DB} WITH (FORCE)"))
-        .execute(&mut admin)
-        .await?;
-    sqlx::query(&format!("CREATE DATABASE {DB}"))
-        .execute(&mut admin)
-        .await?;
-    admin.close().await?;
-    Ok(with_db(base, DB))
-}
-
-/// The benchmark's exchange and a durable queue bound to every routing key.
-async fn declare_queue(amqp_url: &str) -> anyhow::Result<(Connection, Channel)> {
-    let conn = connect_amqp(amqp_url).await?;
-    let amqp = conn.create_channel().await?;
-    let durable_exchange = ExchangeDeclareOptions {
-        durable: true,
-        ..Default::default()
-    };
-    let durable_queue = QueueDeclareOptions {
-        durable: true,
-        ..Default::default()
-    };
-    amqp.exchange_declare(
-        EXCHANGE,
-        ExchangeKind::Topic,
-        durable_exchange,
-        FieldTable::default(),
-    )
-    .await?;
-    amqp.queue_declare(QUEUE, durable_queue, FieldTable::default())
-        .await?;
-    amqp.queue_bind(
-        QUEUE,
-        EXCHANGE,
-        "document.#",
-        QueueBindOptions::default(),
-        FieldTable::default(),
-    )
-    .await?;
-    Ok((conn, amqp))
-}
-
-pub(crate) async fn connect_amqp(url: &str) -> lapin::Result<Connection> {
-    Connection::connect(
-        url,
-        ConnectionProperties::default()
-            .with_executor(tokio_executor_trait::Tokio::current())
-            .with_reactor(tokio_reactor_trait::Tokio),
-    )
-    .await
+/// The service's own settings (`config/default.toml` and the `APP__*` variables, in
+/// development), pointed at the benchmark's stores: the floor's store clients are built
+/// from them, and figures that follow the configuration (the outbox's batch size, the lock
+/// TTL, the development JWT secret) are read from them rather than copied.
+fn bench_settings(pg_url: &str) -> anyhow::Result<Settings> {
+    let config_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+    let mut s = Settings::load_with(&config_dir, &[("environment", "development")])?;
+    s.database.url = SecretString::from(pg_url);
+    s.redis.key_prefix = REDIS_PREFIX.into();
+    s.mongo.database = DB.into();
+    s.amqp.exchange = EXCHANGE.into();
+    // As the services the benchmark starts: no archive queue, only the benchmark's own.
+    s.amqp.bind_queue = String::new();
+    s.validate()?;
+    Ok(s)
 }
 
 pub struct BenchEnv {
+    /// The service's settings, pointed at the benchmark's stores (see `bench_settings`).
+    pub settings: Settings,
     pub pg_url: String,
     /// A pool on another database than the benchmark's (its statistics are read from
     /// there, so that reading them does not count).
@@ -128,54 +83,51 @@ pub struct BenchEnv {
     pub reviewer_token: String,
     amqp: Channel,
     amqp_conn: Connection,
+    /// The floor's clients of the stores, made on first use (see `floor.rs`).
+    floor: tokio::sync::OnceCell<std::sync::Arc<floor::Floor>>,
 }
 
 impl BenchEnv {
     /// A fresh database (migrated here), queue and MongoDB database.
     pub async fn prepare() -> anyhow::Result<Self> {
-        let base = env_or(
-            "APP__DATABASE__URL",
-            "postgres://kh:kh@127.0.0.1:5432/kh_review",
-        );
-        let pg_url = fresh_database(&base).await?;
+        drop_database(DB).await?;
+        let url = create_database(DB, None).await?;
         let pg = sqlx::postgres::PgPoolOptions::new()
             .max_connections(80)
-            // No health check round trip on checkout: the floor's connections never go stale.
+            // No health check round trip on checkout: these connections never go stale.
             .test_before_acquire(false)
-            .connect(&pg_url)
+            .connect(&url)
             .await?;
         kh_review::store::migrate(&pg).await?;
-        let mongo_url = env_or("APP__MONGO__URL", "mongodb://127.0.0.1:27017");
-        mongodb::Client::with_uri_str(&mongo_url)
-            .await?
-            .database(DB)
-            .drop()
-            .await?;
-        let amqp_urls = env_or("APP__AMQP__URLS", "amqp://guest:guest@127.0.0.1:5672/%2f");
-        let amqp_url = amqp_urls.split(',').next().unwrap_or_default().to_string();
-        let (conn, amqp) = declare_queue(&amqp_url).await?;
+        mongo_database(DB).await?.drop().await?;
+        let conn = amqp_connection().await?;
+        let amqp = conn.create_channel().await?;
+        declare_exchange_and_queue(&amqp, EXCHANGE, QUEUE, Lasting::Durable).await?;
         // Whatever an earlier run left on the queue is not this run's.
         amqp.queue_purge(QUEUE, QueuePurgeOptions::default())
             .await?;
-        let redis_url = env_or("APP__REDIS__URL", "redis://127.0.0.1:6379");
+        let settings = bench_settings(&url)?;
+        let reviewer_token = sign(
+            &settings.auth.jwt_secret,
+            "bench-reviewer",
+            &[Role::Reviewer],
+            3600,
+        );
         Ok(Self {
-            pg_url,
-            redis_url,
-            amqp_url,
-            mongo_url,
+            settings,
+            pg_url: url,
+            redis_url: redis_url(),
+            amqp_url: amqp_url(),
+            mongo_url: mongo_url(),
             pg,
             http: reqwest::Client::builder()
                 .pool_max_idle_per_host(128)
                 .build()?,
-            reviewer_token: sign(
-                &SecretString::from(DEV_SECRET),
-                "bench-reviewer",
-                &[Role::Reviewer],
-                3600,
-            ),
+            reviewer_token,
             amqp,
             amqp_conn: conn,
-            admin: PgPool::connect(&base).await?,
+            admin: PgPool::connect(&pg_url()).await?,
+            floor: tokio::sync::OnceCell::new(),
         })
     }
 
@@ -189,7 +141,7 @@ impl BenchEnv {
             let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
                 .arg(cursor)
                 .arg("MATCH")
-                .arg("bench:*")
+                .arg(format!("{REDIS_PREFIX}*"))
                 .arg("COUNT")
                 .arg(10_000)
                 .query_async(&mut redis)
@@ -217,8 +169,7 @@ impl BenchEnv {
     }
 
     pub fn dead_redis_url(&self) -> String {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("redis://127.0.0.1:{}", l.local_addr().unwrap().port())
+        format!("redis://127.0.0.1:{}", dead_port())
     }
 
     pub async fn backlog(&self) -> anyhow::Result<i64> {

@@ -10,9 +10,6 @@ use lapin::{BasicProperties, Channel};
 
 use super::{BenchEnv, EXCHANGE};
 
-/// The outbox's batch size (`outbox.batch_size` in config/default.toml).
-pub const BATCH: usize = 200;
-
 impl BenchEnv {
     /// Publishes `n` persistent, mandatory events with confirms; returns events per second.
     pub async fn raw_publish_rate(&self, n: usize) -> anyhow::Result<f64> {
@@ -21,9 +18,11 @@ impl BenchEnv {
         let body = serde_json::to_vec(&serde_json::json!({
             "event_type": "document.approved", "document_version": 3, "data": {}
         }))?;
+        // The dispatcher's batch size (`outbox.batch_size`).
+        let per_batch = usize::try_from(self.settings.outbox.batch_size)?;
         let started = Instant::now();
-        for batch in 0..n.div_ceil(BATCH) {
-            let size = BATCH.min(n - batch * BATCH);
+        for batch in 0..n.div_ceil(per_batch) {
+            let size = per_batch.min(n - batch * per_batch);
             let props = BasicProperties::default().with_delivery_mode(2);
             let confirms = (0..size).map(|_| publish_confirmed(&ch, &body, props.clone()));
             try_join_all(confirms).await?;

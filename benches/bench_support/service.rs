@@ -4,7 +4,9 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{BenchEnv, DB, DEV_SECRET, EXCHANGE};
+use secrecy::ExposeSecret;
+
+use super::{BenchEnv, DB, EXCHANGE, REDIS_PREFIX};
 
 impl BenchEnv {
     /// Starts the release binary of the service with the benchmark's stores.
@@ -35,7 +37,7 @@ impl BenchEnv {
             .env("APP__DATABASE__MAX_CONNECTIONS", "40")
             .env("APP__DATABASE__MIGRATE_ON_START", "false")
             .env("APP__REDIS__URL", &self.redis_url)
-            .env("APP__REDIS__KEY_PREFIX", "bench:")
+            .env("APP__REDIS__KEY_PREFIX", REDIS_PREFIX)
             .env("APP__MONGO__URL", &self.mongo_url)
             .env("APP__MONGO__DATABASE", DB)
             .env("APP__AMQP__URLS", &self.amqp_url)
@@ -44,7 +46,10 @@ impl BenchEnv {
             .env("APP__OUTBOX__BACKOFF_MAX_MS", "1000")
             .env("APP__OUTBOX__POLL_INTERVAL_MS", "100")
             .env("APP__LOG__LEVEL", "error")
-            .env("APP__AUTH__JWT_SECRET", DEV_SECRET)
+            .env(
+                "APP__AUTH__JWT_SECRET",
+                self.settings.auth.jwt_secret.expose_secret(),
+            )
             .env("APP__ENVIRONMENT", "development")
             .stdout(Stdio::null());
         for (k, v) in extra {

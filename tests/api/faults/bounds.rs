@@ -11,8 +11,8 @@ use serde_json::json;
 
 use crate::support::app::{spawn_app, spawn_app_with, AppOptions, TestApp};
 use crate::support::inspect::{expect_error, wait_for};
-use crate::support::proxy::Proxy;
-use crate::support::stores::{pg_url, with_db};
+use kh_review_testkit::proxy::Proxy;
+use kh_review_testkit::stores::{pg_url, with_db};
 
 /// How late past the bound an answer may come (scheduling on a shared, busy machine).
 const MARGIN: Duration = Duration::from_secs(3);

@@ -11,11 +11,11 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 use crate::support::app::{spawn_app_with, AppOptions, TestApp};
-use crate::support::proxy::dead_port;
-use crate::support::stores::amqp_connection;
+use kh_review_testkit::amqp::amqp_connection;
+use kh_review_testkit::proxy::dead_port;
 
 async fn channel() -> (Connection, Channel) {
-    let conn = amqp_connection().await;
+    let conn = amqp_connection().await.unwrap_or_else(|e| panic!("{e:#}"));
     let ch = conn.create_channel().await.unwrap();
     (conn, ch)
 }

@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 use crate::routes::concurrency::{exactly_one_winner, one_decision_everywhere, storm, timed_storm};
 use crate::support::app::{spawn_app_with, AppOptions};
 use crate::support::own_redis::OwnRedis;
-use crate::support::proxy::{blackhole, dead_port};
+use kh_review_testkit::proxy::{blackhole, dead_port};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_on_a_dead_port_degrades_to_the_row_lock() {

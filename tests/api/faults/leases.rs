@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 use crate::support::app::{spawn_app_with, AppOptions, TestApp, REVIEWER2};
 use crate::support::inspect::{expect_error, poll_until, redis_cmd, redis_get, wait_for};
 use crate::support::own_redis::OwnRedis;
-use crate::support::proxy::Proxy;
 use crate::support::views::Transition;
+use kh_review_testkit::proxy::Proxy;
 
 /// Waits for a frozen holder to take `key`, then for the key to expire under it.
 async fn taken_then_expired(client: &redis::Client, key: &str) {

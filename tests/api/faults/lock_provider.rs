@@ -11,8 +11,8 @@ use crate::support::app::spawn_app;
 use crate::support::binary::{listening, serve_binary};
 use crate::support::inspect::{poll_until, redis_cmd, wait_for};
 use crate::support::own_redis::OwnRedis;
-use crate::support::proxy::{dead_port, Proxy};
-use crate::support::stores::redis_url;
+use kh_review_testkit::proxy::{dead_port, Proxy};
+use kh_review_testkit::stores::redis_url;
 
 fn provider() -> RedisLockProvider {
     RedisLockProvider::new(&redis_url(), 4, Duration::from_millis(500)).unwrap()

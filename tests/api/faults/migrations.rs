@@ -8,36 +8,23 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::Value;
 use sqlx::{Connection, PgConnection};
-use uuid::Uuid;
 
 use crate::support::app::{spawn_app, spawn_app_with, AppOptions};
 use crate::support::inspect::wait_for;
-use crate::support::stores::{env_or, pg_url, with_db};
+use kh_review_testkit::database::{create_database, test_database_name};
+use kh_review_testkit::stores::pg_url;
 
 async fn admin() -> PgConnection {
     PgConnection::connect(&pg_url()).await.unwrap()
 }
 
-/// A new, empty database, named like the tests' own (so a run that dies leaves it to the
-/// next run's clean-up).
-async fn fresh_database() -> String {
-    let tag: String = env_or("KH_TEST_TAG", "")
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .collect();
-    let fresh = format!("kh_t_{}_{}", tag.to_lowercase(), Uuid::new_v4().simple());
-    sqlx::query(&format!("CREATE DATABASE {fresh}"))
-        .execute(&mut admin().await)
-        .await
-        .unwrap();
-    fresh
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_instances_started_at_once_on_a_fresh_database_both_come_up() {
     let owner = spawn_app().await; // the other stores, and a clean-up
-    let fresh = fresh_database().await;
-    let url = with_db(&pg_url(), &fresh);
+                                   // A new, empty database, named like the tests' own (so a run that dies leaves it to the
+                                   // next run's clean-up).
+    let fresh = test_database_name();
+    let url = create_database(&fresh, None).await.unwrap();
     // Another instance's long migration, as the two instances see it: sqlx's lock, held.
     let mut holder = PgConnection::connect(&url).await.unwrap();
     let lock = kh_review::store::migration_lock_id(&fresh);

@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use crate::support::app::{spawn_app_with, AppOptions, TestApp};
 use crate::support::inspect::wait_for;
-use crate::support::proxy::Proxy;
-use crate::support::stores::mongo_url;
+use kh_review_testkit::proxy::Proxy;
+use kh_review_testkit::stores::mongo_url;
 
 const GETS: usize = 20;
 

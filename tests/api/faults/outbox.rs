@@ -8,9 +8,9 @@ use serde_json::{json, Value};
 
 use crate::support::app::{spawn_app, spawn_app_with, AppOptions, TestApp, AUTHOR};
 use crate::support::inspect::wait_for;
-use crate::support::proxy::{blackhole, Proxy};
-use crate::support::stores::{amqp_url, mongo_url};
 use crate::support::views::typed_events;
+use kh_review_testkit::proxy::{blackhole, Proxy};
+use kh_review_testkit::stores::{amqp_url, mongo_url};
 
 async fn run_two_documents(app: &TestApp) -> Vec<(String, String)> {
     let mut out = Vec::new();

@@ -12,9 +12,9 @@ use serde_json::{json, Value};
 
 use crate::support::app::{spawn_app_with, AppOptions, TestApp};
 use crate::support::inspect::{expect_error, poll_until, wait_for};
-use crate::support::proxy::Proxy;
-use crate::support::stores::{amqp_url, mongo_url};
 use crate::support::views::typed_events;
+use kh_review_testkit::proxy::Proxy;
+use kh_review_testkit::stores::{amqp_url, mongo_url};
 
 pub(crate) const ADMIN: &str = "root";
 

@@ -11,7 +11,7 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 use crate::support::app::spawn_app;
-use crate::support::stores::amqp_url;
+use kh_review_testkit::stores::amqp_url;
 
 fn example_binary() -> std::path::PathBuf {
     // tests run from <target>/debug/deps; examples are built into <target>/debug/examples.

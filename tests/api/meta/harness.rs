@@ -5,7 +5,7 @@ use sqlx::{Connection as _, PgConnection};
 
 use crate::support::app::spawn_app;
 use crate::support::inspect::redis_cmd;
-use crate::support::stores::{mongo_url, pg_url, redis_url};
+use kh_review_testkit::stores::{mongo_url, pg_url, redis_url};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_test_that_panics_still_drops_its_stores() {

@@ -8,7 +8,7 @@ use reqwest::{Method, StatusCode};
 
 use crate::support::app::{spawn_app, spawn_app_with, AppOptions, TestApp, AUTHOR};
 use crate::support::inspect::expect_error;
-use crate::support::proxy::dead_port;
+use kh_review_testkit::proxy::dead_port;
 
 async fn send(app: &TestApp, method: Method, path: &str, token: Option<&str>) -> reqwest::Response {
     let mut r = app.client.request(method, app.url(path));

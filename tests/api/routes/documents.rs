@@ -5,9 +5,9 @@ use serde_json::{json, Value};
 
 use crate::support::app::{spawn_app, spawn_app_with, AppOptions, TestApp, AUTHOR};
 use crate::support::inspect::{expect_error, wait_for};
-use crate::support::proxy::{dead_port, Proxy};
-use crate::support::stores::{pg_url, with_db};
 use crate::support::views::{Document, Items, Review, Transition};
+use kh_review_testkit::proxy::{dead_port, Proxy};
+use kh_review_testkit::stores::{pg_url, with_db};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_get_edit_and_history() {

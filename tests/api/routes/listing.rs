@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::support::app::{spawn_app, spawn_app_with, AppOptions, TestApp};
 use crate::support::inspect::expect_error;
-use crate::support::proxy::dead_port;
+use kh_review_testkit::proxy::dead_port;
 
 async fn ids(app: &TestApp, path: &str, token: &str) -> (Vec<String>, Option<String>) {
     let r = app.get(path, token).await;

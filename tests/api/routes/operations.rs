@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::support::app::{spawn_app, TestApp};
 use crate::support::binary::{listening, serve_binary};
 use crate::support::inspect::{expect_error, redis_cmd, wait_for};
-use crate::support::proxy::dead_port;
+use kh_review_testkit::proxy::dead_port;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openapi_description_matches_the_routes_served() {

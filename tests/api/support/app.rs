@@ -18,10 +18,9 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
-use super::stores::{
-    amqp_url, env_or, mongo_url, pg_url, redis_url, with_db, Shared, StoreClients,
-};
+use super::stores::{Shared, StoreClients};
 use super::views::Document;
+use kh_review_testkit::stores::{amqp_url, env_or, mongo_url, pg_url, redis_url, with_db};
 
 /// A last change to a test app's settings.
 pub type Configure = Box<dyn Fn(&mut Settings) + Send + Sync>;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::app::{expose, TestApp};
 use super::inspect::wait_for;
-use super::proxy::dead_port;
+use kh_review_testkit::proxy::dead_port;
 
 /// Kills the child process if the test fails before it exits.
 pub struct KillOnDrop(pub Child);

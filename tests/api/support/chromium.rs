@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::browser::Window;
-use super::proxy::dead_port;
+use kh_review_testkit::proxy::dead_port;
 
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// Debian's real binary; `/usr/bin/chromium` is a wrapper script around it.

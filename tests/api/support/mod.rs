@@ -1,6 +1,8 @@
 //! Everything the integration tests share: the app they drive (`app`), what they read back
-//! from the real stores (`inspect`), the faults they inject (`proxy`, `own_redis`), the
-//! service's replies as typed structs (`views`), and a real browser (`browser`).
+//! from the real stores (`inspect`), the faults they inject (`own_redis`), the service's
+//! replies as typed structs (`views`), and a real browser (`browser`). Where the stores are,
+//! fresh databases, AMQP queues and the TCP proxy are the test kit's (`kh_review_testkit`,
+//! shared with the benchmark).
 
 pub mod app;
 pub mod binary;
@@ -9,7 +11,6 @@ mod chromium;
 pub mod console;
 pub mod inspect;
 pub mod own_redis;
-pub mod proxy;
 pub mod stores;
 mod teardown;
 pub mod topology;

@@ -5,7 +5,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use super::inspect::wait_for;
-use super::proxy::dead_port;
+use kh_review_testkit::proxy::dead_port;
 
 pub struct OwnRedis {
     child: Child,

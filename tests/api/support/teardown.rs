@@ -6,11 +6,10 @@
 use std::time::Duration;
 
 use lapin::options::{ExchangeDeleteOptions, QueueDeleteOptions};
-use sqlx::{Connection as _, PgConnection};
 
 use super::app::TestApp;
 use super::inspect::poll_until;
-use super::stores::pg_url;
+use kh_review_testkit::database::drop_database;
 
 impl TestApp {
     /// Stops the server, checks nothing was left behind, and drops this test's stores.
@@ -65,13 +64,7 @@ impl TestApp {
     /// Drops the test's database, MongoDB database, exchange, queue and Redis keys.
     async fn drop_stores(&self) {
         self.pg.close().await;
-        if let Ok(mut admin) = PgConnection::connect(&pg_url()).await {
-            let drop = format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.shared.db_name
-            );
-            let _ = sqlx::query(&drop).execute(&mut admin).await;
-        }
+        let _ = drop_database(&self.shared.db_name).await;
         let _ = self.mongo.drop().await;
         let (queue, exchange) = (&self.shared.queue, &self.shared.exchange);
         let _ = self

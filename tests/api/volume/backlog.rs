@@ -14,9 +14,9 @@ use uuid::Uuid;
 
 use crate::support::app::{spawn_app, spawn_app_with, AppOptions, TestApp};
 use crate::support::inspect::wait_for;
-use crate::support::proxy::Proxy;
-use crate::support::stores::amqp_url;
 use kh_review::http::test_hooks::LEAVE_TO_DISPATCHER_HEADER;
+use kh_review_testkit::proxy::Proxy;
+use kh_review_testkit::stores::amqp_url;
 
 /// `n` other documents, each with one undelivered `document.approved` row: an outage's
 /// leftovers, due now and claimed by no one.

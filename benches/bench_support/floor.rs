@@ -1,0 +1,127 @@
+//! The floor: what the service sends its stores for one approval, issued by the benchmark
+//! itself with no service in between (no HTTP, no Redis lock, no idempotency record): the
+//! store's own checked statements (`PgStore::stage_decision`, committed, then
+//! `PgStore::mark_done`), the service's MongoDB projection (`MongoProjection::project`, the
+//! guarded update) and its confirmed publish (`AmqpPublisher::publish`), in the order
+//! `Dispatcher::deliver_owned` runs them after COMMIT.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kh_review::config::Settings;
+use kh_review::domain::{Decision, Guard, UserId};
+use kh_review::outbox::publisher::AmqpPublisher;
+use kh_review::store::mongo::MongoProjection;
+use kh_review::store::{Committed, PgStore, WriteContext, WriteError};
+use uuid::Uuid;
+
+use super::cost::cpu_seconds;
+use super::{drive, BenchEnv, Figures};
+
+/// How long an approval of the floor owns its outbox row: an hour, so that the service
+/// instances running on this database never deliver the floor's rows.
+const OWN_OUTBOX_FOR: Duration = Duration::from_secs(3600);
+
+/// The floor's PostgreSQL connections: more than its highest concurrency, so that no
+/// approval waits for a connection.
+const POOL: u32 = 80;
+
+impl BenchEnv {
+    /// The floor at `conc`: `n` pending reviews approved through [`Floor`], every event
+    /// checked on the queue. Also returns the CPU seconds this process spent driving them
+    /// (the store clients' own work, with no service in between).
+    pub async fn floor(&self, conc: usize, n: usize) -> anyhow::Result<(Figures, f64)> {
+        let reviews = Arc::new(self.make_pending(n).await?);
+        self.purge_queue().await?;
+        let floor = self.floor_clients().await?;
+        floor.warm(conc).await?;
+        let cpu_before = cpu_seconds("self");
+        let figures = drive(conc, n, move |i| {
+            let (floor, reviews) = (floor.clone(), reviews.clone());
+            async move {
+                floor.approve(reviews[i]).await?;
+                anyhow::Ok(true)
+            }
+        })
+        .await?;
+        let cpu = cpu_seconds("self") - cpu_before;
+        self.expect_queue(n).await?;
+        Ok((figures, cpu))
+    }
+
+    /// The floor's store clients, made on first use and kept for the run (as a service
+    /// keeps its own).
+    async fn floor_clients(&self) -> anyhow::Result<Arc<Floor>> {
+        let made = self.floor.get_or_try_init(|| Floor::new(&self.settings));
+        Ok(made.await?.clone())
+    }
+}
+
+/// The service's own clients of its stores, built from its settings as the service builds
+/// them, driven without the service.
+pub struct Floor {
+    store: PgStore,
+    mongo: MongoProjection,
+    publisher: AmqpPublisher,
+    actor: UserId,
+}
+
+impl Floor {
+    async fn new(settings: &Settings) -> anyhow::Result<Arc<Self>> {
+        let mut database = settings.database.clone();
+        database.max_connections = POOL;
+        Ok(Arc::new(Self {
+            store: PgStore::from_settings(&database)?,
+            mongo: MongoProjection::from_settings(&settings.mongo).await?,
+            publisher: AmqpPublisher::from_settings(&settings.amqp),
+            actor: UserId::parse("floor").map_err(|e| anyhow::anyhow!("{e}"))?,
+        }))
+    }
+
+    /// Opens `conc` PostgreSQL connections, the broker's and MongoDB's before the
+    /// measurement, so that it measures approvals, not connecting.
+    async fn warm(&self, conc: usize) -> anyhow::Result<()> {
+        let pings = (0..conc).map(|_| self.store.ping());
+        futures_util::future::try_join_all(pings).await?;
+        self.publisher.ping().await?;
+        self.mongo.ping().await
+    }
+
+    /// One approval: the transaction the service commits (row locks, the review and the
+    /// document, the audit row and the outbox row, owned by this approval), then the
+    /// projection, the confirmed publish and the row marked done.
+    pub async fn approve(&self, review_id: Uuid) -> anyhow::Result<()> {
+        let request_id = Uuid::now_v7().to_string();
+        let ctx = WriteContext {
+            actor: &self.actor,
+            request_id: &request_id,
+            guard: Guard::RowLockOnly,
+            own_outbox_for: Some(OWN_OUTBOX_FOR),
+        };
+        let decision = Decision::Approve(None);
+        let transaction = async {
+            let staged = (self.store)
+                .stage_decision(review_id, decision, &ctx)
+                .await?;
+            Ok::<_, WriteError>(staged.commit().await?)
+        };
+        let Committed { value, owned } = self.store.bounded(transaction).await?;
+        let row = owned.ok_or_else(|| {
+            anyhow::anyhow!("the floor's outbox row was left to the dispatchers (an earlier row of its document was undelivered)")
+        })?;
+        self.mongo.project(&value.document).await?;
+        let routing_key = (row.routing_key.as_deref())
+            .ok_or_else(|| anyhow::anyhow!("an approval's outbox row without an event"))?;
+        let body = serde_json::to_vec(&row.payload)?;
+        (self.publisher)
+            .publish(
+                routing_key,
+                &row.event_id.to_string(),
+                &row.event_type,
+                &body,
+            )
+            .await?;
+        self.store.mark_done(&[row.id]).await?;
+        Ok(())
+    }
+}
