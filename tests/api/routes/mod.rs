@@ -10,6 +10,7 @@ mod idempotency;
 mod listing;
 mod operations;
 mod outbox_admin;
+mod replays;
 mod review_queue;
 mod reviews;
 mod routing;
