@@ -5,9 +5,13 @@ FROM rust:1.85-bookworm AS builder
 WORKDIR /app
 # SQL is checked against the committed query data in .sqlx/: no database at build time.
 ENV SQLX_OFFLINE=true
-# Cache dependencies: build once with a stub, then with the real sources.
+# Cache dependencies: build once with stubs of every target the manifests name (the crate's,
+# and the test kit's, a workspace member), then with the real sources.
 COPY Cargo.toml Cargo.lock ./
-RUN mkdir -p src tests/api && echo 'fn main() {}' > src/main.rs && touch src/lib.rs tests/api/main.rs \
+COPY tests/kit/Cargo.toml tests/kit/
+RUN mkdir -p src tests/api tests/kit/src benches \
+    && echo 'fn main() {}' > src/main.rs && echo 'fn main() {}' > benches/review.rs \
+    && touch src/lib.rs tests/api/main.rs tests/kit/src/lib.rs \
     && cargo build --release --bin kh-review || true
 COPY . .
 RUN touch src/main.rs src/lib.rs && cargo build --release --bin kh-review

@@ -13,7 +13,7 @@ TEST_THREADS ?= 8
 .PHONY: help services services-down services-status run test test-volume test-topologies test-ui fuzz lint fmt migrate build token bench sqlx-prepare
 
 help:
-	@echo "make run | test | test-topologies | test-ui | fuzz | bench | lint | fmt | sqlx-prepare | services | services-down | migrate | build | token SUB=.. ROLES=.."
+	@echo "make run | test | test-volume | test-topologies | test-ui | fuzz | bench | lint | fmt | sqlx-prepare | services | services-down | migrate | build | token SUB=.. ROLES=.."
 
 services:
 	scripts/services.sh up
@@ -25,7 +25,7 @@ services-status:
 	scripts/services.sh status
 
 build:
-	cargo build --all-targets
+	cargo build --workspace --all-targets
 
 run: services
 	$(WITH_ENV) $(DEV_ENV) cargo run --bin kh-review -- serve
@@ -83,7 +83,7 @@ bench: services
 # builds use) no longer matches the queries and migrations (scripts/sqlx.sh). LINT_BUILD is
 # the build it checks: CI builds every target for the tests through clippy-driver instead,
 # so that lints and tests share one build (.ci/run).
-LINT_BUILD ?= cargo clippy --all-targets -- -D warnings
+LINT_BUILD ?= cargo clippy --workspace --all-targets -- -D warnings
 lint: services
 	cargo fmt --all -- --check
 	scripts/sqlx.sh check $(LINT_BUILD)

@@ -3,7 +3,7 @@
 #
 #   scripts/sqlx.sh prepare            rewrite .sqlx/ from the queries and migrations/
 #                                      (after changing a query or a migration; commit .sqlx/)
-#   scripts/sqlx.sh check [CMD...]     run CMD (default: cargo check --all-targets) with every
+#   scripts/sqlx.sh check [CMD...]     run CMD (default: cargo check --workspace --all-targets) with every
 #                                      query checked against the schema, then fail unless
 #                                      .sqlx/ holds exactly the data that build wrote
 #
@@ -69,7 +69,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 case "${1:-check}" in
   prepare)
-    build_online "$out" cargo check --all-targets --quiet
+    build_online "$out" cargo check --workspace --all-targets --quiet
     rm -f .sqlx/query-*.json
     mkdir -p .sqlx
     cp "$out"/query-*.json .sqlx/
@@ -77,7 +77,7 @@ case "${1:-check}" in
     ;;
   check)
     shift || true
-    [[ $# -gt 0 ]] || set -- cargo check --all-targets --quiet
+    [[ $# -gt 0 ]] || set -- cargo check --workspace --all-targets --quiet
     build_online "$out" "$@"
     if ! same_data "$out" .sqlx; then
       log ".sqlx/ is stale: run scripts/sqlx.sh prepare (or make sqlx-prepare) and commit .sqlx/"
