@@ -4,3 +4,4 @@
 mod architecture;
 mod consumer;
 mod harness;
+mod versions;
