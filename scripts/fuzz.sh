@@ -82,8 +82,11 @@ PY="$VENV/bin/python"
 
 # --- the service ----------------------------------------------------------------------------
 
+# The binary the integration tests run (built with the dev-dependencies' features, as
+# `cargo test` builds it): after `make test` this builds nothing, where `cargo build --bin`
+# would build it again without those features.
 log "building the debug binary"
-cargo build --quiet --bin kh-review
+cargo test --quiet --test api --no-run
 eval "$(scripts/services.sh env)"
 
 WORK=$(mktemp -d /tmp/kh-fuzz.XXXXXX)
