@@ -2,6 +2,7 @@
 //! process, copies of it named per test, empty ones, and dropping them after.
 
 use std::future::Future;
+use std::time::{Duration, Instant};
 
 use sqlx::{Connection as _, PgPool};
 use tokio::sync::{Mutex, OnceCell};
@@ -49,12 +50,33 @@ pub async fn create_database(name: &str, template: Option<&str>) -> anyhow::Resu
     Ok(with_db(&pg_url(), name))
 }
 
-/// Drops the database `name` if it exists, ending its sessions.
+/// How long [`drop_database`] waits for an autovacuum worker to leave the database.
+const AUTOVACUUM_GRACE: Duration = Duration::from_secs(30);
+
+/// Drops the database `name` if it exists, ending its sessions. An autovacuum worker that
+/// is working on it (a database just filled, as the volume test's or the benchmark's)
+/// belongs to no role, and a role that is no superuser may not end it: `WITH (FORCE)` then
+/// refuses (42501), so the drop is tried again until the worker is done.
 pub async fn drop_database(name: &str) -> anyhow::Result<()> {
     let mut admin = pg_admin().await?;
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .execute(&mut admin)
-        .await?;
+    let deadline = Instant::now() + AUTOVACUUM_GRACE;
+    loop {
+        let dropped = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .execute(&mut admin)
+            .await;
+        match dropped {
+            Err(sqlx::Error::Database(e))
+                if e.code().as_deref() == Some("42501") && Instant::now() < deadline =>
+            {
+                let left = deadline.saturating_duration_since(Instant::now());
+                tokio::time::sleep(left.min(Duration::from_millis(200))).await;
+            }
+            done => {
+                done.map_err(|e| anyhow::anyhow!("could not drop database {name}: {e}"))?;
+                break;
+            }
+        }
+    }
     admin.close().await?;
     Ok(())
 }
