@@ -99,11 +99,14 @@ impl ReviewService {
     ) -> Result<Transitioned, Error> {
         let kind = transition.kind();
         let passage = self.enter(key).await?;
-        ctx.hooks.at(Point::Locked(passage.lease())).await?;
-        let result = self
-            .store
-            .bounded(self.transaction(&ctx, transition, &passage))
-            .await;
+        // Whatever happens once the lock is taken, it is given back below.
+        let result = match ctx.hooks.at(Point::Locked(passage.lease())).await {
+            Ok(()) => {
+                let transaction = self.transaction(&ctx, transition, &passage);
+                self.store.bounded(transaction).await
+            }
+            Err(e) => Err(e.into()),
+        };
         passage.release().await;
         let Committed { value: done, owned } = result?;
         self.stats.transition(kind);
