@@ -35,8 +35,8 @@ async fn main() -> anyhow::Result<()> {
     ch.basic_qos(16, BasicQosOptions::default()).await?;
     let mut consumer = ch
         .basic_consume(
-            &queue,
-            "example-consumer",
+            queue.as_str().into(),
+            "example-consumer".into(),
             BasicConsumeOptions::default(),
             FieldTable::default(),
         )
@@ -60,7 +60,7 @@ async fn main() -> anyhow::Result<()> {
             break;
         }
     }
-    conn.close(200, "done").await?;
+    conn.close(200, "done".into()).await?;
     Ok(())
 }
 
@@ -70,16 +70,10 @@ async fn bind_queue(
     exchange: &str,
     queue: &str,
 ) -> anyhow::Result<(Connection, Channel)> {
-    let conn = Connection::connect(
-        url,
-        ConnectionProperties::default()
-            .with_executor(tokio_executor_trait::Tokio::current())
-            .with_reactor(tokio_reactor_trait::Tokio),
-    )
-    .await?;
+    let conn = Connection::connect(url, ConnectionProperties::default()).await?;
     let ch = conn.create_channel().await?;
     ch.exchange_declare(
-        exchange,
+        exchange.into(),
         ExchangeKind::Topic,
         ExchangeDeclareOptions {
             durable: true,
@@ -89,7 +83,7 @@ async fn bind_queue(
     )
     .await?;
     ch.queue_declare(
-        queue,
+        queue.into(),
         QueueDeclareOptions {
             durable: true,
             ..Default::default()
@@ -103,9 +97,9 @@ async fn bind_queue(
         "document.rejected",
     ] {
         ch.queue_bind(
-            queue,
-            exchange,
-            key,
+            queue.into(),
+            exchange.into(),
+            key.into(),
             QueueBindOptions::default(),
             FieldTable::default(),
         )

@@ -26,22 +26,26 @@ impl BenchEnv {
     /// Starts listening (a fresh queue bound to `document.approved`).
     pub async fn listen(&self) -> anyhow::Result<Arrivals> {
         let ch = self.amqp_conn().create_channel().await?;
-        ch.queue_delete(QUEUE, QueueDeleteOptions::default())
+        ch.queue_delete(QUEUE.into(), QueueDeleteOptions::default())
             .await?;
-        ch.queue_declare(QUEUE, QueueDeclareOptions::default(), FieldTable::default())
-            .await?;
+        ch.queue_declare(
+            QUEUE.into(),
+            QueueDeclareOptions::default(),
+            FieldTable::default(),
+        )
+        .await?;
         ch.queue_bind(
-            QUEUE,
-            EXCHANGE,
-            "document.approved",
+            QUEUE.into(),
+            EXCHANGE.into(),
+            "document.approved".into(),
             QueueBindOptions::default(),
             FieldTable::default(),
         )
         .await?;
         let mut consumer = ch
             .basic_consume(
-                QUEUE,
-                "arrivals",
+                QUEUE.into(),
+                "arrivals".into(),
                 BasicConsumeOptions::default(),
                 FieldTable::default(),
             )
@@ -70,7 +74,7 @@ impl Arrivals {
 
     pub async fn close(self) -> anyhow::Result<()> {
         self.channel
-            .queue_delete(QUEUE, QueueDeleteOptions::default())
+            .queue_delete(QUEUE.into(), QueueDeleteOptions::default())
             .await?;
         Ok(())
     }

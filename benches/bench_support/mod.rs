@@ -104,7 +104,7 @@ impl BenchEnv {
         let amqp = conn.create_channel().await?;
         declare_exchange_and_queue(&amqp, EXCHANGE, QUEUE, Lasting::Durable).await?;
         // Whatever an earlier run left on the queue is not this run's.
-        amqp.queue_purge(QUEUE, QueuePurgeOptions::default())
+        amqp.queue_purge(QUEUE.into(), QueuePurgeOptions::default())
             .await?;
         let settings = bench_settings(&url)?;
         let reviewer_token = sign(
@@ -202,7 +202,7 @@ impl BenchEnv {
         let q = self
             .amqp
             .queue_declare(
-                QUEUE,
+                QUEUE.into(),
                 QueueDeclareOptions {
                     passive: true,
                     durable: true,
@@ -216,7 +216,7 @@ impl BenchEnv {
 
     pub async fn purge_queue(&self) -> anyhow::Result<()> {
         self.amqp
-            .queue_purge(QUEUE, QueuePurgeOptions::default())
+            .queue_purge(QUEUE.into(), QueuePurgeOptions::default())
             .await?;
         Ok(())
     }

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use futures_util::future::try_join_all;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
-use lapin::publisher_confirm::Confirmation;
+use lapin::Confirmation;
 use lapin::{BasicProperties, Channel};
 
 use super::{BenchEnv, EXCHANGE};
@@ -29,7 +29,7 @@ impl BenchEnv {
         }
         let rate = n as f64 / started.elapsed().as_secs_f64();
         self.expect_queue(n).await?;
-        let _ = ch.close(200, "done").await;
+        let _ = ch.close(200, "done".into()).await;
         Ok(rate)
     }
 }
@@ -46,7 +46,13 @@ pub async fn publish_confirmed(
         ..Default::default()
     };
     let confirm = ch
-        .basic_publish(EXCHANGE, "document.approved", options, body, props)
+        .basic_publish(
+            EXCHANGE.into(),
+            "document.approved".into(),
+            options,
+            body,
+            props,
+        )
         .await?
         .await?;
     anyhow::ensure!(

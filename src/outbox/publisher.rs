@@ -10,9 +10,11 @@ use lapin::options::{
     BasicPublishOptions, ConfirmSelectOptions, ExchangeDeclareOptions, QueueBindOptions,
     QueueDeclareOptions,
 };
-use lapin::publisher_confirm::Confirmation;
 use lapin::types::{AMQPValue, FieldTable};
-use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
+use lapin::{
+    BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, ErrorKind,
+    ExchangeKind,
+};
 use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::Mutex;
 
@@ -105,17 +107,14 @@ impl AmqpPublisher {
     }
 
     async fn connect(&self, url: &SecretString) -> anyhow::Result<(Connection, Channel)> {
-        let props = ConnectionProperties::default()
-            .with_executor(tokio_executor_trait::Tokio::current())
-            .with_reactor(tokio_reactor_trait::Tokio)
-            .with_connection_name("kh-review".into());
+        let props = ConnectionProperties::default().with_connection_name("kh-review".into());
         // lapin's errors name the host and port, never the URL with its password.
         let conn = Connection::connect(url.expose_secret(), props)
             .await
             .context("amqp connect")?;
         let mut ch = Self::confirm_channel(&conn).await?;
         ch.exchange_declare(
-            &self.exchange,
+            self.exchange.as_str().into(),
             ExchangeKind::Topic,
             ExchangeDeclareOptions {
                 durable: true,
@@ -128,9 +127,9 @@ impl AmqpPublisher {
         if let Some(q) = &self.bind_queue {
             ch = self.declare_archive(&conn, ch, q).await?;
             ch.queue_bind(
-                q,
-                &self.exchange,
-                "document.#",
+                q.as_str().into(),
+                self.exchange.as_str().into(),
+                "document.#".into(),
                 QueueBindOptions::default(),
                 FieldTable::default(),
             )
@@ -166,9 +165,10 @@ impl AmqpPublisher {
             durable: true,
             ..Default::default()
         };
-        match ch.queue_declare(queue, durable, args).await {
+        match ch.queue_declare(queue.into(), durable, args).await {
             Ok(_) => Ok(ch),
-            Err(lapin::Error::ProtocolError(e)) if e.get_id() == PRECONDITION_FAILED => {
+            Err(e) if matches!(e.kind(), ErrorKind::ProtocolError(p) if p.get_id() == PRECONDITION_FAILED) =>
+            {
                 tracing::warn!(
                     queue,
                     wanted = self.queue_type.as_str(),
@@ -180,7 +180,7 @@ impl AmqpPublisher {
                     passive: true,
                     ..Default::default()
                 };
-                ch.queue_declare(queue, passive, FieldTable::default())
+                ch.queue_declare(queue.into(), passive, FieldTable::default())
                     .await
                     .context("amqp queue declare (passive)")?;
                 Ok(ch)
@@ -217,11 +217,17 @@ impl AmqpPublisher {
                 mandatory: true,
                 ..Default::default()
             };
-            ch.basic_publish(&self.exchange, routing_key, options, body, props)
-                .await
-                .context("amqp publish")?
-                .await
-                .context("amqp confirm")
+            ch.basic_publish(
+                self.exchange.as_str().into(),
+                routing_key.into(),
+                options,
+                body,
+                props,
+            )
+            .await
+            .context("amqp publish")?
+            .await
+            .context("amqp confirm")
         })
         .await
         .map_err(|_| anyhow!("rabbitmq did not confirm within {:?}", self.timeout))
@@ -268,7 +274,7 @@ impl AmqpPublisher {
 
     pub async fn close(&self) {
         if let Some((conn, _)) = self.live.lock().await.take() {
-            let _ = conn.close(200, "shutdown").await;
+            let _ = conn.close(200, "shutdown".into()).await;
         }
     }
 }

@@ -51,14 +51,16 @@ fn durable() -> QueueDeclareOptions {
 /// Whether declaring `queue` with `with` is accepted (a fresh channel: a refusal closes it).
 async fn declares_as(queue: &str, with: FieldTable) -> bool {
     let (_conn, ch) = channel().await;
-    ch.queue_declare(queue, durable(), with).await.is_ok()
+    ch.queue_declare(queue.into(), durable(), with)
+        .await
+        .is_ok()
 }
 
 /// Every event now on `queue`.
 async fn drain(ch: &Channel, queue: &str) -> Vec<Value> {
     let mut out = Vec::new();
     while let Some(m) = ch
-        .basic_get(queue, BasicGetOptions { no_ack: true })
+        .basic_get(queue.into(), BasicGetOptions { no_ack: true })
         .await
         .unwrap()
     {
@@ -95,7 +97,7 @@ async fn events_are_published_through_the_second_node_when_the_first_is_down() {
 async fn publishes_to_an_archive_made_elsewhere(existing: FieldTable, wanted: QueueType) {
     let archive = format!("kh.test.archive.{}", uuid::Uuid::new_v4().simple());
     let (_conn, ch) = channel().await;
-    ch.queue_declare(&archive, durable(), existing)
+    ch.queue_declare(archive.as_str().into(), durable(), existing)
         .await
         .unwrap();
     let app = app_with_archive(&archive, wanted).await;
@@ -118,7 +120,7 @@ async fn publishes_to_an_archive_made_elsewhere(existing: FieldTable, wanted: Qu
         2,
         "and to the consumers' queue"
     );
-    ch.queue_delete(&archive, QueueDeleteOptions::default())
+    ch.queue_delete(archive.as_str().into(), QueueDeleteOptions::default())
         .await
         .unwrap();
     app.finish().await;
@@ -172,7 +174,7 @@ async fn the_archive_queue_is_declared_as_the_configured_type() {
             other.as_str()
         );
         let (_conn, ch) = channel().await;
-        ch.queue_delete(&archive, QueueDeleteOptions::default())
+        ch.queue_delete(archive.as_str().into(), QueueDeleteOptions::default())
             .await
             .unwrap();
         app.finish().await;

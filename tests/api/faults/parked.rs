@@ -31,12 +31,23 @@ async fn route_only_approvals(app: &TestApp) {
     let (queue, exchange) = (&app.shared.queue, &app.shared.exchange);
     let args = FieldTable::default;
     app.amqp
-        .queue_unbind(queue, exchange, "document.#", args())
+        .queue_unbind(
+            queue.as_str().into(),
+            exchange.as_str().into(),
+            "document.#".into(),
+            args(),
+        )
         .await
         .unwrap();
     let bind = QueueBindOptions::default();
     (app.amqp)
-        .queue_bind(queue, exchange, "document.approved", bind, args())
+        .queue_bind(
+            queue.as_str().into(),
+            exchange.as_str().into(),
+            "document.approved".into(),
+            bind,
+            args(),
+        )
         .await
         .unwrap();
 }
@@ -46,7 +57,13 @@ async fn route_everything(app: &TestApp) {
     let (queue, exchange) = (&app.shared.queue, &app.shared.exchange);
     let bind = QueueBindOptions::default();
     (app.amqp)
-        .queue_bind(queue, exchange, "document.#", bind, FieldTable::default())
+        .queue_bind(
+            queue.as_str().into(),
+            exchange.as_str().into(),
+            "document.#".into(),
+            bind,
+            FieldTable::default(),
+        )
         .await
         .unwrap();
 }

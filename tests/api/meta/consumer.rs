@@ -63,8 +63,8 @@ async fn the_example_consumer_processes_each_event_once() {
         .unwrap();
     app.amqp
         .basic_publish(
-            &app.shared.exchange,
-            "document.approved",
+            app.shared.exchange.as_str().into(),
+            "document.approved".into(),
             BasicPublishOptions::default(),
             &serde_json::to_vec(approved).unwrap(),
             BasicProperties::default(),
@@ -101,7 +101,7 @@ async fn the_example_consumer_processes_each_event_once() {
         "the redelivery was recognised: {rest}"
     );
     app.amqp
-        .queue_delete(&queue, QueueDeleteOptions::default())
+        .queue_delete(queue.as_str().into(), QueueDeleteOptions::default())
         .await
         .unwrap();
     app.finish().await;

@@ -171,7 +171,10 @@ impl TestApp {
         let mut out = Vec::new();
         while let Some(m) = self
             .amqp
-            .basic_get(&self.shared.queue, BasicGetOptions { no_ack: true })
+            .basic_get(
+                self.shared.queue.as_str().into(),
+                BasicGetOptions { no_ack: true },
+            )
             .await
             .unwrap()
         {

@@ -69,10 +69,10 @@ impl TestApp {
         let (queue, exchange) = (&self.shared.queue, &self.shared.exchange);
         let _ = self
             .amqp
-            .queue_delete(queue, QueueDeleteOptions::default())
+            .queue_delete(queue.as_str().into(), QueueDeleteOptions::default())
             .await;
         let _ = (self.amqp)
-            .exchange_delete(exchange, ExchangeDeleteOptions::default())
+            .exchange_delete(exchange.as_str().into(), ExchangeDeleteOptions::default())
             .await;
         if let Ok(mut c) = self.redis.get_multiplexed_async_connection().await {
             let keys: Vec<String> = redis::cmd("KEYS")

@@ -67,9 +67,12 @@ async fn a_fresh_event_never_waits_behind_other_documents_backlog() {
         no_ack: true,
         ..Default::default()
     };
-    let consumer =
-        app.amqp
-            .basic_consume(&app.shared.queue, "backlog", consume, FieldTable::default());
+    let consumer = app.amqp.basic_consume(
+        app.shared.queue.as_str().into(),
+        "backlog".into(),
+        consume,
+        FieldTable::default(),
+    );
     let seen = listen(consumer.await.unwrap());
     backlog(&app, 20_000).await;
     let mut replied = HashMap::new();

@@ -10,14 +10,9 @@ use crate::stores::{amqp_url, unreachable};
 
 /// A connection to the broker at `amqp_url()`.
 pub async fn amqp_connection() -> anyhow::Result<Connection> {
-    Connection::connect(
-        &amqp_url(),
-        ConnectionProperties::default()
-            .with_executor(tokio_executor_trait::Tokio::current())
-            .with_reactor(tokio_reactor_trait::Tokio),
-    )
-    .await
-    .map_err(|e| unreachable("RabbitMQ", e))
+    Connection::connect(&amqp_url(), ConnectionProperties::default())
+        .await
+        .map_err(|e| unreachable("RabbitMQ", e))
 }
 
 /// How long a queue lives.
@@ -42,7 +37,7 @@ pub async fn declare_exchange_and_queue(
         ..Default::default()
     };
     ch.exchange_declare(
-        exchange,
+        exchange.into(),
         ExchangeKind::Topic,
         durable,
         FieldTable::default(),
@@ -52,9 +47,15 @@ pub async fn declare_exchange_and_queue(
         durable: lasting == Lasting::Durable,
         ..Default::default()
     };
-    ch.queue_declare(queue, options, FieldTable::default())
+    ch.queue_declare(queue.into(), options, FieldTable::default())
         .await?;
     let bind = QueueBindOptions::default();
-    ch.queue_bind(queue, exchange, "document.#", bind, FieldTable::default())
-        .await
+    ch.queue_bind(
+        queue.into(),
+        exchange.into(),
+        "document.#".into(),
+        bind,
+        FieldTable::default(),
+    )
+    .await
 }
