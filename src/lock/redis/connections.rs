@@ -10,7 +10,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use redis::{
     AsyncConnectionConfig, Client, Cmd, ErrorKind, Pipeline, RedisConnectionInfo, RedisError,
-    RedisFuture, TlsMode, Value,
+    RedisFuture, ServerErrorKind, TlsMode, Value,
 };
 use secrecy::ExposeSecret;
 
@@ -86,16 +86,15 @@ impl Connections {
                     .iter()
                     .map(|u| u.expose_secret())
                     .collect();
-                let node = SentinelNodeConnectionInfo {
-                    tls_mode: settings.tls.then_some(TlsMode::Secure),
-                    redis_connection_info: Some(RedisConnectionInfo {
-                        password: settings
-                            .password
-                            .as_ref()
-                            .map(|p| p.expose_secret().to_string()),
-                        ..Default::default()
-                    }),
-                };
+                let mut info = RedisConnectionInfo::default();
+                if let Some(password) = &settings.password {
+                    info = info.set_password(password.expose_secret());
+                }
+                let mut node =
+                    SentinelNodeConnectionInfo::default().set_redis_connection_info(info);
+                if settings.tls {
+                    node = node.set_tls_mode(TlsMode::Secure);
+                }
                 Source::Sentinel(tokio::sync::Mutex::new(SentinelClient::build(
                     sentinels,
                     settings.master_name.clone(),
@@ -115,7 +114,11 @@ impl Connections {
         };
         Ok(Self {
             source,
-            config: AsyncConnectionConfig::new().set_connection_timeout(timeout),
+            // Both set: since redis 1.0 a connection's replies time out after 500 ms unless told
+            // otherwise; ours is the configured timeout, as for the cluster client.
+            config: AsyncConnectionConfig::new()
+                .set_connection_timeout(Some(timeout))
+                .set_response_timeout(Some(timeout)),
         })
     }
 }
@@ -163,5 +166,5 @@ pub(super) fn broken(conn: &Conn, e: &RedisError) -> bool {
         && (e.is_io_error()
             || e.is_connection_dropped()
             || e.is_unrecoverable_error()
-            || e.kind() == ErrorKind::ReadOnly)
+            || e.kind() == ErrorKind::Server(ServerErrorKind::ReadOnly))
 }

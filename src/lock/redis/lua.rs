@@ -1,7 +1,7 @@
 //! The lock's Lua scripts, and how they run: by hash, or by source on a node that does not
 //! know them yet.
 
-use redis::{Cmd, ErrorKind, FromRedisValue, RedisResult, Script};
+use redis::{Cmd, ErrorKind, FromRedisValue, RedisResult, Script, ServerErrorKind};
 
 use super::connections::Conn;
 
@@ -60,7 +60,7 @@ impl Lua {
         by_hash.arg(&self.hash);
         fill(&mut by_hash);
         match by_hash.query_async(conn).await {
-            Err(e) if e.kind() == ErrorKind::NoScriptError => {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                 let mut by_source = redis::cmd("EVAL");
                 by_source.arg(self.code);
                 fill(&mut by_source);

@@ -166,8 +166,8 @@ fn state_dir() -> PathBuf {
 pub async fn node<T: FromRedisValue>(port: u16, args: &[&str]) -> redis::RedisResult<T> {
     let client = redis::Client::open(format!("redis://127.0.0.1:{port}"))?;
     let config = redis::AsyncConnectionConfig::new()
-        .set_connection_timeout(Duration::from_millis(500))
-        .set_response_timeout(Duration::from_secs(2));
+        .set_connection_timeout(Some(Duration::from_millis(500)))
+        .set_response_timeout(Some(Duration::from_secs(2)));
     let mut c = client
         .get_multiplexed_async_connection_with_config(&config)
         .await?;
@@ -219,7 +219,7 @@ pub async fn cluster_masters() -> Vec<(u16, Vec<(u16, u16)>)> {
 /// The role the node on `port` reports (`master`, `slave`, `sentinel`), if it answers.
 async fn role(port: u16) -> Option<String> {
     let reply: Vec<redis::Value> = node(port, &["ROLE"]).await.ok()?;
-    String::from_redis_value(reply.first()?).ok()
+    String::from_redis_value(reply.into_iter().next()?).ok()
 }
 
 /// The ports of the cluster's live replicas.
