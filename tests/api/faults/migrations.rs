@@ -92,9 +92,7 @@ async fn two_instances_started_at_once_on_a_fresh_database_both_come_up() {
     holder.close().await.unwrap();
     a.stop().await;
     b.stop().await;
-    sqlx::query(&format!("DROP DATABASE {fresh} WITH (FORCE)"))
-        .execute(&mut admin().await)
-        .await
-        .unwrap();
+    let drop = sqlx::AssertSqlSafe(format!("DROP DATABASE {fresh} WITH (FORCE)"));
+    sqlx::query(drop).execute(&mut admin().await).await.unwrap();
     owner.finish().await;
 }

@@ -148,8 +148,12 @@ impl TestApp {
             .map(|v| v.trim().parse().unwrap())
     }
 
+    /// The number a counting query of the test's own answers.
     pub async fn count(&self, sql: &str) -> i64 {
-        sqlx::query_scalar(sql).fetch_one(&self.pg).await.unwrap()
+        sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
+            .fetch_one(&self.pg)
+            .await
+            .unwrap()
     }
 
     /// Outbox rows not delivered yet.

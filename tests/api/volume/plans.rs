@@ -109,7 +109,7 @@ async fn no_statement_scans_a_table_at_100k_documents() {
     );
     let mut scans = Vec::new();
     for (query, params) in &all {
-        sqlx::raw_sql(&format!("PREPARE planned AS {query}"))
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("PREPARE planned AS {query}")))
             .execute(&mut *conn)
             .await
             .unwrap();
@@ -119,7 +119,7 @@ async fn no_statement_scans_a_table_at_100k_documents() {
         } else {
             format!("EXPLAIN EXECUTE planned({})", args.join(", "))
         };
-        let plan: Vec<String> = sqlx::query_scalar(&execute)
+        let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(execute))
             .fetch_all(&mut *conn)
             .await
             .unwrap();

@@ -4,7 +4,10 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use sqlx::{Connection as _, PgPool};
+// The statements built here name databases, which cannot be bound: every name is made in this
+// file (a prefix, the tag filtered to letters and digits, a UUID) or read from pg_database
+// by that prefix, so AssertSqlSafe marks them.
+use sqlx::{AssertSqlSafe, Connection as _, PgPool};
 use tokio::sync::{Mutex, OnceCell};
 use uuid::Uuid;
 
@@ -31,7 +34,7 @@ pub fn test_database_name() -> String {
 pub async fn create_database(name: &str, template: Option<&str>) -> anyhow::Result<String> {
     let mut admin = pg_admin().await?;
     let created = match template {
-        None => sqlx::query(&format!("CREATE DATABASE {name}"))
+        None => sqlx::query(AssertSqlSafe(format!("CREATE DATABASE {name}")))
             .execute(&mut admin)
             .await
             .map(|_| ()),
@@ -39,10 +42,12 @@ pub async fn create_database(name: &str, template: Option<&str>) -> anyhow::Resu
             // PostgreSQL refuses to copy a template that another CREATE DATABASE is copying
             // at the same moment, so the copies of this process take turns.
             let _turn = TEMPLATE_COPY.lock().await;
-            sqlx::query(&format!("CREATE DATABASE {name} TEMPLATE {tpl}"))
-                .execute(&mut admin)
-                .await
-                .map(|_| ())
+            sqlx::query(AssertSqlSafe(format!(
+                "CREATE DATABASE {name} TEMPLATE {tpl}"
+            )))
+            .execute(&mut admin)
+            .await
+            .map(|_| ())
         }
     };
     created.map_err(|e| anyhow::anyhow!("could not create database {name}: {e}"))?;
@@ -61,9 +66,11 @@ pub async fn drop_database(name: &str) -> anyhow::Result<()> {
     let mut admin = pg_admin().await?;
     let deadline = Instant::now() + AUTOVACUUM_GRACE;
     loop {
-        let dropped = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-            .execute(&mut admin)
-            .await;
+        let dropped = sqlx::query(AssertSqlSafe(format!(
+            "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+        )))
+        .execute(&mut admin)
+        .await;
         match dropped {
             Err(sqlx::Error::Database(e))
                 if e.code().as_deref() == Some("42501") && Instant::now() < deadline =>
@@ -119,7 +126,7 @@ async fn drop_leftovers() -> anyhow::Result<()> {
     .fetch_all(&mut admin)
     .await?;
     for db in stale {
-        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {db}"))
+        let _ = sqlx::query(AssertSqlSafe(format!("DROP DATABASE IF EXISTS {db}")))
             .execute(&mut admin)
             .await;
     }
