@@ -18,7 +18,6 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use rand::RngCore;
 
 pub use crate::domain::FencingToken;
 pub use settings::{LockSettings, RedisMode, RedisSettings};
@@ -47,7 +46,7 @@ pub struct OwnerToken(String);
 impl OwnerToken {
     pub fn generate() -> Self {
         let mut bytes = [0u8; 16];
-        rand::thread_rng().fill_bytes(&mut bytes);
+        rand::fill(&mut bytes);
         Self(bytes.iter().map(|b| format!("{b:02x}")).collect())
     }
     pub fn as_str(&self) -> &str {
