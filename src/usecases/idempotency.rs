@@ -313,4 +313,13 @@ mod tests {
             fingerprint("POST", "/x", br#"{"a":1,"b":{"c":[{"d":1,"e":3}],"f":3}}"#)
         );
     }
+
+    /// Fingerprints are stored with their keys, so an upgrade of the hash crate must not
+    /// change them: this one is SHA-256 of "POST\n<path>\n{"a":2,"b":1}", by another tool.
+    #[test]
+    fn a_fingerprint_is_the_sha256_of_method_path_and_canonical_body() {
+        let got = fingerprint("POST", "/api/v1/reviews/r/approve", br#"{"b":1,"a":2}"#);
+        let want = "e93ca274cc2e7442660caf4327ff0d806ecd2105a27fc1a59d2afaa462b7e718";
+        assert_eq!(got, want);
+    }
 }
