@@ -225,3 +225,23 @@ fn outbox_parking_needs_at_least_one_attempt_and_a_message_size() {
         ["outbox.max_attempts", "amqp.max_message_bytes"]
     );
 }
+
+/// A zero timeout turns actix's timer off, and one under its clock's 500 ms may never fire:
+/// either way a client could hold a connection for ever.
+#[test]
+fn client_timeouts_are_refused_when_they_could_never_fire() {
+    let mut s = defaults();
+    s.server.body_timeout = Duration::ZERO;
+    s.server.client_request_timeout = Duration::ZERO;
+    s.server.keep_alive = Duration::from_millis(999);
+    s.server.client_disconnect_timeout = Duration::from_millis(200);
+    assert_eq!(
+        problems(&s),
+        [
+            "server.body_timeout_ms",
+            "server.client_request_timeout_ms",
+            "server.keep_alive_ms",
+            "server.client_disconnect_timeout_ms"
+        ]
+    );
+}

@@ -11,8 +11,28 @@ use serde_with::{serde_as, DurationMilliSeconds};
 pub struct ServerSettings {
     pub host: String,
     pub port: u16,
-    /// Largest accepted request body, in bytes.
+    /// Largest accepted request body, in bytes (JSON bodies and the console's forms alike).
     pub json_limit_bytes: usize,
+    /// How long a handler waits for the whole request body once it starts reading it; a
+    /// body that is not all there by then is answered 408 `REQUEST_TIMEOUT`.
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "body_timeout_ms")]
+    pub body_timeout: Duration,
+    /// How long a connection has to send the head (request line and headers) of its first
+    /// request; then it is answered 408 and closed (actix's `client_request_timeout`).
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "client_request_timeout_ms")]
+    pub client_request_timeout: Duration,
+    /// How long an idle connection is kept open for its next request.
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "keep_alive_ms")]
+    pub keep_alive: Duration,
+    /// How long a connection being closed is given to go: after an answer to a request whose
+    /// body was not read (a 401, 408 or 413 before the body), the rest of it is read and
+    /// dropped for this long at most (actix's `client_disconnect_timeout`).
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "client_disconnect_timeout_ms")]
+    pub client_disconnect_timeout: Duration,
     /// Grace period for in-flight requests on SIGTERM/SIGINT.
     #[serde_as(as = "DurationMilliSeconds<u64>")]
     #[serde(rename = "shutdown_grace_ms")]

@@ -14,3 +14,4 @@ mod replays;
 mod review_queue;
 mod reviews;
 mod routing;
+mod slow_clients;
