@@ -302,6 +302,9 @@ impl From<AdminError> for ApiError {
         match e {
             AdminError::NotFound(_) => ApiError::not_found(e.to_string()),
             AdminError::NotParked(..) => ApiError::conflict(ErrorCode::InvalidState, e.to_string()),
+            AdminError::KeyTakenOver => ApiError::in_flight(
+                "a retry with this Idempotency-Key took over; retry to get its result",
+            ),
             AdminError::Store(s) => s.into(),
         }
     }

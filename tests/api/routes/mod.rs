@@ -6,6 +6,7 @@ mod bad_input;
 pub(crate) mod concurrency;
 mod console;
 mod documents;
+mod headers;
 mod idempotency;
 mod listing;
 mod operations;
