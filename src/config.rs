@@ -319,6 +319,14 @@ impl Settings {
                 "must be at least 1 (or unset: half the CPU cores)",
             );
         }
+        if self.server.json_limit_bytes < ServerSettings::LARGEST_VALID_BODY {
+            let problem = format!(
+                "must be at least {} (the largest body the API's schema allows: a 200-character \
+                 title and a 200,000-character body, each character a 12-byte JSON escape)",
+                ServerSettings::LARGEST_VALID_BODY
+            );
+            bad("server.json_limit_bytes", &problem);
+        }
         if self.server.body_timeout.is_zero() {
             bad("server.body_timeout_ms", "must be greater than zero");
         }

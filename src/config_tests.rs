@@ -52,6 +52,13 @@ fn each_problem_names_its_key() {
     let mut s = defaults();
     s.server.workers_setting = Some(0);
     assert_eq!(problems(&s), ["server.workers"]);
+    let mut s = defaults();
+    s.server.json_limit_bytes = 1024 * 1024;
+    assert_eq!(
+        problems(&s),
+        ["server.json_limit_bytes"],
+        "a limit below the largest body the schema allows"
+    );
 }
 
 /// A zero TTL cannot be a `Ttl`: loading one fails, naming its key.

@@ -2,7 +2,7 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde::Deserialize;
+use serde::{de, Deserialize, Deserializer};
 use uuid::Uuid;
 
 use super::auth::{Caller, Role};
@@ -26,14 +26,31 @@ pub struct CreateDocument {
     body: String,
 }
 
-/// At least one of title and body.
+/// At least one of title and body. Either may be left out, neither may be null: its schema
+/// is a string (the fuzzer found `{"title": "0", "body": null}` accepted as a title edit).
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateDocument {
     #[schema(schema_with = fields::title)]
+    #[serde(default, deserialize_with = "title_not_null")]
     title: Option<String>,
     #[schema(schema_with = fields::body)]
+    #[serde(default, deserialize_with = "body_not_null")]
     body: Option<String>,
+}
+
+fn not_null<'de, D: Deserializer<'de>>(d: D, field: &str) -> Result<Option<String>, D::Error> {
+    let value = Option::<String>::deserialize(d)?;
+    let refusal = || de::Error::custom(format!("{field} may be left out, but not null"));
+    value.map(Some).ok_or_else(refusal)
+}
+
+fn title_not_null<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    not_null(d, "title")
+}
+
+fn body_not_null<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    not_null(d, "body")
 }
 
 fn input_ok<T>(r: Result<T, crate::domain::InputError>) -> Result<T, ApiError> {

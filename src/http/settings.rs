@@ -6,12 +6,15 @@ use secrecy::SecretString;
 use serde::Deserialize;
 use serde_with::{serde_as, DurationMilliSeconds};
 
+use crate::domain::{DocumentBody, DocumentTitle};
+
 #[serde_as]
 #[derive(Debug, Clone, Deserialize)]
 pub struct ServerSettings {
     pub host: String,
     pub port: u16,
-    /// Largest accepted request body, in bytes (JSON bodies and the console's forms alike).
+    /// Largest accepted request body, in bytes (JSON bodies and the console's forms alike); at
+    /// least [`ServerSettings::LARGEST_VALID_BODY`].
     pub json_limit_bytes: usize,
     /// How long a handler waits for the whole request body once it starts reading it; a
     /// body that is not all there by then is answered 408 `REQUEST_TIMEOUT`.
@@ -46,6 +49,14 @@ pub struct ServerSettings {
 }
 
 impl ServerSettings {
+    /// The largest body a request valid under the published schemas can have: a document of
+    /// the longest title and body, every character sent as a JSON escape of 12 bytes (a
+    /// character outside the Basic Multilingual Plane as a surrogate pair, `\ud83d\ude00`;
+    /// 12 bytes in a console form too, `%F0%9F%98%80`). `server.json_limit_bytes` may not be
+    /// below it, or the service would refuse with 413 what its schema accepts.
+    pub const LARGEST_VALID_BODY: usize = 12 * (DocumentTitle::MAX_CHARS + DocumentBody::MAX_CHARS)
+        + r#"{"title":"","body":""}"#.len();
+
     /// The HTTP worker threads: `server.workers`, or half the CPU cores (at least one). The
     /// store runtime has a thread per core and does the work of every request; HTTP workers
     /// only parse and write, and each one more than that needs costs thread switches

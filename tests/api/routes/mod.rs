@@ -15,4 +15,5 @@ mod replays;
 mod review_queue;
 mod reviews;
 mod routing;
+mod schema_mismatches;
 mod slow_clients;
