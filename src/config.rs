@@ -319,34 +319,7 @@ impl Settings {
                 "must be at least 1 (or unset: half the CPU cores)",
             );
         }
-        if self.server.json_limit_bytes < ServerSettings::LARGEST_VALID_BODY {
-            let problem = format!(
-                "must be at least {} (the largest body the API's schema allows: a 200-character \
-                 title and a 200,000-character body, each character a 12-byte JSON escape)",
-                ServerSettings::LARGEST_VALID_BODY
-            );
-            bad("server.json_limit_bytes", &problem);
-        }
-        if self.server.body_timeout.is_zero() {
-            bad("server.body_timeout_ms", "must be greater than zero");
-        }
-        for (key, timeout) in [
-            (
-                "server.client_request_timeout_ms",
-                self.server.client_request_timeout,
-            ),
-            ("server.keep_alive_ms", self.server.keep_alive),
-            (
-                "server.client_disconnect_timeout_ms",
-                self.server.client_disconnect_timeout,
-            ),
-        ] {
-            // actix sets these timers from a clock it reads every 500 ms: one shorter than
-            // that can be set in the past, and then never fires (zero turns it off).
-            if timeout < std::time::Duration::from_secs(1) {
-                bad(key, "must be at least 1000");
-            }
-        }
+        self.server.check(bad);
         if self.idempotency.ttl.is_zero() {
             bad("idempotency.ttl_secs", "must be greater than zero");
         }

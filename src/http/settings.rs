@@ -57,6 +57,39 @@ impl ServerSettings {
     pub const LARGEST_VALID_BODY: usize = 12 * (DocumentTitle::MAX_CHARS + DocumentBody::MAX_CHARS)
         + r#"{"title":"","body":""}"#.len();
 
+    /// Reports each problem of the `[server]` section to `bad`, naming its key: a body limit
+    /// below [`ServerSettings::LARGEST_VALID_BODY`], a timeout that could never fire.
+    pub fn check(&self, bad: &mut impl FnMut(&'static str, &str)) {
+        if self.json_limit_bytes < Self::LARGEST_VALID_BODY {
+            let problem = format!(
+                "must be at least {} (the largest body the API's schema allows: a 200-character \
+                 title and a 200,000-character body, each character a 12-byte JSON escape)",
+                Self::LARGEST_VALID_BODY
+            );
+            bad("server.json_limit_bytes", &problem);
+        }
+        if self.body_timeout.is_zero() {
+            bad("server.body_timeout_ms", "must be greater than zero");
+        }
+        for (key, timeout) in [
+            (
+                "server.client_request_timeout_ms",
+                self.client_request_timeout,
+            ),
+            ("server.keep_alive_ms", self.keep_alive),
+            (
+                "server.client_disconnect_timeout_ms",
+                self.client_disconnect_timeout,
+            ),
+        ] {
+            // actix sets these timers from a clock it reads every 500 ms: one shorter than
+            // that can be set in the past, and then never fires (zero turns it off).
+            if timeout < Duration::from_secs(1) {
+                bad(key, "must be at least 1000");
+            }
+        }
+    }
+
     /// The HTTP worker threads: `server.workers`, or half the CPU cores (at least one). The
     /// store runtime has a thread per core and does the work of every request; HTTP workers
     /// only parse and write, and each one more than that needs costs thread switches
