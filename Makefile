@@ -69,7 +69,7 @@ test-ui: services
 # Schema-driven fuzzing: schemathesis (pinned, in a virtualenv under /var/tmp/kh-review-tools)
 # against the running service's /openapi.json, as author, reviewer and admin, with every
 # check (--checks all; the exclusions a schema cannot express are in scripts/fuzz_hooks.py).
-# FUZZ_EXAMPLES=N (default 30) cases per operation and phase; about 3.5 minutes warm.
+# FUZZ_EXAMPLES=N (default 30) cases per operation and phase; 2.5 to 3.5 minutes warm.
 # docs/development.md: "Fuzzing".
 fuzz: services
 	scripts/fuzz.sh
