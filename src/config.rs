@@ -319,6 +319,7 @@ impl Settings {
                 "must be at least 1 (or unset: half the CPU cores)",
             );
         }
+        self.server.check(bad);
         if self.idempotency.ttl.is_zero() {
             bad("idempotency.ttl_secs", "must be greater than zero");
         }

@@ -52,6 +52,13 @@ fn each_problem_names_its_key() {
     let mut s = defaults();
     s.server.workers_setting = Some(0);
     assert_eq!(problems(&s), ["server.workers"]);
+    let mut s = defaults();
+    s.server.json_limit_bytes = 1024 * 1024;
+    assert_eq!(
+        problems(&s),
+        ["server.json_limit_bytes"],
+        "a limit below the largest body the schema allows"
+    );
 }
 
 /// A zero TTL cannot be a `Ttl`: loading one fails, naming its key.
@@ -223,5 +230,25 @@ fn outbox_parking_needs_at_least_one_attempt_and_a_message_size() {
     assert_eq!(
         problems(&s),
         ["outbox.max_attempts", "amqp.max_message_bytes"]
+    );
+}
+
+/// A zero timeout turns actix's timer off, and one under its clock's 500 ms may never fire:
+/// either way a client could hold a connection for ever.
+#[test]
+fn client_timeouts_are_refused_when_they_could_never_fire() {
+    let mut s = defaults();
+    s.server.body_timeout = Duration::ZERO;
+    s.server.client_request_timeout = Duration::ZERO;
+    s.server.keep_alive = Duration::from_millis(999);
+    s.server.client_disconnect_timeout = Duration::from_millis(200);
+    assert_eq!(
+        problems(&s),
+        [
+            "server.body_timeout_ms",
+            "server.client_request_timeout_ms",
+            "server.keep_alive_ms",
+            "server.client_disconnect_timeout_ms"
+        ]
     );
 }

@@ -1,15 +1,19 @@
 //! `/api/v1/admin/outbox`: the outbox rows that are stuck, and what an admin does with a
 //! parked one (retry: back in line; skip: dropped, and its document's later events go).
-//! Role `admin` only; every action is audited with the admin's id (`outbox_admin_actions`).
+//! Role `admin` only; every action is audited with the admin's id (`outbox_admin_actions`),
+//! and honours `Idempotency-Key` as every POST does (`post::run`).
 
-use actix_web::{web, HttpResponse};
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::auth::{Caller, Role};
+use super::body::read_body;
 use super::error::{ApiError, ErrorEnvelope};
 use super::paging;
+use super::post;
 use super::request_id;
 use super::state::AppState;
 use crate::store::{OutboxAction, OutboxFilter, OutboxRecord};
@@ -178,24 +182,30 @@ pub(super) async fn figures(
     path = "/api/v1/admin/outbox/{id}/retry",
     tag = "admin",
     summary = "Put a parked row back in line, attempts reset (admin; audited)",
-    params(("id" = i64, Path, description = "outbox row id")),
+    params(("id" = i64, Path, description = "outbox row id"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
     responses(
         (status = 200, description = "the row, now pending: it is delivered in its document's order", body = OutboxRowView),
+        (status = 400, description = "VALIDATION_FAILED: the request body could not be read", body = ErrorEnvelope),
         (status = 401, description = "UNAUTHORIZED: missing, invalid or expired token", body = ErrorEnvelope),
         (status = 403, description = "FORBIDDEN: not an admin", body = ErrorEnvelope),
         (status = 404, description = "NOT_FOUND: no such outbox row", body = ErrorEnvelope),
-        (status = 409, description = "INVALID_STATE: the row is not parked", body = ErrorEnvelope),
+        (status = 408, description = "REQUEST_TIMEOUT: the request body did not arrive within server.body_timeout_ms", body = ErrorEnvelope),
+        (status = 409, description = "INVALID_STATE: the row is not parked; IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
+        (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
+        (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED: a malformed Idempotency-Key; IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
         (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
     ),
     security(("bearer" = []))
 )]
 pub async fn retry(
+    req: HttpRequest,
     path: web::Path<String>,
+    payload: web::Payload,
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let row = act(&path, caller, &state, OutboxAction::Retry).await?;
-    Ok(HttpResponse::Ok().json(OutboxRowView::from(&row)))
+    answer(req, &path, payload, caller, state, OutboxAction::Retry).await
 }
 
 #[utoipa::path(
@@ -203,41 +213,72 @@ pub async fn retry(
     path = "/api/v1/admin/outbox/{id}/skip",
     tag = "admin",
     summary = "Drop a parked row: never published; its document's later events go (admin; audited)",
-    params(("id" = i64, Path, description = "outbox row id")),
+    params(("id" = i64, Path, description = "outbox row id"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
     responses(
         (status = 200, description = "the row, now skipped", body = OutboxRowView),
+        (status = 400, description = "VALIDATION_FAILED: the request body could not be read", body = ErrorEnvelope),
         (status = 401, description = "UNAUTHORIZED: missing, invalid or expired token", body = ErrorEnvelope),
         (status = 403, description = "FORBIDDEN: not an admin", body = ErrorEnvelope),
         (status = 404, description = "NOT_FOUND: no such outbox row", body = ErrorEnvelope),
-        (status = 409, description = "INVALID_STATE: the row is not parked", body = ErrorEnvelope),
+        (status = 408, description = "REQUEST_TIMEOUT: the request body did not arrive within server.body_timeout_ms", body = ErrorEnvelope),
+        (status = 409, description = "INVALID_STATE: the row is not parked; IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
+        (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
+        (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED: a malformed Idempotency-Key; IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
         (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
     ),
     security(("bearer" = []))
 )]
 pub async fn skip(
+    req: HttpRequest,
     path: web::Path<String>,
+    payload: web::Payload,
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let row = act(&path, caller, &state, OutboxAction::Skip).await?;
-    Ok(HttpResponse::Ok().json(OutboxRowView::from(&row)))
+    answer(req, &path, payload, caller, state, OutboxAction::Skip).await
 }
 
-/// Retries or skips a parked row; the JSON API and the console both act here.
+/// The JSON answer of an action. It reads no body, but one that is sent must be JSON and
+/// counts in the `Idempotency-Key` fingerprint, as for a submit.
+async fn answer(
+    req: HttpRequest,
+    id: &str,
+    payload: web::Payload,
+    caller: Caller,
+    state: web::Data<AppState>,
+    action: OutboxAction,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Admin)?;
+    let bytes = read_body(&req, payload, state.body).await?;
+    let ran = act(&req, &state, caller, id, action, bytes).await?;
+    Ok(post::respond(ran, StatusCode::OK, |row| {
+        OutboxRowView::from(row)
+    }))
+}
+
+/// Retries or skips a parked row, under the request's `Idempotency-Key` if it has one; the
+/// JSON API and the console both act here.
 #[tracing::instrument(skip_all, fields(outbox_id = %id, action = action.as_str()))]
 pub(super) async fn act(
-    id: &str,
+    req: &HttpRequest,
+    state: &web::Data<AppState>,
     caller: Caller,
-    state: &AppState,
+    id: &str,
     action: OutboxAction,
-) -> Result<OutboxRecord, ApiError> {
+    bytes: Vec<u8>,
+) -> Result<post::Ran<OutboxRecord>, ApiError> {
     caller.require(Role::Admin)?;
-    let id: i64 = id
-        .parse()
-        .map_err(|_| ApiError::not_found("no such outbox row"))?;
-    let row = state
-        .outbox_admin
-        .act(id, action, &caller.id, &request_id::current())
-        .await?;
-    Ok(row)
+    let (st, id, admin) = (state.clone(), id.to_string(), caller.id.clone());
+    post::run(req, state, &caller, &bytes, move |held_key| async move {
+        let id: i64 = id
+            .parse()
+            .map_err(|_| ApiError::not_found("no such outbox row"))?;
+        let request_id = request_id::current();
+        let row = st
+            .outbox_admin
+            .act(id, action, &admin, &request_id, held_key.as_ref());
+        Ok(row.await?)
+    })
+    .await
 }

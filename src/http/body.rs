@@ -1,5 +1,8 @@
-//! Reads a JSON request body with a size limit and maps every failure to the error envelope
-//! (actix's own extractors answer some of these in plain text).
+//! Reads a request body with a size limit and a deadline, and maps every failure to the
+//! error envelope (actix's own extractors answer some of these in plain text). Handlers
+//! check the token and the role first, so no body is read for a caller who may not send it.
+
+use std::time::Duration;
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest};
@@ -7,6 +10,14 @@ use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 
 use super::error::{ApiError, ErrorCode};
+
+/// How a request body is read: at most `max_bytes` (`server.json_limit_bytes`), all of it
+/// within `timeout` of the handler starting to read (`server.body_timeout_ms`).
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimits {
+    pub max_bytes: usize,
+    pub timeout: Duration,
+}
 
 fn too_large(limit: usize) -> ApiError {
     ApiError::new(
@@ -16,28 +27,61 @@ fn too_large(limit: usize) -> ApiError {
     )
 }
 
-/// Reads the body (at most `limit` bytes) after checking its content type.
-pub async fn read_body(
-    req: &HttpRequest,
-    mut payload: web::Payload,
-    limit: usize,
-) -> Result<Vec<u8>, ApiError> {
-    if let Some(ct) = req.headers().get(header::CONTENT_TYPE) {
-        let ct = ct.to_str().unwrap_or("");
-        let mime = ct
-            .split(';')
+/// The content type's media type, lower case; None without a `Content-Type`.
+fn media_type(req: &HttpRequest) -> Option<String> {
+    let ct = req.headers().get(header::CONTENT_TYPE)?;
+    let ct = ct.to_str().unwrap_or("");
+    Some(
+        ct.split(';')
             .next()
             .unwrap_or("")
             .trim()
-            .to_ascii_lowercase();
-        if mime != "application/json" {
-            return Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                ErrorCode::ValidationFailed,
-                "the request body must be application/json",
-            ));
-        }
+            .to_ascii_lowercase(),
+    )
+}
+
+/// Reads a JSON body after checking its content type (none is read as JSON).
+pub async fn read_body(
+    req: &HttpRequest,
+    payload: web::Payload,
+    limits: BodyLimits,
+) -> Result<Vec<u8>, ApiError> {
+    if media_type(req).is_some_and(|m| m != "application/json") {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::ValidationFailed,
+            "the request body must be application/json",
+        ));
     }
+    read_within(req, payload, limits).await
+}
+
+/// Reads a console form (`application/x-www-form-urlencoded`, or no content type) under the
+/// same limits as a JSON body, and parses it as `T`.
+pub async fn read_form<T: DeserializeOwned>(
+    req: &HttpRequest,
+    payload: web::Payload,
+    limits: BodyLimits,
+) -> Result<T, ApiError> {
+    if media_type(req).is_some_and(|m| m != "application/x-www-form-urlencoded") {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::ValidationFailed,
+            "the form must be application/x-www-form-urlencoded",
+        ));
+    }
+    let bytes = read_within(req, payload, limits).await?;
+    serde_urlencoded::from_bytes(&bytes)
+        .map_err(|_| ApiError::validation("the form could not be read"))
+}
+
+/// Reads the whole body: at most `limits.max_bytes`, within `limits.timeout`.
+async fn read_within(
+    req: &HttpRequest,
+    mut payload: web::Payload,
+    limits: BodyLimits,
+) -> Result<Vec<u8>, ApiError> {
+    let limit = limits.max_bytes;
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -46,15 +90,21 @@ pub async fn read_body(
     if declared.is_some_and(|n| n > limit) {
         return Err(too_large(limit));
     }
-    let mut body = Vec::with_capacity(declared.unwrap_or(0).min(limit));
-    while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|_| ApiError::malformed("the request body could not be read"))?;
-        if body.len() + chunk.len() > limit {
-            return Err(too_large(limit));
+    let read = async {
+        let mut body = Vec::with_capacity(declared.unwrap_or(0).min(limit));
+        while let Some(chunk) = payload.next().await {
+            let chunk =
+                chunk.map_err(|_| ApiError::malformed("the request body could not be read"))?;
+            if body.len() + chunk.len() > limit {
+                return Err(too_large(limit));
+            }
+            body.extend_from_slice(&chunk);
         }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
+        Ok(body)
+    };
+    tokio::time::timeout(limits.timeout, read)
+        .await
+        .unwrap_or_else(|_| Err(ApiError::body_timeout(limits.timeout)))
 }
 
 /// Parses `body` as `T`. When `empty_ok` (an optional body, described as nullable), an empty

@@ -2,7 +2,7 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde::Deserialize;
+use serde::{de, Deserialize, Deserializer};
 use uuid::Uuid;
 
 use super::auth::{Caller, Role};
@@ -26,14 +26,31 @@ pub struct CreateDocument {
     body: String,
 }
 
-/// At least one of title and body.
+/// At least one of title and body. Either may be left out, neither may be null: its schema
+/// is a string (the fuzzer found `{"title": "0", "body": null}` accepted as a title edit).
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateDocument {
     #[schema(schema_with = fields::title)]
+    #[serde(default, deserialize_with = "title_not_null")]
     title: Option<String>,
     #[schema(schema_with = fields::body)]
+    #[serde(default, deserialize_with = "body_not_null")]
     body: Option<String>,
+}
+
+fn not_null<'de, D: Deserializer<'de>>(d: D, field: &str) -> Result<Option<String>, D::Error> {
+    let value = Option::<String>::deserialize(d)?;
+    let refusal = || de::Error::custom(format!("{field} may be left out, but not null"));
+    value.map(Some).ok_or_else(refusal)
+}
+
+fn title_not_null<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    not_null(d, "title")
+}
+
+fn body_not_null<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    not_null(d, "body")
 }
 
 fn input_ok<T>(r: Result<T, crate::domain::InputError>) -> Result<T, ApiError> {
@@ -52,6 +69,7 @@ fn input_ok<T>(r: Result<T, crate::domain::InputError>) -> Result<T, ApiError> {
         (status = 400, description = "VALIDATION_FAILED: malformed JSON", body = ErrorEnvelope),
         (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
         (status = 403, description = "FORBIDDEN: not an author", body = ErrorEnvelope),
+        (status = 408, description = "REQUEST_TIMEOUT: the request body did not arrive within server.body_timeout_ms", body = ErrorEnvelope),
         (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
         (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
         (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
@@ -67,7 +85,7 @@ pub async fn create(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Author)?;
-    let bytes = read_body(&req, payload, state.json_limit).await?;
+    let bytes = read_body(&req, payload, state.body).await?;
     let ran = creation(&req, &state, caller, bytes).await?;
     Ok(post::respond(
         ran,
@@ -209,6 +227,7 @@ pub async fn get(
         (status = 403, description = "FORBIDDEN: wrong role, or not the document's author", body = ErrorEnvelope),
         (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
         (status = 409, description = "INVALID_STATE", body = ErrorEnvelope),
+        (status = 408, description = "REQUEST_TIMEOUT: the request body did not arrive within server.body_timeout_ms", body = ErrorEnvelope),
         (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
         (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
         (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
@@ -225,7 +244,7 @@ pub async fn update(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Author)?;
-    let bytes = read_body(&req, payload, state.json_limit).await?;
+    let bytes = read_body(&req, payload, state.body).await?;
     let doc = edit(&state, &caller, *path, &bytes).await?;
     Ok(HttpResponse::Ok().json(DocumentView::with_body(&doc)))
 }
@@ -265,6 +284,7 @@ pub(super) async fn edit(
         (status = 403, description = "FORBIDDEN: wrong role, or not the document's author", body = ErrorEnvelope),
         (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
         (status = 409, description = "LOCK_NOT_ACQUIRED (with Retry-After), INVALID_STATE, LOCK_LOST or IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
+        (status = 408, description = "REQUEST_TIMEOUT: the request body did not arrive within server.body_timeout_ms", body = ErrorEnvelope),
         (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
         (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
         (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
@@ -281,7 +301,7 @@ pub async fn submit(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Author)?;
-    let bytes = read_body(&req, payload, state.json_limit).await?;
+    let bytes = read_body(&req, payload, state.body).await?;
     let ran = submission(&req, &state, caller, *path, bytes).await?;
     Ok(post::respond(ran, StatusCode::CREATED, TransitionView::of))
 }

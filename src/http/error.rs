@@ -34,6 +34,7 @@ pub enum ErrorCode {
     DependencyUnavailable,
     Internal,
     MethodNotAllowed,
+    RequestTimeout,
 }
 
 /// The body of every error response.
@@ -105,6 +106,17 @@ impl ApiError {
         e.cause = Some(cause);
         e
     }
+    /// 408 `REQUEST_TIMEOUT`: the body did not all arrive within `timeout`.
+    pub fn body_timeout(timeout: std::time::Duration) -> Self {
+        Self::new(
+            StatusCode::REQUEST_TIMEOUT,
+            ErrorCode::RequestTimeout,
+            format!(
+                "the request body did not arrive within {} ms",
+                timeout.as_millis()
+            ),
+        )
+    }
     pub fn internal(cause: anyhow::Error) -> Self {
         let mut e = Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -152,6 +164,7 @@ impl ApiError {
                 | ErrorCode::DependencyUnavailable
                 | ErrorCode::Internal
                 | ErrorCode::IdempotencyInFlight
+                | ErrorCode::RequestTimeout
         )
     }
 }
@@ -169,6 +182,15 @@ impl ResponseError for ApiError {
             tracing::info!(code = ?self.code, status = self.status.as_u16(), message = %self.message, "request refused");
         }
         let mut res = HttpResponse::build(self.status);
+        // The rest of a body that came too slowly, or too large, is not read: the connection
+        // cannot carry another request, so it is closed (actix then drops what still comes,
+        // for `server.client_disconnect_timeout_ms` at most).
+        if matches!(
+            self.status,
+            StatusCode::REQUEST_TIMEOUT | StatusCode::PAYLOAD_TOO_LARGE
+        ) {
+            res.force_close();
+        }
         if let Some(secs) = self.retry_after_secs {
             res.insert_header((header::RETRY_AFTER, secs.to_string()));
         }
@@ -280,6 +302,9 @@ impl From<AdminError> for ApiError {
         match e {
             AdminError::NotFound(_) => ApiError::not_found(e.to_string()),
             AdminError::NotParked(..) => ApiError::conflict(ErrorCode::InvalidState, e.to_string()),
+            AdminError::KeyTakenOver => ApiError::in_flight(
+                "a retry with this Idempotency-Key took over; retry to get its result",
+            ),
             AdminError::Store(s) => s.into(),
         }
     }

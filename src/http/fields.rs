@@ -1,8 +1,9 @@
 //! What the published schemas say of the text fields of request bodies (`domain::inputs` has
 //! the rules): lengths, and a pattern that refuses control characters other than tab (and
 //! line breaks where several lines are allowed) and, where the field may not be empty, asks
-//! for a character that is not white space (the service trims). The schemas count lengths
-//! before trimming, the service after. Used with `#[schema(schema_with = ...)]`.
+//! for a character that is not white space (the service trims). Lengths are Unicode code
+//! points (characters, not bytes or UTF-16 units), counted as sent by both: `maxLength`
+//! here, `domain::inputs` there. Used with `#[schema(schema_with = ...)]`.
 
 use utoipa::openapi::schema::{Object, ObjectBuilder, SchemaType, Type};
 
@@ -28,17 +29,18 @@ fn text(min: usize, max: usize, pattern: &str, nullable: bool, description: &str
 }
 
 pub fn title() -> Object {
-    let doc = "One line, 1 to 200 characters once trimmed, no control characters but tab";
+    let doc = "One line, at most 200 characters (1 once trimmed), no control characters but tab";
     text(1, DocumentTitle::MAX_CHARS, LINE, false, doc)
 }
 
 pub fn body() -> Object {
-    let doc = "1 to 200,000 characters once trimmed, no control characters but tab and line breaks";
+    let doc = "At most 200,000 characters (1 once trimmed), no control characters but tab and line breaks";
     text(1, DocumentBody::MAX_CHARS, TEXT, false, doc)
 }
 
 pub fn reason() -> Object {
-    let doc = "1 to 2,000 characters once trimmed, no control characters but tab and line breaks";
+    let doc =
+        "At most 2,000 characters (1 once trimmed), no control characters but tab and line breaks";
     text(1, RejectReason::MAX_CHARS, TEXT, false, doc)
 }
 

@@ -1,5 +1,7 @@
 //! The middleware every request passes: its request id (from `X-Request-Id` or generated,
-//! echoed back, in the root span of every log line and in every error body), and its HTTP
+//! echoed back, in the root span of every log line and in every error body), the
+//! `X-Content-Type-Options: nosniff` of every response (JSON, errors, health and metrics as
+//! well as the pages, which also set their own security headers: `csp.rs`), and its HTTP
 //! metrics, whose labels come from a fixed set whatever the client sends (a label value
 //! made from a request would add a series per value, never freed).
 
@@ -7,7 +9,7 @@ use std::time::Instant;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::http::Method;
 use actix_web::middleware::Next;
 use tracing::Instrument;
@@ -84,9 +86,14 @@ pub async fn middleware(
             "request finished"
         )
     });
+    let headers = res.headers_mut();
     if let Ok(v) = HeaderValue::from_str(&id) {
-        res.headers_mut().insert(HeaderName::from_static(HEADER), v);
+        headers.insert(HeaderName::from_static(HEADER), v);
     }
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
     Ok(res)
 }
 

@@ -5,7 +5,7 @@
 pub(crate) mod admin;
 mod assets;
 pub mod auth;
-mod body;
+pub(crate) mod body;
 mod console;
 pub mod csp;
 pub(crate) mod documents;

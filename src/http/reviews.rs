@@ -51,6 +51,7 @@ pub struct ReviewQuery {
         (status = 403, description = "FORBIDDEN or SELF_REVIEW_FORBIDDEN", body = ErrorEnvelope),
         (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
         (status = 409, description = "LOCK_NOT_ACQUIRED (with Retry-After), INVALID_STATE, LOCK_LOST or IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
+        (status = 408, description = "REQUEST_TIMEOUT: the request body did not arrive within server.body_timeout_ms", body = ErrorEnvelope),
         (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
         (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
         (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
@@ -67,7 +68,7 @@ pub async fn approve(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Reviewer)?;
-    let bytes = read_body(&req, payload, state.json_limit).await?;
+    let bytes = read_body(&req, payload, state.body).await?;
     let ran = decision(&req, &state, caller, *path, bytes, approval).await?;
     Ok(post::respond(ran, StatusCode::OK, TransitionView::of))
 }
@@ -106,6 +107,7 @@ pub(super) fn rejection(body: &[u8]) -> Result<Decision, ApiError> {
         (status = 403, description = "FORBIDDEN or SELF_REVIEW_FORBIDDEN", body = ErrorEnvelope),
         (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
         (status = 409, description = "LOCK_NOT_ACQUIRED (with Retry-After), INVALID_STATE, LOCK_LOST or IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
+        (status = 408, description = "REQUEST_TIMEOUT: the request body did not arrive within server.body_timeout_ms", body = ErrorEnvelope),
         (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
         (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
         (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
@@ -122,7 +124,7 @@ pub async fn reject(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Reviewer)?;
-    let bytes = read_body(&req, payload, state.json_limit).await?;
+    let bytes = read_body(&req, payload, state.body).await?;
     let ran = decision(&req, &state, caller, *path, bytes, rejection).await?;
     Ok(post::respond(ran, StatusCode::OK, TransitionView::of))
 }

@@ -6,13 +6,36 @@ use secrecy::SecretString;
 use serde::Deserialize;
 use serde_with::{serde_as, DurationMilliSeconds};
 
+use crate::domain::{DocumentBody, DocumentTitle};
+
 #[serde_as]
 #[derive(Debug, Clone, Deserialize)]
 pub struct ServerSettings {
     pub host: String,
     pub port: u16,
-    /// Largest accepted request body, in bytes.
+    /// Largest accepted request body, in bytes (JSON bodies and the console's forms alike); at
+    /// least [`ServerSettings::LARGEST_VALID_BODY`].
     pub json_limit_bytes: usize,
+    /// How long a handler waits for the whole request body once it starts reading it; a
+    /// body that is not all there by then is answered 408 `REQUEST_TIMEOUT`.
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "body_timeout_ms")]
+    pub body_timeout: Duration,
+    /// How long a connection has to send the head (request line and headers) of its first
+    /// request; then it is answered 408 and closed (actix's `client_request_timeout`).
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "client_request_timeout_ms")]
+    pub client_request_timeout: Duration,
+    /// How long an idle connection is kept open for its next request.
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "keep_alive_ms")]
+    pub keep_alive: Duration,
+    /// How long a connection being closed is given to go: after an answer to a request whose
+    /// body was not read (a 401, 408 or 413 before the body), the rest of it is read and
+    /// dropped for this long at most (actix's `client_disconnect_timeout`).
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "client_disconnect_timeout_ms")]
+    pub client_disconnect_timeout: Duration,
     /// Grace period for in-flight requests on SIGTERM/SIGINT.
     #[serde_as(as = "DurationMilliSeconds<u64>")]
     #[serde(rename = "shutdown_grace_ms")]
@@ -26,6 +49,47 @@ pub struct ServerSettings {
 }
 
 impl ServerSettings {
+    /// The largest body a request valid under the published schemas can have: a document of
+    /// the longest title and body, every character sent as a JSON escape of 12 bytes (a
+    /// character outside the Basic Multilingual Plane as a surrogate pair, `\ud83d\ude00`;
+    /// 12 bytes in a console form too, `%F0%9F%98%80`). `server.json_limit_bytes` may not be
+    /// below it, or the service would refuse with 413 what its schema accepts.
+    pub const LARGEST_VALID_BODY: usize = 12 * (DocumentTitle::MAX_CHARS + DocumentBody::MAX_CHARS)
+        + r#"{"title":"","body":""}"#.len();
+
+    /// Reports each problem of the `[server]` section to `bad`, naming its key: a body limit
+    /// below [`ServerSettings::LARGEST_VALID_BODY`], a timeout that could never fire.
+    pub fn check(&self, bad: &mut impl FnMut(&'static str, &str)) {
+        if self.json_limit_bytes < Self::LARGEST_VALID_BODY {
+            let problem = format!(
+                "must be at least {} (the largest body the API's schema allows: a 200-character \
+                 title and a 200,000-character body, each character a 12-byte JSON escape)",
+                Self::LARGEST_VALID_BODY
+            );
+            bad("server.json_limit_bytes", &problem);
+        }
+        if self.body_timeout.is_zero() {
+            bad("server.body_timeout_ms", "must be greater than zero");
+        }
+        for (key, timeout) in [
+            (
+                "server.client_request_timeout_ms",
+                self.client_request_timeout,
+            ),
+            ("server.keep_alive_ms", self.keep_alive),
+            (
+                "server.client_disconnect_timeout_ms",
+                self.client_disconnect_timeout,
+            ),
+        ] {
+            // actix sets these timers from a clock it reads every 500 ms: one shorter than
+            // that can be set in the past, and then never fires (zero turns it off).
+            if timeout < Duration::from_secs(1) {
+                bad(key, "must be at least 1000");
+            }
+        }
+    }
+
     /// The HTTP worker threads: `server.workers`, or half the CPU cores (at least one). The
     /// store runtime has a thread per core and does the work of every request; HTTP workers
     /// only parse and write, and each one more than that needs costs thread switches

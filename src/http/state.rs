@@ -3,6 +3,7 @@
 
 use actix_web::HttpRequest;
 
+use super::body::BodyLimits;
 use super::metrics::HttpMetrics;
 use super::request_id;
 use super::test_hooks;
@@ -18,8 +19,8 @@ pub struct AppState {
     pub probes: Probes,
     pub outbox_admin: OutboxAdmin,
     pub metrics: HttpMetrics,
-    /// The largest accepted request body, in bytes.
-    pub json_limit: usize,
+    /// How request bodies are read: their largest size, and how long they may take.
+    pub body: BodyLimits,
     /// Honour the test-hook headers (`server.test_hooks`).
     pub test_hooks: bool,
     /// The runtime the clients of every store were built on. The work of a request runs

@@ -11,6 +11,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
+use crate::http::body::BodyLimits;
 use crate::http::metrics::HttpMetrics;
 use crate::http::AppState;
 use crate::lock::gate::LockGate;
@@ -95,7 +96,10 @@ impl<'a> CoreBuilder<'a> {
             probes: Probes::new(store.clone(), gate, mongo, dispatcher.clone()),
             outbox_admin: OutboxAdmin::new(store.clone()),
             metrics: HttpMetrics::new(&stats),
-            json_limit: s.server.json_limit_bytes,
+            body: BodyLimits {
+                max_bytes: s.server.json_limit_bytes,
+                timeout: s.server.body_timeout,
+            },
             runtime: tokio::runtime::Handle::current(),
             test_hooks: s.test_hooks(),
         };

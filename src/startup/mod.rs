@@ -41,6 +41,9 @@ impl Application {
                 .configure(crate::http::configure)
         })
         .shutdown_timeout(server.shutdown_grace.as_secs_f64().ceil() as u64)
+        .client_request_timeout(server.client_request_timeout)
+        .keep_alive(server.keep_alive)
+        .client_disconnect_timeout(server.client_disconnect_timeout)
         .disable_signals()
         .workers(server.workers())
         .listen(listener)?

@@ -1,16 +1,19 @@
 //! Statements of the outbox's admin actions: list rows by state, put a parked row back in
-//! line (retry) or drop it (skip), each with its audit row in the same statement, and the
+//! line (retry) or drop it (skip), each with its audit row in the same statement (staged in
+//! a transaction of its own, so that an idempotency key's record commits with it), and the
 //! parked rows' count for the metrics. Parked rows are held by no one, so an action never races
 //! a delivery: it only touches a row that is still parked when it runs.
 
 use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::error::StoreError;
 use super::pg::{PgStore, Statement};
+use super::tx::Staged;
 
 /// An outbox row as an operator sees it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OutboxRecord {
     pub id: i64,
     pub event_id: Uuid,
@@ -123,16 +126,18 @@ impl PgStore {
     }
 
     /// Applies `action` to row `id` if it is parked, and records who did it, in one
-    /// statement. None: no such row, or it is not parked (nothing changed).
-    pub async fn act_on_parked(
+    /// statement of a transaction left open: the caller commits it (with the record of its
+    /// idempotency key, if any). None: no such row, or it is not parked (nothing changed).
+    pub async fn stage_outbox_action(
         &self,
         id: i64,
         action: OutboxAction,
         actor: &str,
         request_id: &str,
-    ) -> Result<Option<OutboxRecord>, StoreError> {
+    ) -> Result<Option<Staged<OutboxRecord>>, StoreError> {
         let retry = action == OutboxAction::Retry;
-        sqlx::query_as!(
+        let mut tx = self.begin().await?;
+        let acted = sqlx::query_as!(
             OutboxRecord,
             r#"WITH found AS (
                  SELECT id, attempts, parked_at, parked_reason FROM outbox
@@ -165,9 +170,15 @@ impl PgStore {
             actor,
             request_id,
         )
-        .fetch_optional(&self.pool)
-        .bounded(self)
-        .await
+        .fetch_optional(&mut *tx)
+        .await?;
+        match acted {
+            Some(row) => Ok(Some(Staged::new(tx, row, None))),
+            None => {
+                tx.rollback().await?;
+                Ok(None)
+            }
+        }
     }
 
     /// Parked rows and how long the oldest has been parked, in seconds.

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use crate::domain::{Document, InputError, Transitioned, UserId};
-use crate::store::{HeldKey, KeyState, PgStore, StoreError};
+use crate::store::{HeldKey, KeyState, OutboxRecord, PgStore, StoreError};
 
 /// `[idempotency]` in `config/default.toml`.
 #[serde_as]
@@ -116,6 +116,16 @@ impl Recordable for Transitioned {
             document.remove("body");
         }
         record
+    }
+    fn from_record(record: Value) -> Result<Self, serde_json::Error> {
+        serde_json::from_value(record)
+    }
+}
+
+/// An admin's action on an outbox row: the reply shows the row as the action left it.
+impl Recordable for OutboxRecord {
+    fn to_record(&self) -> Value {
+        serde_json::to_value(self).expect("an outbox row serializes")
     }
     fn from_record(record: Value) -> Result<Self, serde_json::Error> {
         serde_json::from_value(record)

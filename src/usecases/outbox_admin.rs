@@ -1,11 +1,14 @@
 //! What admins do with the outbox: list the rows that are stuck (parked, or failing and
 //! not parked yet), put a parked row back in line, or skip it so that its document's later
-//! events go. Every action is audited with the admin's id, in the statement that makes it.
+//! events go. Every action is audited with the admin's id, in the statement that makes it,
+//! and recorded under the request's idempotency key, in the same transaction.
 
 use std::time::Duration;
 
+use super::commit::commit;
+use super::error::Error;
 use crate::domain::UserId;
-use crate::store::{OutboxAction, OutboxFilter, OutboxRecord, PgStore, StoreError};
+use crate::store::{HeldKey, OutboxAction, OutboxFilter, OutboxRecord, PgStore, StoreError};
 
 /// Why an admin action did not happen; nothing was changed.
 #[derive(Debug, thiserror::Error)]
@@ -15,8 +18,24 @@ pub enum AdminError {
     /// Only a parked row can be retried or skipped; the row's state is given.
     #[error("outbox row {0} is {1}, not parked")]
     NotParked(i64, &'static str),
+    /// A retry with the same idempotency key took it over; the action was rolled back.
+    #[error("the idempotency key was taken over by a retry")]
+    KeyTakenOver,
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl From<Error> for AdminError {
+    /// What [`commit`] answers without a lease: the key taken over, or the store failed.
+    fn from(e: Error) -> Self {
+        match e {
+            Error::KeyTakenOver => AdminError::KeyTakenOver,
+            Error::Store(s) => AdminError::Store(s),
+            other => AdminError::Store(StoreError::Unexpected(anyhow::anyhow!(
+                "an admin action's commit: {other}"
+            ))),
+        }
+    }
 }
 
 /// Delivery over every instance (see `OutboxAdmin::stats`).
@@ -63,17 +82,29 @@ impl OutboxAdmin {
         })
     }
 
-    /// Retries or skips the parked row `id` for `admin`; returns the row as it is now.
+    /// Retries or skips the parked row `id` for `admin`; returns the row as it is now. With
+    /// `held`, the row is recorded under that idempotency key in the action's transaction.
     pub async fn act(
         &self,
         id: i64,
         action: OutboxAction,
         admin: &UserId,
         request_id: &str,
+        held: Option<&HeldKey>,
     ) -> Result<OutboxRecord, AdminError> {
-        let acted = self
-            .store
-            .act_on_parked(id, action, admin.as_str(), request_id)
+        let store = &self.store;
+        let acted = store
+            .bounded(async {
+                let staged = store
+                    .stage_outbox_action(id, action, admin.as_str(), request_id)
+                    .await?;
+                match staged {
+                    Some(staged) => {
+                        Ok::<_, AdminError>(Some(commit(staged, None, held).await?.value))
+                    }
+                    None => Ok(None),
+                }
+            })
             .await?;
         if let Some(row) = acted {
             tracing::warn!(outbox_id = id, document_id = %row.document_id, event_id = %row.event_id, action = action.as_str(), admin = admin.as_str(), "parked outbox row handled by an admin");

@@ -8,8 +8,8 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::document;
-use super::render::{form, rendered, when, Form, Shown};
-use crate::http::auth::Caller;
+use super::render::{form, rendered, when, Shown};
+use crate::http::auth::{Caller, Role};
 use crate::http::documents::{self, MineQuery};
 use crate::http::error::ApiError;
 use crate::http::post::Ran;
@@ -103,11 +103,13 @@ impl DocumentForm {
 /// POST `/console/f/documents`: the JSON API's create; then the new document's page.
 pub async fn create(
     req: HttpRequest,
-    body: Form<DocumentForm>,
+    payload: web::Payload,
     caller: Result<Caller, ApiError>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
-    let (caller, f) = (caller.map_err(Shown::action)?, form(body)?);
+    let caller = caller.map_err(Shown::action)?;
+    caller.require(Role::Author).map_err(Shown::action)?;
+    let f: DocumentForm = form(&req, payload, &state).await?;
     let bytes = f.json();
     let created = documents::creation(&req, &state, caller, bytes).await;
     let doc = created.and_then(Ran::succeeded).map_err(Shown::action)?;
@@ -121,12 +123,15 @@ pub async fn create(
 
 /// POST `/console/f/documents/{id}/edit`: the JSON API's edit (PUT), of both fields.
 pub async fn edit(
+    req: HttpRequest,
     path: web::Path<String>,
-    body: Form<DocumentForm>,
+    payload: web::Payload,
     caller: Result<Caller, ApiError>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
-    let (caller, f) = (caller.map_err(Shown::action)?, form(body)?);
+    let caller = caller.map_err(Shown::action)?;
+    caller.require(Role::Author).map_err(Shown::action)?;
+    let f: DocumentForm = form(&req, payload, &state).await?;
     let id = super::parse_id(&path)?;
     let bytes = f.json();
     documents::edit(&state, &caller, id, &bytes)

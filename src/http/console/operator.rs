@@ -2,14 +2,16 @@
 //! circuit breakers; delivery (backlog, oldest undelivered event, events in the last
 //! minute); parked events with retry and skip. The page reloads it every few seconds.
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
+use uuid::Uuid;
 
 use super::render::{duration, rendered, waited, when, Shown};
 use crate::http::admin::{self, OutboxQuery, OutboxStatsView};
 use crate::http::auth::{Caller, Role};
 use crate::http::error::ApiError;
 use crate::http::health::{self, ReadinessView};
+use crate::http::post::Ran;
 use crate::http::state::AppState;
 use crate::store::OutboxAction;
 
@@ -30,6 +32,9 @@ pub struct Parked {
     pub attempts: i32,
     pub reason: String,
     pub parked_for: String,
+    /// Idempotency keys of this rendering's buttons: a double click sends one key twice.
+    pub key_retry: Uuid,
+    pub key_skip: Uuid,
 }
 
 #[derive(Template)]
@@ -109,6 +114,8 @@ async fn render(
             attempts: r.attempts,
             reason: r.parked_reason.or(r.last_error).unwrap_or_default(),
             parked_for: r.parked_at.map(|t| waited(t, now)).unwrap_or_default(),
+            key_retry: Uuid::new_v4(),
+            key_skip: Uuid::new_v4(),
         })
         .collect();
     rendered(&Overview {
@@ -126,32 +133,34 @@ async fn render(
 
 /// POST `/console/f/outbox/{id}/retry`: the JSON API's retry.
 pub async fn retry(
+    req: HttpRequest,
     path: web::Path<String>,
     caller: Result<Caller, ApiError>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
-    act(&path, caller, &state, OutboxAction::Retry).await
+    act(&req, &path, caller, &state, OutboxAction::Retry).await
 }
 
 /// POST `/console/f/outbox/{id}/skip`: the JSON API's skip.
 pub async fn skip(
+    req: HttpRequest,
     path: web::Path<String>,
     caller: Result<Caller, ApiError>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
-    act(&path, caller, &state, OutboxAction::Skip).await
+    act(&req, &path, caller, &state, OutboxAction::Skip).await
 }
 
 async fn act(
+    req: &HttpRequest,
     id: &str,
     caller: Result<Caller, ApiError>,
-    state: &AppState,
+    state: &web::Data<AppState>,
     action: OutboxAction,
 ) -> Result<HttpResponse, Shown> {
     let caller = caller.map_err(Shown::action)?;
-    let row = admin::act(id, caller.clone(), state, action)
-        .await
-        .map_err(Shown::action)?;
+    let acted = admin::act(req, state, caller.clone(), id, action, Vec::new()).await;
+    let row = acted.and_then(Ran::succeeded).map_err(Shown::action)?;
     let flash = match action {
         OutboxAction::Retry => format!("Event {} is back in line.", row.id),
         OutboxAction::Skip => format!("Event {} was skipped: it will never be published.", row.id),

@@ -5,12 +5,16 @@ use std::fmt;
 
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::StatusCode;
-use actix_web::{HttpResponse, ResponseError};
+use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use askama::Template;
 use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+
+use crate::http::body::read_form;
 
 use crate::http::csp::CONSOLE_CONTENT_SECURITY_POLICY;
 use crate::http::error::{ApiError, ErrorCode};
+use crate::http::state::AppState;
 
 /// An HTML answer: never cached (fragments carry what the token may see), never framed.
 pub fn html(status: StatusCode, body: String) -> HttpResponse {
@@ -65,13 +69,17 @@ impl Shown {
     }
 }
 
-/// A form as an extractor gives it: the form, or why it could not be read.
-pub type Form<T> = Result<actix_web::web::Form<T>, actix_web::Error>;
-
-/// The form of an action, or the 422 the API gives a body it cannot read.
-pub fn form<T>(f: Form<T>) -> Result<T, Shown> {
-    f.map(actix_web::web::Form::into_inner)
-        .map_err(|_| Shown::action(ApiError::validation("the form could not be read")))
+/// The form of an action, read under the API's body limits (size and deadline; the same
+/// 413 and 408) once the caller's token and role are checked; a form it cannot parse is the
+/// 422 the API gives a body it cannot read.
+pub async fn form<T: DeserializeOwned>(
+    req: &HttpRequest,
+    payload: web::Payload,
+    state: &AppState,
+) -> Result<T, Shown> {
+    read_form(req, payload, state.body)
+        .await
+        .map_err(Shown::action)
 }
 
 impl fmt::Debug for Shown {

@@ -8,8 +8,8 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::document;
-use super::render::{form, rendered, waited, when, Form, Shown};
-use crate::http::auth::Caller;
+use super::render::{form, rendered, waited, when, Shown};
+use crate::http::auth::{Caller, Role};
 use crate::http::error::{ApiError, ErrorCode};
 use crate::http::post::Ran;
 use crate::http::reviews::{self, ReviewQuery};
@@ -83,12 +83,13 @@ pub struct RejectForm {
 pub async fn approve(
     req: HttpRequest,
     path: web::Path<(String, String)>,
-    body: Form<ApproveForm>,
+    payload: web::Payload,
     caller: Result<Caller, ApiError>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
     let caller = caller.map_err(Shown::action)?;
-    let comment = form(body)?.comment;
+    caller.require(Role::Reviewer).map_err(Shown::action)?;
+    let comment = form::<ApproveForm>(&req, payload, &state).await?.comment;
     let json = match comment.is_empty() {
         true => json!({}),
         false => json!({ "comment": comment }),
@@ -102,12 +103,13 @@ pub async fn approve(
 pub async fn reject(
     req: HttpRequest,
     path: web::Path<(String, String)>,
-    body: Form<RejectForm>,
+    payload: web::Payload,
     caller: Result<Caller, ApiError>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
     let caller = caller.map_err(Shown::action)?;
-    let reason = form(body)?.reason;
+    caller.require(Role::Reviewer).map_err(Shown::action)?;
+    let reason = form::<RejectForm>(&req, payload, &state).await?.reason;
     let json = json!({ "reason": reason });
     let verb = "Rejected";
     send_decision(req, &path, (json, verb), reviews::rejection, caller, state).await

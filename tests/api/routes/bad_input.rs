@@ -76,7 +76,7 @@ async fn bad_bodies(app: &TestApp) {
         expect_error(r, StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_FAILED").await;
     }
     // Oversized body: 413.
-    let huge = "x".repeat(2 * 1024 * 1024);
+    let huge = "x".repeat(app.settings.server.json_limit_bytes + 1);
     let r = app
         .post(
             "/api/v1/documents",

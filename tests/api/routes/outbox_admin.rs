@@ -5,13 +5,13 @@ use std::time::Duration;
 
 use kh_review::http::auth::Role;
 use reqwest::StatusCode;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::faults::parked::{
     act, assert_approval_held_back, parked_list, parked_submission, with_max_attempts, ADMIN,
 };
-use crate::support::app::spawn_app_with;
-use crate::support::inspect::expect_error;
+use crate::support::app::{spawn_app_with, TestApp};
+use crate::support::inspect::{expect_error, wait_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_admins_act_on_parked_rows_and_bad_requests_change_nothing() {
@@ -71,6 +71,69 @@ async fn only_admins_act_on_parked_rows_and_bad_requests_change_nothing() {
     let audited = app.count("SELECT count(*) FROM outbox_admin_actions").await;
     assert_eq!(audited, 0, "nothing was done, nothing audited");
     assert_approval_held_back(&app, &doc).await;
+    assert_eq!(act(&app, id, "skip", &admin).await.status(), StatusCode::OK);
+    app.wait_events(1, Duration::from_secs(10)).await;
+    app.finish().await;
+}
+
+/// Sends a keyed admin action; returns its status, replay header and bytes.
+async fn keyed(app: &TestApp, path: &str, key: &str, body: &str) -> (StatusCode, bool, Vec<u8>) {
+    let admin = app.token(ADMIN, &[Role::Admin]);
+    let r = app
+        .client
+        .post(app.url(path))
+        .bearer_auth(admin)
+        .header("idempotency-key", key)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let replayed = r.headers().get("idempotent-replayed").is_some();
+    (r.status(), replayed, r.bytes().await.unwrap().to_vec())
+}
+
+/// "Every POST honours Idempotency-Key": an admin's retry repeated with its key is the first
+/// reply again (the same status and bytes) and is done once; the key with another body is
+/// refused; a refusal under a key is replayed as well.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_action_repeated_with_its_key_is_replayed_and_done_once() {
+    let app = spawn_app_with(with_max_attempts(1)).await;
+    let (_doc, id) = parked_submission(&app, 1).await;
+    let retry = format!("/api/v1/admin/outbox/{id}/retry");
+    let first = keyed(&app, &retry, "retry-1", "").await;
+    assert_eq!((first.0, first.1), (StatusCode::OK, false));
+    let row: Value = serde_json::from_slice(&first.2).unwrap();
+    assert_eq!((&row["id"], &row["state"]), (&json!(id), &json!("pending")));
+    let again = keyed(&app, &retry, "retry-1", "").await;
+    assert_eq!((again.0, again.1), (StatusCode::OK, true));
+    assert_eq!(
+        String::from_utf8_lossy(&again.2),
+        String::from_utf8_lossy(&first.2),
+        "the replay is the first reply"
+    );
+    let other = keyed(&app, &retry, "retry-1", r#"{"x": 1}"#).await;
+    assert_eq!(other.0, StatusCode::UNPROCESSABLE_ENTITY);
+    let v: Value = serde_json::from_slice(&other.2).unwrap();
+    assert_eq!(v["code"], "IDEMPOTENCY_KEY_REUSED");
+    let retries = "SELECT count(*) FROM outbox_admin_actions WHERE action = 'retry'";
+    assert_eq!(app.count(retries).await, 1, "the retry ran once");
+
+    // A refusal is recorded too: a row that is not parked, then parked again, is still the
+    // refusal to a retry of the same request.
+    let not_parked = keyed(&app, "/api/v1/admin/outbox/999999/skip", "skip-1", "").await;
+    assert_eq!(not_parked.0, StatusCode::NOT_FOUND);
+    let replayed = keyed(&app, "/api/v1/admin/outbox/999999/skip", "skip-1", "").await;
+    assert_eq!((replayed.0, replayed.1), (StatusCode::NOT_FOUND, true));
+    assert_eq!(replayed.2, not_parked.2);
+
+    // The retried row is refused again and parked again; skipping it lets the approval go.
+    wait_for("the row parked again", Duration::from_secs(15), || async {
+        let items = parked_list(&app).await;
+        (items.len() == 1).then_some(())
+    })
+    .await;
+    let admin = app.token(ADMIN, &[Role::Admin]);
     assert_eq!(act(&app, id, "skip", &admin).await.status(), StatusCode::OK);
     app.wait_events(1, Duration::from_secs(10)).await;
     app.finish().await;
