@@ -319,6 +319,10 @@ impl Settings {
                 "must be at least 1 (or unset: half the CPU cores)",
             );
         }
+        if self.server.probe_cache > std::time::Duration::from_secs(60) {
+            let problem = "must be at most 60000: /readyz would report a state that old";
+            bad("server.probe_cache_ms", problem);
+        }
         if self.idempotency.ttl.is_zero() {
             bad("idempotency.ttl_secs", "must be greater than zero");
         }

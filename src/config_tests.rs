@@ -52,6 +52,9 @@ fn each_problem_names_its_key() {
     let mut s = defaults();
     s.server.workers_setting = Some(0);
     assert_eq!(problems(&s), ["server.workers"]);
+    let mut s = defaults();
+    s.server.probe_cache = std::time::Duration::from_secs(61);
+    assert_eq!(problems(&s), ["server.probe_cache_ms"]);
 }
 
 /// A zero TTL cannot be a `Ttl`: loading one fails, naming its key.

@@ -23,6 +23,11 @@ pub struct ServerSettings {
     /// runs on the store runtime. Unset: [`ServerSettings::workers`].
     #[serde(default, rename = "workers")]
     pub workers_setting: Option<usize>,
+    /// How long `/readyz` and `/metrics` reuse what their round trips found (the checks of
+    /// every dependency, the outbox counts); zero: every request makes them.
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "probe_cache_ms")]
+    pub probe_cache: Duration,
 }
 
 impl ServerSettings {

@@ -20,5 +20,5 @@ pub use error::{StoreError, WriteError};
 pub use idempotency::{HeldKey, KeyRecord, KeyState};
 pub use outbox::OutboxRow;
 pub use outbox_admin::{OutboxAction, OutboxFilter, OutboxRecord};
-pub use pg::{migrate, migration_lock_id, DatabaseSettings, PgStore};
+pub use pg::{migrate, migration_lock_id, DatabaseSettings, PgStore, PoolFigures};
 pub use tx::{Committed, Staged, WriteContext};

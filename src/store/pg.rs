@@ -9,6 +9,8 @@
 //! [`Statement::bounded`].
 
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -51,6 +53,17 @@ impl DatabaseSettings {
     }
 }
 
+/// The pool's figures for `/metrics`, read without a round trip.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolFigures {
+    /// Open connections.
+    pub size: u32,
+    /// Open connections nobody holds.
+    pub idle: usize,
+    /// Connections handed out since start (a pooled one or a new one).
+    pub acquired: u64,
+}
+
 #[derive(Clone)]
 pub struct PgStore {
     pub(super) pool: PgPool,
@@ -58,13 +71,31 @@ pub struct PgStore {
     /// pool outside one: a partitioned database never answers, and the server-side
     /// timeouts cannot fire then.
     tx_timeout: Duration,
+    /// Connections handed out, counted by the pool's hooks (`from_settings`).
+    acquired: Arc<AtomicU64>,
 }
 
 impl PgStore {
     /// A store over `pool`, whose sessions must already carry the `lock_timeout` wanted
     /// (`from_settings` sets it).
     pub fn new(pool: PgPool, tx_timeout: Duration) -> Self {
-        Self { pool, tx_timeout }
+        Self::over(pool, tx_timeout, Arc::default())
+    }
+
+    fn over(pool: PgPool, tx_timeout: Duration, acquired: Arc<AtomicU64>) -> Self {
+        Self {
+            pool,
+            tx_timeout,
+            acquired,
+        }
+    }
+
+    pub fn pool_figures(&self) -> PoolFigures {
+        PoolFigures {
+            size: self.pool.size(),
+            idle: self.pool.num_idle(),
+            acquired: self.acquired.load(Ordering::Relaxed),
+        }
     }
 
     /// The store `[database]` describes. Connects lazily: nothing is dialled yet.
@@ -92,22 +123,30 @@ impl PgStore {
                 settings.tx_timeout().as_millis().to_string(),
             ),
         ]);
+        let acquired = Arc::new(AtomicU64::new(0));
+        let (reused, opened) = (acquired.clone(), acquired.clone());
         let pool = PgPoolOptions::new()
             .max_connections(settings.max_connections)
             .acquire_timeout(settings.acquire_timeout)
             // A connection used within the last second is handed out without a round trip;
             // one idle for longer is pinged first (a restarted server has closed it).
             .test_before_acquire(false)
-            .before_acquire(|conn, meta| {
+            .before_acquire(move |conn, meta| {
+                let reused = reused.clone();
                 Box::pin(async move {
                     if meta.idle_for >= FRESH {
                         conn.ping().await?;
                     }
+                    reused.fetch_add(1, Ordering::Relaxed);
                     Ok(true)
                 })
             })
+            .after_connect(move |_, _| {
+                opened.fetch_add(1, Ordering::Relaxed);
+                Box::pin(async { Ok(()) })
+            })
             .connect_lazy_with(opts);
-        Ok(Self::new(pool, settings.tx_timeout()))
+        Ok(Self::over(pool, settings.tx_timeout(), acquired))
     }
 
     /// Runs a write transaction (begin to COMMIT) under the client-side bound; on timeout

@@ -12,4 +12,5 @@ mod migrations;
 mod mongo_reads;
 mod outbox;
 pub(crate) mod parked;
+mod probes;
 mod startup;

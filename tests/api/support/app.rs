@@ -41,6 +41,9 @@ pub struct AppOptions {
     pub inline_lease_ms: u64,
     /// Rows per dispatcher pass (`outbox.batch_size`); None keeps the configured one.
     pub outbox_batch: Option<i64>,
+    /// `server.probe_cache_ms`: 0 in tests unless asked (a test reads `/readyz` and
+    /// `/metrics` as they are now); the default of config/default.toml is 1000.
+    pub probe_cache_ms: u64,
     /// Reuse the stores of another app (several instances of one deployment).
     pub share_with: Option<Shared>,
     /// Last changes to the settings (a Redis topology, a list of brokers).
@@ -62,6 +65,7 @@ impl Default for AppOptions {
             amqp_timeout_ms: 1500,
             inline_lease_ms: 3000,
             outbox_batch: None,
+            probe_cache_ms: 0,
             share_with: None,
             configure: None,
         }
@@ -135,6 +139,7 @@ fn settings_for(opts: &AppOptions, shared: &Shared) -> Settings {
     let mut s = Settings::load_with(&config_dir, &dev).expect("config/default.toml loads");
     s.server.port = 0;
     s.server.test_hooks = true;
+    s.server.probe_cache = ms(opts.probe_cache_ms);
     let db_url = opts.database_url.clone();
     s.database.url =
         SecretString::from(db_url.unwrap_or_else(|| with_db(&pg_url(), &shared.db_name)));
