@@ -16,7 +16,7 @@ mod pg;
 mod reviews;
 mod tx;
 
-pub use error::{StoreError, WriteError};
+pub use error::{StoreError, StoreFailure, WriteError};
 pub use idempotency::{HeldKey, KeyRecord, KeyState};
 pub use outbox::OutboxRow;
 pub use outbox_admin::{OutboxAction, OutboxFilter, OutboxRecord};

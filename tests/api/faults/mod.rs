@@ -13,4 +13,5 @@ mod mongo_reads;
 mod outbox;
 pub(crate) mod parked;
 mod probes;
+mod read_only;
 mod startup;
