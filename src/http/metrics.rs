@@ -75,6 +75,7 @@ impl HttpMetrics {
             backlog: outbox.backlog,
             parked: outbox.parked,
             pool: probes.pool(),
+            task_restarts: probes.task_restarts(),
         })
     }
 
@@ -85,6 +86,7 @@ impl HttpMetrics {
         dispatch_metrics(&scrape, snapshot.dispatch, snapshot.backlog);
         parked_metrics(&scrape, snapshot.parked);
         pool_metrics(&scrape, &snapshot.pool);
+        task_metrics(&scrape, &snapshot.task_restarts);
         let mut families = self.registry.gather();
         families.extend(scrape.gather());
         let mut out = Vec::new();
@@ -228,6 +230,22 @@ fn pool_metrics(scrape: &Registry, pool: &PoolFigures) {
     register(scrape, c);
 }
 
+/// Restarts of each supervised background task (after a panic or an unexpected return).
+fn task_metrics(scrape: &Registry, restarts: &[(&'static str, u64)]) {
+    let c = IntCounterVec::new(
+        Opts::new(
+            "kh_task_restarts_total",
+            "Background tasks restarted after a panic or an unexpected return",
+        ),
+        &["task"],
+    )
+    .expect("valid metric");
+    for (task, n) in restarts {
+        c.with_label_values(&[task]).inc_by(*n);
+    }
+    register(scrape, c);
+}
+
 /// What the scrape reads from the rest of the service.
 pub struct Snapshot<'a> {
     pub locks: &'a LockStats,
@@ -239,6 +257,8 @@ pub struct Snapshot<'a> {
     /// down.
     pub parked: Option<(i64, f64)>,
     pub pool: PoolFigures,
+    /// Each background task and its restarts.
+    pub task_restarts: Vec<(&'static str, u64)>,
 }
 
 #[cfg(test)]
@@ -269,6 +289,7 @@ mod tests {
                 idle: 3,
                 acquired: 7,
             },
+            task_restarts: vec![("outbox.publisher", 2)],
         });
         assert!(text.contains(
             "http_requests_total{method=\"POST\",route=\"/api/v1/reviews/{id}/approve\",status=\"200\"} 1"
@@ -281,6 +302,7 @@ mod tests {
         assert!(text.contains("kh_transitions_total{type=\"approve\"} 1"));
         assert!(text.contains("kh_db_pool_connections{state=\"in_use\"} 2"));
         assert!(text.contains("kh_db_pool_acquisitions_total 7"));
+        assert!(text.contains("kh_task_restarts_total{task=\"outbox.publisher\"} 2"));
         assert!(text.contains("http_request_duration_seconds_bucket"));
     }
 }

@@ -99,31 +99,29 @@ impl LockGate {
         self.provider.ping().await
     }
 
-    /// While the breaker is not closed, checks Redis every `every` and closes the breaker
-    /// as soon as it answers, so recovery does not wait for the next request.
-    pub fn spawn_prober(self: &Arc<Self>, every: Duration) {
-        let gate = self.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = gate.shutdown.cancelled() => return,
-                    _ = tokio::time::sleep(every) => {}
-                }
-                if gate.breaker.state() == BreakerState::Closed {
-                    continue;
-                }
-                // A write, not a read: a read-only replica left after a failover answers
-                // reads but would refuse every lock.
-                let ttl = Ttl::new(Duration::from_secs(1)).expect("non-zero");
-                if let Ok(attempt) = gate.provider.acquire(&gate.probe_key, ttl).await {
-                    if let Attempt::Held(handle) = attempt {
-                        let _ = gate.provider.release(&handle.ownership).await;
-                    }
-                    gate.breaker.on_success();
-                    tracing::info!("redis is back: circuit breaker closed");
-                }
+    /// The breaker's prober, until `shutdown`: while the breaker is not closed, checks
+    /// Redis every `every` and closes the breaker as soon as it answers, so recovery does
+    /// not wait for the next request. (Started and supervised by the wiring.)
+    pub async fn run_prober(self: Arc<Self>, every: Duration, shutdown: CancellationToken) {
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(every) => {}
             }
-        });
+            if self.breaker.state() == BreakerState::Closed {
+                continue;
+            }
+            // A write, not a read: a read-only replica left after a failover answers
+            // reads but would refuse every lock.
+            let ttl = Ttl::new(Duration::from_secs(1)).expect("non-zero");
+            if let Ok(attempt) = self.provider.acquire(&self.probe_key, ttl).await {
+                if let Attempt::Held(handle) = attempt {
+                    let _ = self.provider.release(&handle.ownership).await;
+                }
+                self.breaker.on_success();
+                tracing::info!("redis is back: circuit breaker closed");
+            }
+        }
     }
 
     /// Acquires `key` or says who holds it; never waits for a holder.

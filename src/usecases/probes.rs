@@ -15,6 +15,7 @@ use crate::lock::gate::{LockGate, LockStats};
 use crate::outbox::{DispatchStats, Dispatcher};
 use crate::store::mongo::MongoProjection;
 use crate::store::{PgStore, PoolFigures, StoreError};
+use crate::tasks::TaskRestarts;
 
 /// One dependency's state. `reason` can name hosts: it is for the log, not the client.
 #[derive(Debug, Clone)]
@@ -97,6 +98,7 @@ pub struct Probes {
     gate: Arc<LockGate>,
     mongo: MongoProjection,
     dispatcher: Arc<Dispatcher>,
+    restarts: Arc<TaskRestarts>,
     readiness: Recent<Readiness>,
     outbox: Recent<OutboxFigures>,
 }
@@ -130,6 +132,7 @@ impl Probes {
         gate: Arc<LockGate>,
         mongo: MongoProjection,
         dispatcher: Arc<Dispatcher>,
+        restarts: Arc<TaskRestarts>,
         cache: Duration,
     ) -> Self {
         Self {
@@ -137,6 +140,7 @@ impl Probes {
             gate,
             mongo,
             dispatcher,
+            restarts,
             readiness: Recent::new(cache),
             outbox: Recent::new(cache),
         }
@@ -180,6 +184,11 @@ impl Probes {
                 OutboxFigures { backlog, parked }
             })
             .await
+    }
+
+    /// Each background task's name and how often it was restarted.
+    pub fn task_restarts(&self) -> Vec<(&'static str, u64)> {
+        self.restarts.snapshot()
     }
 
     /// The PostgreSQL pool's figures, now (no round trip).

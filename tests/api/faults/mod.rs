@@ -15,3 +15,4 @@ pub(crate) mod parked;
 mod probes;
 mod read_only;
 mod startup;
+mod tasks;

@@ -84,6 +84,8 @@ pub struct TestApp {
     _amqp_conn: Connection,
     pub mongo: mongodb::Database,
     pub server: actix_web::dev::ServerHandle,
+    /// The app's background tasks (their test hook, whether they have ended).
+    pub tasks: std::sync::Arc<kh_review::tasks::Supervisor>,
     pub(super) task: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
     pub(super) owns_stores: bool,
     /// Leftover checks on teardown (off for apps a test stops on purpose mid-way).
@@ -107,6 +109,7 @@ pub async fn spawn_app_with(opts: AppOptions) -> TestApp {
         .expect("application builds");
     let port = app.port();
     let server = app.handle();
+    let tasks = app.tasks();
     let task = tokio::spawn(app.run_until_stopped());
     TestApp {
         address: format!("http://127.0.0.1:{port}"),
@@ -122,6 +125,7 @@ pub async fn spawn_app_with(opts: AppOptions) -> TestApp {
         _amqp_conn: amqp_conn,
         mongo: clients.mongo,
         server,
+        tasks,
         task: Some(task),
         owns_stores: owns,
         checks: true,
