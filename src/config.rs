@@ -274,6 +274,9 @@ impl Settings {
             let problem = "must be well below lock.ttl_ms / 3 (the renewal interval)";
             bad("redis.op_timeout_ms", problem);
         }
+        if lock.degraded_per_key == 0 {
+            bad("lock.degraded_per_key", "must be at least 1");
+        }
         if self.redis.pool_size == 0 {
             bad("redis.pool_size", "must be greater than zero");
         }

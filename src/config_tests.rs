@@ -59,6 +59,12 @@ fn each_problem_names_its_key() {
         ["server.json_limit_bytes"],
         "a limit below the largest body the schema allows"
     );
+    let mut s = defaults();
+    s.server.probe_cache = std::time::Duration::from_secs(61);
+    assert_eq!(problems(&s), ["server.probe_cache_ms"]);
+    let mut s = defaults();
+    s.lock.degraded_per_key = 0;
+    assert_eq!(problems(&s), ["lock.degraded_per_key"]);
 }
 
 /// A zero TTL cannot be a `Ttl`: loading one fails, naming its key.

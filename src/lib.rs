@@ -3,7 +3,8 @@
 //! Layers, each importing only those below it (`docs/architecture.md`):
 //! `domain` (rules, no I/O) <- `lock`, `store` <- `outbox` <- `usecases` <-
 //! `http` <- `startup` (wiring, with `config` and `telemetry`); `breaker` (a circuit
-//! breaker, no imports) may be used by every layer.
+//! breaker, no imports) may be used by every layer, and `tasks` (the supervision of the
+//! background tasks, no imports) by `usecases` and `http`.
 
 pub mod breaker;
 pub mod config;
@@ -13,5 +14,6 @@ pub mod lock;
 pub mod outbox;
 pub mod startup;
 pub mod store;
+pub mod tasks;
 pub mod telemetry;
 pub mod usecases;

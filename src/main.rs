@@ -124,10 +124,8 @@ async fn migrate(settings: &Settings) -> anyhow::Result<()> {
 
 async fn dispatch(settings: Settings) -> anyhow::Result<()> {
     let core = CoreBuilder::new(&settings).build().await?;
-    let task = core.spawn_dispatcher();
+    core.spawn_dispatcher();
     shutdown_signal().await;
-    core.shutdown.cancel();
-    task.await?;
     core.close().await;
     Ok(())
 }

@@ -288,6 +288,10 @@ impl From<StoreError> for ApiError {
                 "PostgreSQL",
                 anyhow::Error::new(db).context("postgresql unavailable"),
             ),
+            StoreError::ReadOnly(db) => ApiError::unavailable(
+                "PostgreSQL",
+                anyhow::Error::new(db).context("postgresql session is read-only"),
+            ),
             StoreError::TimedOut(d) => ApiError::unavailable(
                 "PostgreSQL",
                 anyhow::anyhow!("postgresql did not answer within {d:?}"),

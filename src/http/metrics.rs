@@ -1,7 +1,8 @@
 //! Prometheus metrics. HTTP metrics are recorded here as requests finish; the review
 //! layer's collectors are registered here; lock, breaker and dispatcher counters live as
 //! atomics in their own modules and are read at scrape time, with the outbox backlog
-//! queried from PostgreSQL then.
+//! queried from PostgreSQL then (at most once per `server.probe_cache_ms`, see
+//! `usecases::Probes`).
 //!
 //! Names follow Prometheus conventions: `_total` counters, `_seconds` in base units.
 
@@ -10,13 +11,14 @@ use std::time::Duration;
 
 use prometheus::core::Collector;
 use prometheus::{
-    Encoder, Gauge, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
-    Registry, TextEncoder,
+    Encoder, Gauge, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec,
+    Opts, Registry, TextEncoder,
 };
 
 use crate::breaker::BreakerState;
 use crate::lock::gate::LockStats;
 use crate::outbox::DispatchStats;
+use crate::store::PoolFigures;
 use crate::usecases::{Probes, ReviewStats, LATENCY_BUCKETS};
 
 pub struct HttpMetrics {
@@ -65,12 +67,15 @@ impl HttpMetrics {
 
     /// Reads what `probes` count now and renders every metric.
     pub async fn scrape(&self, probes: &Probes) -> String {
+        let outbox = probes.outbox().await;
         self.render(&Snapshot {
             locks: probes.lock_stats(),
             breaker: probes.breaker_state(),
             dispatch: probes.dispatch_stats(),
-            backlog: probes.backlog().await,
-            parked: probes.parked().await,
+            backlog: outbox.backlog,
+            parked: outbox.parked,
+            pool: probes.pool(),
+            task_restarts: probes.task_restarts(),
         })
     }
 
@@ -80,6 +85,8 @@ impl HttpMetrics {
         lock_metrics(&scrape, snapshot.locks, snapshot.breaker);
         dispatch_metrics(&scrape, snapshot.dispatch, snapshot.backlog);
         parked_metrics(&scrape, snapshot.parked);
+        pool_metrics(&scrape, &snapshot.pool);
+        task_metrics(&scrape, &snapshot.task_restarts);
         let mut families = self.registry.gather();
         families.extend(scrape.gather());
         let mut out = Vec::new();
@@ -199,6 +206,46 @@ fn parked_metrics(scrape: &Registry, parked: Option<(i64, f64)>) {
     register(scrape, a);
 }
 
+/// The PostgreSQL pool: connections held and idle, and how many were handed out.
+fn pool_metrics(scrape: &Registry, pool: &PoolFigures) {
+    let g = IntGaugeVec::new(
+        Opts::new(
+            "kh_db_pool_connections",
+            "Open PostgreSQL pool connections by state",
+        ),
+        &["state"],
+    )
+    .expect("valid metric");
+    let idle = pool.idle as i64;
+    g.with_label_values(&["idle"]).set(idle);
+    g.with_label_values(&["in_use"])
+        .set((i64::from(pool.size) - idle).max(0));
+    register(scrape, g);
+    let c = IntCounter::new(
+        "kh_db_pool_acquisitions_total",
+        "PostgreSQL connections handed out by the pool (pooled or new)",
+    )
+    .expect("valid metric");
+    c.inc_by(pool.acquired);
+    register(scrape, c);
+}
+
+/// Restarts of each supervised background task (after a panic or an unexpected return).
+fn task_metrics(scrape: &Registry, restarts: &[(&'static str, u64)]) {
+    let c = IntCounterVec::new(
+        Opts::new(
+            "kh_task_restarts_total",
+            "Background tasks restarted after a panic or an unexpected return",
+        ),
+        &["task"],
+    )
+    .expect("valid metric");
+    for (task, n) in restarts {
+        c.with_label_values(&[task]).inc_by(*n);
+    }
+    register(scrape, c);
+}
+
 /// What the scrape reads from the rest of the service.
 pub struct Snapshot<'a> {
     pub locks: &'a LockStats,
@@ -209,6 +256,9 @@ pub struct Snapshot<'a> {
     /// Parked outbox rows and how long the oldest has been parked; None when PostgreSQL is
     /// down.
     pub parked: Option<(i64, f64)>,
+    pub pool: PoolFigures,
+    /// Each background task and its restarts.
+    pub task_restarts: Vec<(&'static str, u64)>,
 }
 
 #[cfg(test)]
@@ -234,6 +284,12 @@ mod tests {
             dispatch: &DispatchStats::default(),
             backlog: Some((3, 1.5)),
             parked: Some((1, 42.0)),
+            pool: PoolFigures {
+                size: 5,
+                idle: 3,
+                acquired: 7,
+            },
+            task_restarts: vec![("outbox.publisher", 2)],
         });
         assert!(text.contains(
             "http_requests_total{method=\"POST\",route=\"/api/v1/reviews/{id}/approve\",status=\"200\"} 1"
@@ -244,6 +300,9 @@ mod tests {
         assert!(text.contains("kh_outbox_parked 1"));
         assert!(text.contains("kh_outbox_parked_oldest_age_seconds 42"));
         assert!(text.contains("kh_transitions_total{type=\"approve\"} 1"));
+        assert!(text.contains("kh_db_pool_connections{state=\"in_use\"} 2"));
+        assert!(text.contains("kh_db_pool_acquisitions_total 7"));
+        assert!(text.contains("kh_task_restarts_total{task=\"outbox.publisher\"} 2"));
         assert!(text.contains("http_request_duration_seconds_bucket"));
     }
 }

@@ -46,6 +46,11 @@ pub struct ServerSettings {
     /// runs on the store runtime. Unset: [`ServerSettings::workers`].
     #[serde(default, rename = "workers")]
     pub workers_setting: Option<usize>,
+    /// How long `/readyz` and `/metrics` reuse what their round trips found (the checks of
+    /// every dependency, the outbox counts); zero: every request makes them.
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "probe_cache_ms")]
+    pub probe_cache: Duration,
 }
 
 impl ServerSettings {
@@ -58,7 +63,8 @@ impl ServerSettings {
         + r#"{"title":"","body":""}"#.len();
 
     /// Reports each problem of the `[server]` section to `bad`, naming its key: a body limit
-    /// below [`ServerSettings::LARGEST_VALID_BODY`], a timeout that could never fire.
+    /// below [`ServerSettings::LARGEST_VALID_BODY`], a timeout that could never fire, probe
+    /// answers kept too long.
     pub fn check(&self, bad: &mut impl FnMut(&'static str, &str)) {
         if self.json_limit_bytes < Self::LARGEST_VALID_BODY {
             let problem = format!(
@@ -70,6 +76,10 @@ impl ServerSettings {
         }
         if self.body_timeout.is_zero() {
             bad("server.body_timeout_ms", "must be greater than zero");
+        }
+        if self.probe_cache > Duration::from_secs(60) {
+            let problem = "must be at most 60000: /readyz would report a state that old";
+            bad("server.probe_cache_ms", problem);
         }
         for (key, timeout) in [
             (

@@ -9,6 +9,7 @@
 pub mod contract;
 pub mod gate;
 pub mod lease;
+pub mod local;
 pub mod memory;
 pub mod redis;
 mod settings;

@@ -86,6 +86,9 @@ pub struct LockSettings {
     #[serde_as(as = "DurationMilliSeconds<u64>")]
     #[serde(rename = "breaker_open_ms")]
     pub breaker_open: Duration,
+    /// While Redis is unavailable: how many transitions of one item this instance lets wait
+    /// on its row lock at once; more are refused with `409 LOCK_NOT_ACQUIRED` at once.
+    pub degraded_per_key: usize,
 }
 
 impl LockSettings {

@@ -291,16 +291,18 @@ impl Dispatcher {
         Duration::from_millis(ms + jitter)
     }
 
-    /// The background loops, until `shutdown` (each finishes its batch first): one projects,
-    /// one publishes, so MongoDB catches up while RabbitMQ is down or slow, and the other
-    /// way round. While a loop's dependency is down it retries with a growing pause (see
-    /// `outage_backoff`), whatever the backlog: never a tight loop.
-    pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
-        tracing::info!("outbox dispatcher started");
-        let projector = tokio::spawn(self.clone().pass_loop(Phase::Projection, shutdown.clone()));
-        self.clone().pass_loop(Phase::Publish, shutdown).await;
-        let _ = projector.await;
-        tracing::info!("outbox dispatcher stopped");
+    /// The background loops, each until `shutdown` (finishing its batch first), each a
+    /// task of its own (started and supervised by the wiring): one projects, one publishes,
+    /// so MongoDB catches up while RabbitMQ is down or slow, and the other way round. While
+    /// a loop's dependency is down it retries with a growing pause (see `outage_backoff`),
+    /// whatever the backlog: never a tight loop.
+    pub async fn run_projection(self: Arc<Self>, shutdown: CancellationToken) {
+        self.pass_loop(Phase::Projection, shutdown).await
+    }
+
+    /// The publish loop; see [`Dispatcher::run_projection`].
+    pub async fn run_publish(self: Arc<Self>, shutdown: CancellationToken) {
+        self.pass_loop(Phase::Publish, shutdown).await
     }
 
     async fn pass_loop(self: Arc<Self>, phase: Phase, shutdown: CancellationToken) {

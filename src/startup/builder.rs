@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::web;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
@@ -21,28 +20,39 @@ use crate::outbox::publisher::AmqpPublisher;
 use crate::outbox::Dispatcher;
 use crate::store::mongo::MongoProjection;
 use crate::store::PgStore;
+use crate::tasks::{Backoff, Supervisor};
 use crate::usecases::{
     DocumentService, Idempotency, OutboxAdmin, Probes, ReviewService, ReviewStats,
 };
 
 /// What `serve` and `dispatch` run on: the state the handlers share, the dispatcher, and
-/// the token that stops every background task.
+/// the supervisor of every background task (with the token that stops them).
 pub struct Core {
     pub state: web::Data<AppState>,
     pub shutdown: CancellationToken,
+    pub tasks: Arc<Supervisor>,
     dispatcher: Arc<Dispatcher>,
     store: PgStore,
+    /// How long the background tasks get to stop at shutdown (`server.shutdown_grace_ms`).
+    tasks_grace: Duration,
 }
 
 impl Core {
-    /// Starts the outbox dispatcher's background loop.
-    pub fn spawn_dispatcher(&self) -> JoinHandle<()> {
-        tokio::spawn(self.dispatcher.clone().run(self.shutdown.clone()))
+    /// Starts the outbox dispatcher's background loops, the projection and the publish one.
+    pub fn spawn_dispatcher(&self) {
+        let d = self.dispatcher.clone();
+        self.tasks.spawn("outbox.projector", move |stop| {
+            d.clone().run_projection(stop)
+        });
+        let d = self.dispatcher.clone();
+        self.tasks
+            .spawn("outbox.publisher", move |stop| d.clone().run_publish(stop));
     }
 
-    /// Stops the background tasks, then closes the AMQP connection and the pool.
+    /// Signals the background tasks and joins them (aborting any still running after
+    /// `server.shutdown_grace_ms`), then closes the AMQP connection and the pool.
     pub async fn close(&self) {
-        self.shutdown.cancel();
+        self.tasks.stop(self.tasks_grace).await;
         self.dispatcher.publisher().close().await;
         self.store.close().await;
     }
@@ -69,7 +79,12 @@ impl<'a> CoreBuilder<'a> {
         if s.database.migrate_on_start {
             store.migrate().await?;
         }
-        let gate = self.lock_gate().await?;
+        let tasks = Arc::new(Supervisor::new(
+            self.shutdown.clone(),
+            Backoff::default(),
+            s.test_hooks(),
+        ));
+        let gate = self.lock_gate(&tasks).await?;
         let mongo = MongoProjection::from_settings(&s.mongo).await?;
         let publisher = Arc::new(AmqpPublisher::from_settings(&s.amqp));
         if let Err(e) = publisher.ping().await {
@@ -93,7 +108,14 @@ impl<'a> CoreBuilder<'a> {
                 stats.clone(),
             ),
             idempotency: Idempotency::from_settings(store.clone(), &s.idempotency),
-            probes: Probes::new(store.clone(), gate, mongo, dispatcher.clone()),
+            probes: Probes::new(
+                store.clone(),
+                gate,
+                mongo,
+                dispatcher.clone(),
+                tasks.restarts(),
+                s.server.probe_cache,
+            ),
             outbox_admin: OutboxAdmin::new(store.clone()),
             metrics: HttpMetrics::new(&stats),
             body: BodyLimits {
@@ -103,17 +125,20 @@ impl<'a> CoreBuilder<'a> {
             runtime: tokio::runtime::Handle::current(),
             test_hooks: s.test_hooks(),
         };
-        spawn_purger(store.clone(), s.outbox.retention(), self.shutdown.clone());
+        let (purged, keep) = (store.clone(), s.outbox.retention());
+        tasks.spawn("purger", move |stop| purge(purged.clone(), keep, stop));
         Ok(Core {
             state: web::Data::new(state),
             shutdown: self.shutdown,
+            tasks,
             dispatcher,
             store,
+            tasks_grace: s.server.shutdown_grace,
         })
     }
 
-    /// The Redis lock behind its gate, with the breaker's prober running.
-    async fn lock_gate(&self) -> anyhow::Result<Arc<LockGate>> {
+    /// The Redis lock behind its gate, with the breaker's prober running under `tasks`.
+    async fn lock_gate(&self, tasks: &Supervisor) -> anyhow::Result<Arc<LockGate>> {
         let s = self.settings;
         let redis = RedisLockProvider::from_settings(&s.redis, s.lock.fence_retention())?;
         match redis.ping().await {
@@ -130,29 +155,34 @@ impl<'a> CoreBuilder<'a> {
             probe_key,
             self.shutdown.clone(),
         )?);
-        gate.spawn_prober(s.lock.breaker_open.max(Duration::from_millis(100)));
+        let (prober, every) = (
+            gate.clone(),
+            s.lock.breaker_open.max(Duration::from_millis(100)),
+        );
+        tasks.spawn("redis.prober", move |stop| {
+            prober.clone().run_prober(every, stop)
+        });
         Ok(gate)
     }
 }
 
-/// Deletes expired idempotency records and old delivered outbox rows once a minute.
-fn spawn_purger(store: PgStore, keep_outbox: Duration, shutdown: CancellationToken) {
-    tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(Duration::from_secs(60)) => {}
-            }
-            match store.purge_expired_keys().await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(purged = n, "expired idempotency records deleted"),
-                Err(e) => tracing::warn!(error = %e, "could not purge idempotency records"),
-            }
-            match store.purge_delivered(keep_outbox).await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(purged = n, "old delivered outbox rows deleted"),
-                Err(e) => tracing::warn!(error = %e, "could not purge the outbox"),
-            }
+/// Deletes expired idempotency records and old delivered outbox rows once a minute, until
+/// `shutdown`.
+async fn purge(store: PgStore, keep_outbox: Duration, shutdown: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_secs(60)) => {}
         }
-    });
+        match store.purge_expired_keys().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(purged = n, "expired idempotency records deleted"),
+            Err(e) => tracing::warn!(error = %e, "could not purge idempotency records"),
+        }
+        match store.purge_delivered(keep_outbox).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(purged = n, "old delivered outbox rows deleted"),
+            Err(e) => tracing::warn!(error = %e, "could not purge the outbox"),
+        }
+    }
 }

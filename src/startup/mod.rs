@@ -5,22 +5,22 @@
 mod builder;
 
 use std::net::TcpListener;
+use std::sync::Arc;
 
 use actix_web::dev::{Server, ServerHandle};
 use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
-use tokio::task::JoinHandle;
 
 use crate::config::Settings;
 use crate::http::auth::JwtVerifier;
+use crate::tasks::Supervisor;
 pub use builder::{Core, CoreBuilder};
 
 pub struct Application {
     port: u16,
     server: Server,
     core: Core,
-    dispatcher: Option<JoinHandle<()>>,
 }
 
 impl Application {
@@ -48,15 +48,13 @@ impl Application {
         .workers(server.workers())
         .listen(listener)?
         .run();
-        let dispatcher = settings
-            .outbox
-            .run_dispatcher
-            .then(|| core.spawn_dispatcher());
+        if settings.outbox.run_dispatcher {
+            core.spawn_dispatcher();
+        }
         Ok(Self {
             port,
             server: http,
             core,
-            dispatcher,
         })
     }
 
@@ -68,14 +66,17 @@ impl Application {
         self.server.handle()
     }
 
+    /// The supervisor of the background tasks (their restarts, the test hook that makes
+    /// one panic, whether they have all ended).
+    pub fn tasks(&self) -> Arc<Supervisor> {
+        self.core.tasks.clone()
+    }
+
     /// Serves until the server is stopped (via [`Application::handle`] or a signal wired
-    /// by the caller), then stops the dispatcher after its batch and closes the pools.
+    /// by the caller), then stops the background tasks (the dispatcher after its batch),
+    /// joins them, and closes the pools.
     pub async fn run_until_stopped(self) -> anyhow::Result<()> {
         let result = self.server.await;
-        self.core.shutdown.cancel();
-        if let Some(d) = self.dispatcher {
-            let _ = d.await;
-        }
         self.core.close().await;
         result.context("http server failed")
     }

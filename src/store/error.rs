@@ -14,6 +14,11 @@ pub enum StoreError {
     RowLocked,
     #[error("database unavailable")]
     Unavailable(#[source] sqlx::Error),
+    /// The session is read-only (SQLSTATE 25006: a demoted primary behind a proxy, or
+    /// `default_transaction_read_only`): no write can succeed on it. Retryable, on another
+    /// connection; the store closes the connections that may be such sessions.
+    #[error("database session is read-only")]
+    ReadOnly(#[source] sqlx::Error),
     /// The database stopped answering mid-transaction (for example a network partition:
     /// the server-side statement_timeout cannot fire then). The transaction is rolled back.
     #[error("database did not answer within {0:?}")]
@@ -34,6 +39,8 @@ impl From<sqlx::Error> for StoreError {
             sqlx::Error::Database(db) => match db.code().as_deref() {
                 // lock_not_available (lock_timeout), deadlock, serialization failure
                 Some("55P03") | Some("40P01") | Some("40001") => StoreError::RowLocked,
+                // read_only_sql_transaction
+                Some("25006") => StoreError::ReadOnly(e),
                 // cannot_connect_now, admin_shutdown, crash_shutdown, too_many_connections,
                 // query_canceled (statement_timeout), and every connection_exception (08xxx)
                 Some("57P03") | Some("57P01") | Some("57P02") | Some("53300") | Some("57014") => {
@@ -44,6 +51,24 @@ impl From<sqlx::Error> for StoreError {
             },
             _ => StoreError::Unexpected(anyhow::Error::new(e).context("database error")),
         }
+    }
+}
+
+/// What a failure tells the store about its connections: whether a session answered that
+/// it is read-only. `PgStore::bounded` asks it of the error a transaction ends with.
+pub trait StoreFailure {
+    fn read_only(&self) -> bool;
+}
+
+impl StoreFailure for StoreError {
+    fn read_only(&self) -> bool {
+        matches!(self, StoreError::ReadOnly(_))
+    }
+}
+
+impl StoreFailure for WriteError {
+    fn read_only(&self) -> bool {
+        matches!(self, WriteError::Store(e) if e.read_only())
     }
 }
 

@@ -16,9 +16,9 @@ mod pg;
 mod reviews;
 mod tx;
 
-pub use error::{StoreError, WriteError};
+pub use error::{StoreError, StoreFailure, WriteError};
 pub use idempotency::{HeldKey, KeyRecord, KeyState};
 pub use outbox::OutboxRow;
 pub use outbox_admin::{OutboxAction, OutboxFilter, OutboxRecord};
-pub use pg::{migrate, migration_lock_id, DatabaseSettings, PgStore};
+pub use pg::{migrate, migration_lock_id, DatabaseSettings, PgStore, PoolFigures};
 pub use tx::{Committed, Staged, WriteContext};

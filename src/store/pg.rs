@@ -6,10 +6,14 @@
 //! Nothing here may wait on the database without the client-side bound: a partitioned
 //! server never answers, and its own timeouts cannot fire then. A write transaction runs
 //! whole under [`PgStore::bounded`]; a statement on the pool ends in
-//! [`Statement::bounded`].
+//! [`Statement::bounded`]. Both note a read-only answer (SQLSTATE 25006), after which the
+//! pool closes every connection opened until then instead of handing it out again
+//! ([`ReadOnlySeen`]).
 
 use std::future::Future;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use secrecy::{ExposeSecret, SecretString};
@@ -18,7 +22,7 @@ use serde_with::{serde_as, DurationMilliSeconds};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, PgConnection, PgPool};
 
-use super::error::StoreError;
+use super::error::{StoreError, StoreFailure};
 
 /// A pooled connection used within this long is handed out again without a health check.
 const FRESH: Duration = Duration::from_secs(1);
@@ -51,6 +55,17 @@ impl DatabaseSettings {
     }
 }
 
+/// The pool's figures for `/metrics`, read without a round trip.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolFigures {
+    /// Open connections.
+    pub size: u32,
+    /// Open connections nobody holds.
+    pub idle: usize,
+    /// Connections handed out since start (a pooled one or a new one).
+    pub acquired: u64,
+}
+
 #[derive(Clone)]
 pub struct PgStore {
     pub(super) pool: PgPool,
@@ -58,13 +73,78 @@ pub struct PgStore {
     /// pool outside one: a partitioned database never answers, and the server-side
     /// timeouts cannot fire then.
     tx_timeout: Duration,
+    /// Connections handed out, counted by the pool's hooks (`from_settings`).
+    acquired: Arc<AtomicU64>,
+    /// When a session last answered read-only; the pool's hooks read it.
+    read_only: Arc<ReadOnlySeen>,
+}
+
+/// When a session of the pool last answered that it is read-only (SQLSTATE 25006, as a
+/// demoted primary behind a proxy does). Every connection opened until then is closed
+/// rather than handed out again, on release and before reuse: the ones on the read-only
+/// server are all suspect, and telling them apart would cost a round trip each. The
+/// connection that answered may be released before its error is noted here; the check
+/// before reuse closes it then. Costs an atomic load per acquire and release.
+#[derive(Debug)]
+struct ReadOnlySeen {
+    since: Instant,
+    /// Nanoseconds after `since`, plus one, of the last read-only answer; 0: none yet.
+    at: AtomicU64,
+}
+
+impl ReadOnlySeen {
+    fn new() -> Self {
+        Self {
+            since: Instant::now(),
+            at: AtomicU64::new(0),
+        }
+    }
+
+    fn note(&self) {
+        let now = self.since.elapsed().as_nanos() as u64 + 1;
+        if self.at.fetch_max(now, Ordering::Relaxed) == 0 {
+            tracing::warn!(
+                "a postgresql session is read-only: closing the pool's older connections"
+            );
+        }
+    }
+
+    /// Whether a connection `age` old was opened before the last read-only answer.
+    fn condemns(&self, age: Duration) -> bool {
+        let at = self.at.load(Ordering::Relaxed);
+        let opened = self.since.elapsed().saturating_sub(age).as_nanos() as u64 + 1;
+        at != 0 && opened <= at
+    }
 }
 
 impl PgStore {
     /// A store over `pool`, whose sessions must already carry the `lock_timeout` wanted
     /// (`from_settings` sets it).
     pub fn new(pool: PgPool, tx_timeout: Duration) -> Self {
-        Self { pool, tx_timeout }
+        let read_only = Arc::new(ReadOnlySeen::new());
+        Self::over(pool, tx_timeout, Arc::default(), read_only)
+    }
+
+    fn over(
+        pool: PgPool,
+        tx_timeout: Duration,
+        acquired: Arc<AtomicU64>,
+        read_only: Arc<ReadOnlySeen>,
+    ) -> Self {
+        Self {
+            pool,
+            tx_timeout,
+            acquired,
+            read_only,
+        }
+    }
+
+    pub fn pool_figures(&self) -> PoolFigures {
+        PoolFigures {
+            size: self.pool.size(),
+            idle: self.pool.num_idle(),
+            acquired: self.acquired.load(Ordering::Relaxed),
+        }
     }
 
     /// The store `[database]` describes. Connects lazily: nothing is dialled yet.
@@ -92,33 +172,54 @@ impl PgStore {
                 settings.tx_timeout().as_millis().to_string(),
             ),
         ]);
+        let acquired = Arc::new(AtomicU64::new(0));
+        let (reused, opened) = (acquired.clone(), acquired.clone());
+        let read_only = Arc::new(ReadOnlySeen::new());
+        let (on_acquire, on_release) = (read_only.clone(), read_only.clone());
         let pool = PgPoolOptions::new()
             .max_connections(settings.max_connections)
             .acquire_timeout(settings.acquire_timeout)
             // A connection used within the last second is handed out without a round trip;
             // one idle for longer is pinged first (a restarted server has closed it).
             .test_before_acquire(false)
-            .before_acquire(|conn, meta| {
+            .before_acquire(move |conn, meta| {
+                let (reused, read_only) = (reused.clone(), on_acquire.clone());
                 Box::pin(async move {
+                    if read_only.condemns(meta.age) {
+                        return Ok(false); // closed; the pool takes or opens another
+                    }
                     if meta.idle_for >= FRESH {
                         conn.ping().await?;
                     }
+                    reused.fetch_add(1, Ordering::Relaxed);
                     Ok(true)
                 })
             })
+            .after_release(move |_, meta| {
+                let keep = !on_release.condemns(meta.age);
+                Box::pin(async move { Ok(keep) })
+            })
+            .after_connect(move |_, _| {
+                opened.fetch_add(1, Ordering::Relaxed);
+                Box::pin(async { Ok(()) })
+            })
             .connect_lazy_with(opts);
-        Ok(Self::new(pool, settings.tx_timeout()))
+        Ok(Self::over(pool, settings.tx_timeout(), acquired, read_only))
     }
 
     /// Runs a write transaction (begin to COMMIT) under the client-side bound; on timeout
     /// the future is dropped, which rolls its transaction back.
     pub async fn bounded<T, E>(&self, tx: impl Future<Output = Result<T, E>>) -> Result<T, E>
     where
-        E: From<StoreError>,
+        E: From<StoreError> + StoreFailure,
     {
-        tokio::time::timeout(self.tx_timeout, tx)
+        let done = tokio::time::timeout(self.tx_timeout, tx)
             .await
-            .map_err(|_| StoreError::TimedOut(self.tx_timeout))?
+            .map_err(|_| StoreError::TimedOut(self.tx_timeout))?;
+        if matches!(&done, Err(e) if e.read_only()) {
+            self.read_only.note();
+        }
+        done
     }
 
     /// Applies the migrations under sqlx's advisory lock (see `run_migrations`), so
@@ -156,7 +257,14 @@ pub(super) trait Statement<T>: Future<Output = Result<T, sqlx::Error>> + Sized {
     async fn bounded(self, store: &PgStore) -> Result<T, StoreError> {
         let bound = store.tx_timeout;
         match tokio::time::timeout(bound, self).await {
-            Ok(done) => Ok(done?),
+            Ok(Ok(done)) => Ok(done),
+            Ok(Err(e)) => {
+                let e = StoreError::from(e);
+                if e.read_only() {
+                    store.read_only.note();
+                }
+                Err(e)
+            }
             Err(_) => Err(StoreError::TimedOut(bound)),
         }
     }
@@ -249,6 +357,21 @@ pub fn migration_lock_id(database: &str) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_read_only_answer_condemns_the_connections_opened_before_it() {
+        let seen = ReadOnlySeen::new();
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(!seen.condemns(Duration::from_millis(1)), "nothing seen yet");
+        seen.note();
+        assert!(
+            seen.condemns(Duration::from_millis(1)),
+            "opened before the answer"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(!seen.condemns(Duration::from_millis(1)), "opened after it");
+        assert!(seen.condemns(Duration::from_millis(10)), "opened before it");
+    }
 
     #[test]
     fn the_migration_lock_is_sqlx_s() {

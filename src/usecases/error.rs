@@ -4,7 +4,7 @@
 
 use crate::domain::Refusal;
 use crate::lock::gate::LockBusy;
-use crate::store::{StoreError, WriteError};
+use crate::store::{StoreError, StoreFailure, WriteError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -30,5 +30,11 @@ impl From<WriteError> for Error {
             WriteError::Refused(r) => Error::Refused(r),
             WriteError::Store(s) => Error::Store(s),
         }
+    }
+}
+
+impl StoreFailure for Error {
+    fn read_only(&self) -> bool {
+        matches!(self, Error::Store(e) if e.read_only())
     }
 }

@@ -22,7 +22,7 @@ pub use documents::{BodySource, DocumentRead, DocumentService};
 pub use error::Error;
 pub use idempotency::{Idempotency, IdempotencySettings, Recordable, Recorded, SentReply};
 pub use outbox_admin::{AdminError, OutboxAdmin, OutboxStats};
-pub use probes::{Check, Probes, Readiness};
+pub use probes::{Check, OutboxFigures, Probes, Readiness};
 pub use reviews::ReviewService;
 pub use stats::{ReviewStats, LATENCY_BUCKETS};
 pub use test_hooks::{Delivery, Point, TestHooks};

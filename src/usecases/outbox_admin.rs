@@ -8,7 +8,9 @@ use std::time::Duration;
 use super::commit::commit;
 use super::error::Error;
 use crate::domain::UserId;
-use crate::store::{HeldKey, OutboxAction, OutboxFilter, OutboxRecord, PgStore, StoreError};
+use crate::store::{
+    HeldKey, OutboxAction, OutboxFilter, OutboxRecord, PgStore, StoreError, StoreFailure,
+};
 
 /// Why an admin action did not happen; nothing was changed.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +25,12 @@ pub enum AdminError {
     KeyTakenOver,
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl StoreFailure for AdminError {
+    fn read_only(&self) -> bool {
+        matches!(self, AdminError::Store(e) if e.read_only())
+    }
 }
 
 impl From<Error> for AdminError {

@@ -130,7 +130,7 @@ impl ReviewService {
         let entered = self.gate.enter(key).await;
         let label = match &entered {
             Ok(Passage::Held(_)) => "acquired",
-            Ok(Passage::Degraded) => "degraded",
+            Ok(Passage::Degraded(_)) => "degraded",
             Err(_) => "contended",
         };
         self.stats.lock_acquire(label, started.elapsed());

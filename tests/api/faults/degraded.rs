@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 
 use crate::routes::concurrency::{exactly_one_winner, one_decision_everywhere, storm, timed_storm};
-use crate::support::app::{spawn_app_with, AppOptions};
+use crate::support::app::{spawn_app_with, AppOptions, TestApp};
 use crate::support::own_redis::OwnRedis;
 use kh_review_testkit::proxy::{blackhole, dead_port};
 
@@ -121,5 +121,110 @@ async fn redis_stopped_mid_test() {
         2,
         "after Redis stopped, submit and decision ran on the row lock alone"
     );
+    app.finish().await;
+}
+
+/// `n` approvals of one review at once, each pausing `pause_ms` before its COMMIT: each
+/// one's status, body, `Retry-After` and latency.
+async fn paused_storm(
+    app: &TestApp,
+    review_id: &str,
+    n: usize,
+    pause_ms: u64,
+) -> Vec<(StatusCode, serde_json::Value, Option<String>, Duration)> {
+    use kh_review::http::test_hooks::PAUSE_BEFORE_COMMIT_HEADER;
+    let calls = (0..n).map(|_| async move {
+        let started = Instant::now();
+        let r = app
+            .approve_paused(review_id, PAUSE_BEFORE_COMMIT_HEADER, pause_ms, false)
+            .send()
+            .await
+            .unwrap();
+        let retry_after = r.headers().get("retry-after");
+        let retry_after = retry_after.map(|h| h.to_str().unwrap().to_string());
+        let status = r.status();
+        let v: serde_json::Value = r.json().await.unwrap();
+        (status, v, retry_after, started.elapsed())
+    });
+    futures_util::future::join_all(calls).await
+}
+
+/// Redis down, 50 approvals of one review at once, each pausing 1.5 s before its COMMIT (so
+/// that the first holds its row lock while the others arrive): one goes on to the row
+/// lock, the 49 others get `409 LOCK_NOT_ACQUIRED` with `Retry-After: 1` at once instead of
+/// each holding a pooled connection while it waits on the row lock. The pool's connections
+/// in use stay at a few all along, and another review's approval and a create go through
+/// meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redis_down_duplicates_are_refused_at_once_and_hold_no_connection() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let app = spawn_app_with(AppOptions {
+        redis_url: Some(format!("redis://127.0.0.1:{}", dead_port())),
+        // The sampling below reads /metrics in a loop: its outbox counts at most once a second.
+        probe_cache_ms: 1000,
+        // Every connection in use is one of the requests' (each delivers its own event).
+        run_dispatcher: false,
+        ..Default::default()
+    })
+    .await;
+    let (doc_id, review_id) = app.pending_review().await;
+    let (_, other_review) = app.pending_review().await;
+    let in_use = r#"kh_db_pool_connections{state="in_use"}"#;
+    let done = AtomicBool::new(false);
+    let sample = async {
+        let mut most = 0.0f64;
+        while !done.load(Ordering::Relaxed) {
+            most = most.max(app.metric(in_use).await.expect("the pool gauge"));
+        }
+        most
+    };
+    let storm = async {
+        let results = paused_storm(&app, &review_id, 50, 1500).await;
+        done.store(true, Ordering::Relaxed);
+        results
+    };
+    let others = async {
+        // While the winner holds its row lock: other documents' writes go through.
+        let started = Instant::now();
+        let approved = app.approve(&other_review, &app.reviewer()).await.status();
+        let created = app.create_document("Another", "Unrelated.").await;
+        (approved, created, started.elapsed())
+    };
+    let (most_in_use, results, (other_approved, _, others_took)) =
+        tokio::join!(sample, storm, others);
+    eprintln!(
+        "50 approvals of one review with Redis down: at most {most_in_use} pool connections in use"
+    );
+    let winners = results.iter().filter(|r| r.0 == StatusCode::OK).count();
+    assert_eq!(winners, 1, "exactly one approval wins");
+    for (status, v, retry_after, took) in results.iter().filter(|r| r.0 != StatusCode::OK) {
+        assert_eq!(*status, StatusCode::CONFLICT, "{v}");
+        assert_eq!(v["code"], "LOCK_NOT_ACQUIRED", "{v}");
+        assert_eq!(retry_after.as_deref(), Some("1"), "{v}");
+        assert!(
+            *took < Duration::from_millis(1000),
+            "a duplicate waited {took:?} (the winner holds its row lock for 1.5 s)"
+        );
+    }
+    assert_eq!(other_approved, StatusCode::OK, "another review's approval");
+    assert!(others_took < Duration::from_secs(3), "{others_took:?}");
+    // The winner's transaction, the other writes' (one at a time), and a refresh of the
+    // outbox counts of /metrics (two). Without the local gate: the whole pool (30).
+    assert!(
+        most_in_use <= 4.0,
+        "{most_in_use} pooled connections in use at once during the storm"
+    );
+    let modes = app
+        .count("SELECT count(*) FROM audit_log WHERE lock_mode = 'row_lock_only' AND action = 'approve'")
+        .await;
+    assert_eq!(modes, 2, "the two approvals ran on the row lock alone");
+    app.outbox_drained(Duration::from_secs(15)).await;
+    let version: i64 = sqlx::query_scalar("SELECT version FROM documents WHERE id = $1::uuid")
+        .bind(&doc_id)
+        .fetch_one(&app.pg)
+        .await
+        .unwrap();
+    assert_eq!(version, 3, "one submit, one approval");
     app.finish().await;
 }

@@ -12,4 +12,7 @@ mod migrations;
 mod mongo_reads;
 mod outbox;
 pub(crate) mod parked;
+mod probes;
+mod read_only;
 mod startup;
+mod tasks;

@@ -12,17 +12,20 @@ const MAX_FN_LINES: usize = 80;
 /// `telemetry`, `lib.rs`, `main.rs`) is the wiring, which may import anything.
 const LAYERS: &[(&str, &[&str])] = &[
     ("breaker", &[]),
+    ("tasks", &[]),
     ("domain", &[]),
     ("lock", &["breaker", "domain"]),
     ("store", &["breaker", "domain"]),
     ("outbox", &["breaker", "domain", "store"]),
     (
         "usecases",
-        &["breaker", "domain", "lock", "store", "outbox"],
+        &["breaker", "domain", "lock", "store", "outbox", "tasks"],
     ),
     (
         "http",
-        &["breaker", "domain", "lock", "store", "outbox", "usecases"],
+        &[
+            "breaker", "domain", "lock", "store", "outbox", "usecases", "tasks",
+        ],
     ),
 ];
 

@@ -41,6 +41,9 @@ pub struct AppOptions {
     pub inline_lease_ms: u64,
     /// Rows per dispatcher pass (`outbox.batch_size`); None keeps the configured one.
     pub outbox_batch: Option<i64>,
+    /// `server.probe_cache_ms`: 0 in tests unless asked (a test reads `/readyz` and
+    /// `/metrics` as they are now); the default of config/default.toml is 1000.
+    pub probe_cache_ms: u64,
     /// Reuse the stores of another app (several instances of one deployment).
     pub share_with: Option<Shared>,
     /// Last changes to the settings (a Redis topology, a list of brokers).
@@ -62,6 +65,7 @@ impl Default for AppOptions {
             amqp_timeout_ms: 1500,
             inline_lease_ms: 3000,
             outbox_batch: None,
+            probe_cache_ms: 0,
             share_with: None,
             configure: None,
         }
@@ -80,6 +84,8 @@ pub struct TestApp {
     _amqp_conn: Connection,
     pub mongo: mongodb::Database,
     pub server: actix_web::dev::ServerHandle,
+    /// The app's background tasks (their test hook, whether they have ended).
+    pub tasks: std::sync::Arc<kh_review::tasks::Supervisor>,
     pub(super) task: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
     pub(super) owns_stores: bool,
     /// Leftover checks on teardown (off for apps a test stops on purpose mid-way).
@@ -103,6 +109,7 @@ pub async fn spawn_app_with(opts: AppOptions) -> TestApp {
         .expect("application builds");
     let port = app.port();
     let server = app.handle();
+    let tasks = app.tasks();
     let task = tokio::spawn(app.run_until_stopped());
     TestApp {
         address: format!("http://127.0.0.1:{port}"),
@@ -118,6 +125,7 @@ pub async fn spawn_app_with(opts: AppOptions) -> TestApp {
         _amqp_conn: amqp_conn,
         mongo: clients.mongo,
         server,
+        tasks,
         task: Some(task),
         owns_stores: owns,
         checks: true,
@@ -135,6 +143,7 @@ fn settings_for(opts: &AppOptions, shared: &Shared) -> Settings {
     let mut s = Settings::load_with(&config_dir, &dev).expect("config/default.toml loads");
     s.server.port = 0;
     s.server.test_hooks = true;
+    s.server.probe_cache = ms(opts.probe_cache_ms);
     let db_url = opts.database_url.clone();
     s.database.url =
         SecretString::from(db_url.unwrap_or_else(|| with_db(&pg_url(), &shared.db_name)));
