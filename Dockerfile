@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # Multi-stage build: compile in the Rust image, run in a slim Debian image as a non-root user.
 
-FROM rust:1.85-bookworm AS builder
+FROM rust:1.88-bookworm AS builder
 WORKDIR /app
 # SQL is checked against the committed query data in .sqlx/: no database at build time.
 ENV SQLX_OFFLINE=true

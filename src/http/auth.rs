@@ -6,6 +6,7 @@
 use std::future::{ready, Ready};
 
 use actix_web::{dev::Payload, web, FromRequest, HttpRequest};
+use anyhow::Context;
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{decode, Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use secrecy::{ExposeSecret, SecretString};
@@ -42,7 +43,8 @@ pub struct JwtVerifier {
 }
 
 impl JwtVerifier {
-    pub fn from_settings(settings: &AuthSettings) -> Self {
+    /// Fails only on an empty secret (start-up validation refuses one first).
+    pub fn from_settings(settings: &AuthSettings) -> anyhow::Result<Self> {
         let mut validation = Validation::new(Algorithm::HS256);
         let mut required = vec!["exp", "sub"];
         validation.validate_nbf = true;
@@ -61,14 +63,15 @@ impl JwtVerifier {
             None => validation.validate_aud = false,
         }
         validation.set_required_spec_claims(&required);
-        Self {
-            key: DecodingKey::from_secret(settings.jwt_secret.expose_secret().as_bytes()),
+        let secret = settings.jwt_secret.expose_secret().as_bytes();
+        Ok(Self {
+            key: DecodingKey::from_secret(secret).context("auth.jwt_secret")?,
             validation,
-        }
+        })
     }
 
     /// A verifier of `secret` that checks neither issuer nor audience.
-    pub fn new(secret: &SecretString) -> Self {
+    pub fn new(secret: &SecretString) -> anyhow::Result<Self> {
         Self::from_settings(&AuthSettings {
             jwt_secret: secret.clone(),
             issuer: None,
@@ -124,12 +127,10 @@ pub fn sign(secret: &SecretString, sub: &str, roles: &[Role], ttl_secs: u64) -> 
         exp,
         nbf: None,
     };
-    jsonwebtoken::encode(
-        &Header::new(Algorithm::HS256),
-        &claims,
-        &EncodingKey::from_secret(secret.expose_secret().as_bytes()),
-    )
-    .expect("HS256 signing cannot fail")
+    let key = EncodingKey::from_secret(secret.expose_secret().as_bytes())
+        .expect("the signing secret is not empty");
+    jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &key)
+        .expect("HS256 signing cannot fail")
 }
 
 /// The authenticated caller of a request.
@@ -194,7 +195,7 @@ mod tests {
     const SECRET: &str = "a-test-secret-of-at-least-32-bytes!";
 
     fn token(claims: serde_json::Value) -> String {
-        let key = EncodingKey::from_secret(SECRET.as_bytes());
+        let key = EncodingKey::from_secret(SECRET.as_bytes()).unwrap();
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &key).unwrap()
     }
 
@@ -204,6 +205,7 @@ mod tests {
             issuer: issuer.map(str::to_string),
             audience: audience.map(str::to_string),
         })
+        .unwrap()
     }
 
     fn claims(extra: serde_json::Value) -> serde_json::Value {

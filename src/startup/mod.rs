@@ -32,7 +32,7 @@ impl Application {
             .with_context(|| format!("could not bind {}:{}", server.host, server.port))?;
         let port = listener.local_addr()?.port();
         let state = core.state.clone();
-        let verifier = web::Data::new(JwtVerifier::from_settings(&settings.auth));
+        let verifier = web::Data::new(JwtVerifier::from_settings(&settings.auth)?);
         let http = HttpServer::new(move || {
             App::new()
                 .wrap(from_fn(crate::http::middleware::middleware))

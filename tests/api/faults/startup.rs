@@ -56,7 +56,7 @@ async fn tokens_are_minted_in_development_only() {
     let args = ["token", "alice", "--roles", "author,reviewer"];
     let (code, out) = run_binary(&args, &[("APP__ENVIRONMENT", "development")]).await;
     assert_eq!(code, Some(0), "{out}");
-    let key = DecodingKey::from_secret(DEV_SECRET.as_bytes());
+    let key = DecodingKey::from_secret(DEV_SECRET.as_bytes()).unwrap();
     let claims = decode::<Claims>(out.trim(), &key, &Validation::default())
         .expect("a token signed with the development secret")
         .claims;
