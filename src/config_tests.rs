@@ -225,3 +225,41 @@ fn outbox_parking_needs_at_least_one_attempt_and_a_message_size() {
         ["outbox.max_attempts", "amqp.max_message_bytes"]
     );
 }
+
+#[test]
+fn a_jwks_goes_with_public_key_algorithms_over_https() {
+    use jsonwebtoken::Algorithm;
+    let mut s = defaults();
+    s.auth.algorithms = vec![Algorithm::RS256];
+    assert_eq!(problems(&s), ["auth.jwks_url"], "RS256 without a JWKS");
+    s.auth.jwks_url = Some("http://127.0.0.1:9/certs".into());
+    assert!(problems(&s).is_empty(), "http in development");
+    s.auth.algorithms = vec![Algorithm::HS256];
+    assert_eq!(problems(&s), ["auth.algorithms"], "a JWKS but only HS256");
+    s.auth.algorithms.clear();
+    assert_eq!(problems(&s), ["auth.algorithms", "auth.algorithms"]);
+    let mut s = defaults();
+    s.environment = "staging".into();
+    s.auth.issuer = Some("https://idp.example.com/".into());
+    s.auth.audience = Some("kh-review".into());
+    s.auth.algorithms = vec![Algorithm::RS256, Algorithm::ES256];
+    s.auth.jwks_url = Some("http://idp.example.com/certs".into());
+    assert_eq!(
+        problems(&s),
+        ["auth.jwks_url"],
+        "http outside development and test; the development secret is unused without HS256"
+    );
+    s.auth.jwks_url = Some("https://idp.example.com/certs".into());
+    assert!(problems(&s).is_empty());
+    s.auth.jwks_min_refresh = Duration::ZERO;
+    s.auth.jwks_refresh = Some(Duration::ZERO);
+    s.auth.jwks_timeout = Duration::ZERO;
+    assert_eq!(
+        problems(&s),
+        [
+            "auth.jwks_min_refresh_secs",
+            "auth.jwks_refresh_secs",
+            "auth.jwks_timeout_ms"
+        ]
+    );
+}
