@@ -90,6 +90,12 @@ impl Environment {
         *self == Environment::Development
     }
 
+    /// A deployment (`production`, the default, or any other name): issuer and audience are
+    /// required there.
+    pub fn is_deployed(&self) -> bool {
+        matches!(self, Environment::Deployed(_))
+    }
+
     /// Whether test hooks may be turned on here.
     pub fn allows_test_hooks(&self) -> bool {
         matches!(self, Environment::Development | Environment::Test)

@@ -32,9 +32,21 @@ impl Settings {
             ("auth.issuer", &auth.issuer),
             ("auth.audience", &auth.audience),
         ] {
-            if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
-                bad(key, "must not be empty when set (unset, it is not checked)");
+            match value.as_deref() {
+                Some(v) if v.trim().is_empty() => {
+                    bad(key, "must not be empty when set (unset, it is not checked)")
+                }
+                None if self.environment.is_deployed() => bad(
+                    key,
+                    "is required outside environment = \"development\" and \"test\": the value \
+                     the identity provider puts in its tokens (APP__AUTH__ISSUER, \
+                     APP__AUTH__AUDIENCE)",
+                ),
+                _ => {}
             }
+        }
+        if auth.max_token_lifetime.is_zero() {
+            bad("auth.max_token_lifetime_secs", "must be greater than zero");
         }
         self.check_jwks(bad);
     }

@@ -13,6 +13,12 @@ fn defaults() -> Settings {
     builder.build().unwrap().try_deserialize().unwrap()
 }
 
+/// The issuer and audience a deployment must name.
+fn with_identity_provider(s: &mut Settings) {
+    s.auth.issuer = Some("https://idp.example.com/realms/kb".into());
+    s.auth.audience = Some("kh-review".into());
+}
+
 fn problems(s: &Settings) -> Vec<&'static str> {
     match s.validate() {
         Ok(()) => vec![],
@@ -41,6 +47,7 @@ fn each_problem_names_its_key() {
     assert_eq!(problems(&s), ["lock.renew_interval_ms"]);
     let mut s = defaults();
     s.environment = "production".into();
+    with_identity_provider(&mut s);
     assert_eq!(
         problems(&s),
         ["auth.jwt_secret"],
@@ -166,8 +173,8 @@ fn the_built_in_environment_is_production() {
     assert_eq!(s.environment, "production", "config/default.toml");
     assert_eq!(
         problems(&s),
-        ["auth.jwt_secret"],
-        "its public secret is refused"
+        ["auth.jwt_secret", "auth.issuer", "auth.audience"],
+        "its public secret is refused, and issuer and audience are required"
     );
     let without: String = text
         .lines()
@@ -182,6 +189,7 @@ fn outside_development_the_secret_is_your_own_and_32_bytes() {
     for environment in ["production", "test", "staging"] {
         let mut s = defaults();
         s.environment = environment.into();
+        with_identity_provider(&mut s);
         assert_eq!(problems(&s), ["auth.jwt_secret"], "{environment}: public");
         s.auth.jwt_secret = SecretString::from(&OWN_SECRET[..31]);
         assert_eq!(problems(&s), ["auth.jwt_secret"], "{environment}: 31 bytes");
@@ -206,6 +214,7 @@ fn test_hooks_need_development_or_test() {
         let mut s = defaults();
         s.environment = environment.into();
         s.auth.jwt_secret = SecretString::from(OWN_SECRET);
+        with_identity_provider(&mut s);
         assert!(!s.test_hooks(), "off unless turned on");
         s.server.test_hooks = true;
         assert_eq!(s.test_hooks(), allowed, "{environment}");
@@ -262,4 +271,27 @@ fn a_jwks_goes_with_public_key_algorithms_over_https() {
             "auth.jwks_timeout_ms"
         ]
     );
+}
+
+#[test]
+fn a_deployment_needs_an_issuer_and_an_audience() {
+    for environment in ["production", "staging"] {
+        let mut s = defaults();
+        s.environment = environment.into();
+        s.auth.jwt_secret = SecretString::from(OWN_SECRET);
+        let text = s.validate().unwrap_err().to_string();
+        assert_eq!(problems(&s), ["auth.issuer", "auth.audience"], "{text}");
+        assert!(text.contains("APP__AUTH__ISSUER"), "{text}");
+        with_identity_provider(&mut s);
+        assert!(problems(&s).is_empty(), "{environment}");
+    }
+    for environment in ["development", "test"] {
+        let mut s = defaults();
+        s.environment = environment.into();
+        s.auth.jwt_secret = SecretString::from(OWN_SECRET);
+        assert!(problems(&s).is_empty(), "{environment}: not required");
+    }
+    let mut s = defaults();
+    s.auth.max_token_lifetime = Duration::ZERO;
+    assert_eq!(problems(&s), ["auth.max_token_lifetime_secs"]);
 }

@@ -70,6 +70,10 @@ pub struct AuthSettings {
     #[serde_as(as = "DurationMilliSeconds<u64>")]
     #[serde(rename = "jwks_timeout_ms")]
     pub jwks_timeout: Duration,
+    /// The longest a token may be valid: `exp - iat` (from now when it has no `iat`).
+    #[serde_as(as = "DurationSeconds<u64>")]
+    #[serde(rename = "max_token_lifetime_secs")]
+    pub max_token_lifetime: Duration,
 }
 
 impl AuthSettings {
@@ -84,6 +88,7 @@ impl AuthSettings {
             jwks_min_refresh: Duration::from_secs(30),
             jwks_refresh: None,
             jwks_timeout: Duration::from_secs(3),
+            max_token_lifetime: Duration::from_secs(24 * 3600),
         }
     }
 }

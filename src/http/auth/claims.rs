@@ -1,5 +1,6 @@
-//! What a verified token says: claims found by name or dotted path. Also `sign`, which
-//! mints the HS256 tokens of tests, benchmarks and `kh-review token`.
+//! What a verified token says: claims found by name or dotted path, and whether it lives
+//! longer than `auth.max_token_lifetime_secs`. Also `sign`, which mints the HS256 tokens of
+//! tests, benchmarks and `kh-review token`.
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use secrecy::{ExposeSecret, SecretString};
@@ -90,5 +91,25 @@ impl ClaimPath {
                 .collect(),
             Some(_) => Err(refused()),
         }
+    }
+}
+
+/// Refuses a token that could be used for longer than `max_secs`: from its `iat` to its
+/// `exp` or, without `iat` (or with one in the future), from now to its `exp`.
+pub fn check_lifetime(claims: &Map<String, Value>, max_secs: u64) -> Result<(), ApiError> {
+    let now = chrono::Utc::now().timestamp().max(0) as u64;
+    let exp = claims.get("exp").and_then(Value::as_u64);
+    let issued = match claims.get("iat") {
+        None => now,
+        Some(v) => v
+            .as_u64()
+            .ok_or_else(|| ApiError::unauthorized("the bearer token's iat is not a number"))?
+            .min(now),
+    };
+    match exp {
+        Some(exp) if exp.saturating_sub(issued) <= max_secs => Ok(()),
+        _ => Err(ApiError::unauthorized(
+            "the bearer token lives longer than this service accepts (exp - iat)",
+        )),
     }
 }

@@ -77,3 +77,35 @@ fn a_token_without_a_known_role_is_forbidden() {
     assert_eq!(status(&v, json!({"roles": ["guest"]})), 403);
     assert_eq!(status(&v, json!({"roles": ["guest", "reviewer"]})), 200);
 }
+
+#[test]
+fn a_token_valid_for_longer_than_the_maximum_is_refused() {
+    let v = verifier(None, None);
+    let now = chrono::Utc::now().timestamp();
+    let day = 24 * 3600;
+    assert_eq!(status(&v, json!({"iat": now, "exp": now + day})), 200);
+    assert_eq!(status(&v, json!({"iat": now, "exp": now + day + 60})), 401);
+    let old = now - 2 * day;
+    assert_eq!(
+        status(&v, json!({"iat": old, "exp": now + 60})),
+        401,
+        "from iat"
+    );
+    assert_eq!(
+        status(&v, json!({"exp": now + day - 60})),
+        200,
+        "no iat: from now"
+    );
+    assert_eq!(
+        status(&v, json!({"exp": now + day + 60})),
+        401,
+        "no iat: from now"
+    );
+    let later = json!({"iat": now + 3 * day, "exp": now + 3 * day + 60});
+    assert_eq!(
+        status(&v, later),
+        401,
+        "an iat in the future counts from now"
+    );
+    assert_eq!(status(&v, json!({"iat": "today"})), 401, "malformed iat");
+}

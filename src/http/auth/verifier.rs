@@ -2,7 +2,7 @@
 //! HMAC `alg` the shared secret, any other the provider's key named by `kid` (which must
 //! be of that algorithm's type), so no token can make one kind of key stand in for
 //! another. Then: the signature, `exp` and `nbf` always (5 seconds of leeway), `iss` and
-//! `aud` when configured, `sub` and roles.
+//! `aud` when configured, the lifetime (`auth.max_token_lifetime_secs`), `sub` and roles.
 
 use std::collections::HashMap;
 
@@ -11,7 +11,7 @@ use jsonwebtoken::{decode, decode_header, Algorithm, AlgorithmFamily, DecodingKe
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Map, Value};
 
-use super::claims::ClaimPath;
+use super::claims::{check_lifetime, ClaimPath};
 use super::jwks::Jwks;
 use super::{Caller, Role};
 use crate::domain::UserId;
@@ -26,6 +26,7 @@ pub struct JwtVerifier {
     jwks: Option<Jwks>,
     /// One validation per accepted algorithm (each names only its own algorithm).
     validations: HashMap<Algorithm, Validation>,
+    max_lifetime_secs: u64,
     roles: ClaimPath,
 }
 
@@ -52,6 +53,7 @@ impl JwtVerifier {
             secret,
             jwks,
             validations,
+            max_lifetime_secs: settings.max_token_lifetime.as_secs(),
             roles: ClaimPath::new("roles"),
         })
     }
@@ -91,6 +93,7 @@ impl JwtVerifier {
     }
 
     fn caller(&self, claims: &Map<String, Value>) -> Result<Caller, ApiError> {
+        check_lifetime(claims, self.max_lifetime_secs)?;
         let sub = claims
             .get("sub")
             .and_then(Value::as_str)

@@ -305,3 +305,28 @@ async fn no_token_can_make_one_kind_of_key_stand_in_for_another() {
     );
     app.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_issuer_or_audience_or_a_long_lifetime_is_refused() {
+    let key = TestKey::ec(0);
+    let server = JwksServer::start(&[&key]).await;
+    let app = app_of(&server, |s| {
+        s.auth.max_token_lifetime = Duration::from_secs(3600)
+    })
+    .await;
+    let now = chrono::Utc::now().timestamp();
+    for (extra, why) in [
+        (json!({"iss": "https://evil.test/realms/kb"}), "iss"),
+        (json!({"aud": "another-service"}), "aud"),
+        (json!({"iat": now, "exp": now + 7200}), "exp - iat"),
+        (json!({"iat": null, "exp": now + 7200}), "iat"),
+    ] {
+        let mut c = claims(extra.clone());
+        c.as_object_mut().unwrap().retain(|_, v| !v.is_null());
+        let message = refused(&app, &key.sign(&c), why).await;
+        assert!(message.contains(why), "{extra}: {message}");
+    }
+    let short = claims(json!({"exp": now + 1800}));
+    assert_eq!(status(&app, &key.sign(&short)).await, StatusCode::OK);
+    app.finish().await;
+}
