@@ -45,6 +45,17 @@ impl Settings {
                 _ => {}
             }
         }
+        for (key, path) in [
+            ("auth.roles_claim", &auth.roles_claim),
+            ("auth.groups_claim", &auth.groups_claim),
+        ] {
+            if path.trim().is_empty() {
+                bad(
+                    key,
+                    "must be a claim's name or a dotted path such as realm_access.roles",
+                );
+            }
+        }
         if auth.max_token_lifetime.is_zero() {
             bad("auth.max_token_lifetime_secs", "must be greater than zero");
         }

@@ -74,6 +74,10 @@ pub struct AuthSettings {
     #[serde_as(as = "DurationSeconds<u64>")]
     #[serde(rename = "max_token_lifetime_secs")]
     pub max_token_lifetime: Duration,
+    /// Where a token's roles are: a claim's name, or a dotted path (`realm_access.roles`).
+    pub roles_claim: String,
+    /// Where a token's groups are, the same way.
+    pub groups_claim: String,
 }
 
 impl AuthSettings {
@@ -89,6 +93,8 @@ impl AuthSettings {
             jwks_refresh: None,
             jwks_timeout: Duration::from_secs(3),
             max_token_lifetime: Duration::from_secs(24 * 3600),
+            roles_claim: "roles".into(),
+            groups_claim: "groups".into(),
         }
     }
 }

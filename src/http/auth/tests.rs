@@ -109,3 +109,40 @@ fn a_token_valid_for_longer_than_the_maximum_is_refused() {
     );
     assert_eq!(status(&v, json!({"iat": "today"})), 401, "malformed iat");
 }
+
+#[test]
+fn roles_and_groups_are_read_where_the_provider_puts_them() {
+    let mut settings = AuthSettings::with_secret(SecretString::from(SECRET));
+    settings.roles_claim = "realm_access.roles".into();
+    settings.groups_claim = "https://kh.example.com/groups".into();
+    let v = JwtVerifier::from_settings(&settings, None).unwrap();
+    let caller = |extra| {
+        let token = token(claims(extra));
+        futures_util::FutureExt::now_or_never(v.verify(&token)).unwrap()
+    };
+    let keycloak = json!({
+        "roles": null,
+        "realm_access": {"roles": ["reviewer", "offline_access"]},
+        "https://kh.example.com/groups": ["/kb/editors", "/kb/ops"],
+    });
+    let c = caller(keycloak).unwrap();
+    assert_eq!(c.roles, [Role::Reviewer]);
+    assert_eq!(c.groups, ["/kb/editors", "/kb/ops"]);
+    let top_level_only = json!({"roles": ["author"]});
+    assert_eq!(
+        caller(top_level_only).unwrap_err().status,
+        403,
+        "not where configured"
+    );
+    let status = |extra| caller(extra).map_or_else(|e| e.status.as_u16(), |_| 200);
+    for bad in [
+        json!({"realm_access": {"roles": "reviewer"}}),
+        json!({"realm_access": {"roles": [["reviewer"]]}}),
+        json!({"realm_access": {"roles": ["reviewer"]}, "https://kh.example.com/groups": "ops"}),
+        json!({"realm_access": {"roles": ["reviewer"]}, "https://kh.example.com/groups": [1]}),
+    ] {
+        assert_eq!(status(bad.clone()), 401, "{bad}");
+    }
+    let no_groups = json!({"realm_access": {"roles": ["reviewer"]}});
+    assert!(caller(no_groups).unwrap().groups.is_empty());
+}

@@ -2,7 +2,8 @@
 //! HMAC `alg` the shared secret, any other the provider's key named by `kid` (which must
 //! be of that algorithm's type), so no token can make one kind of key stand in for
 //! another. Then: the signature, `exp` and `nbf` always (5 seconds of leeway), `iss` and
-//! `aud` when configured, the lifetime (`auth.max_token_lifetime_secs`), `sub` and roles.
+//! `aud` when configured, the lifetime (`auth.max_token_lifetime_secs`), `sub`, roles and
+//! groups (`auth.roles_claim`, `auth.groups_claim`).
 
 use std::collections::HashMap;
 
@@ -28,6 +29,7 @@ pub struct JwtVerifier {
     validations: HashMap<Algorithm, Validation>,
     max_lifetime_secs: u64,
     roles: ClaimPath,
+    groups: ClaimPath,
 }
 
 impl JwtVerifier {
@@ -54,7 +56,8 @@ impl JwtVerifier {
             jwks,
             validations,
             max_lifetime_secs: settings.max_token_lifetime.as_secs(),
-            roles: ClaimPath::new("roles"),
+            roles: ClaimPath::new(&settings.roles_claim),
+            groups: ClaimPath::new(&settings.groups_claim),
         })
     }
 
@@ -107,12 +110,13 @@ impl JwtVerifier {
             .into_iter()
             .filter_map(|r| serde_json::from_value(Value::String(r)).ok())
             .collect();
+        let groups = self.groups.strings(claims)?;
         if roles.is_empty() {
             return Err(ApiError::forbidden(
                 "the token carries none of the roles author, reviewer, admin",
             ));
         }
-        Ok(Caller { id, roles })
+        Ok(Caller { id, roles, groups })
     }
 }
 

@@ -330,3 +330,40 @@ async fn another_issuer_or_audience_or_a_long_lifetime_is_refused() {
     assert_eq!(status(&app, &key.sign(&short)).await, StatusCode::OK);
     app.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roles_come_from_realm_access_and_a_malformed_claim_is_refused() {
+    let key = TestKey::rsa(0);
+    let server = JwksServer::start(&[key]).await;
+    let app = app_of(&server, |s| {
+        s.auth.roles_claim = "realm_access.roles".into()
+    })
+    .await;
+    let keycloak = claims(json!({"roles": null, "realm_access": {"roles": ["author", "uma"]}}));
+    let r = app
+        .post(
+            MINE,
+            &key.sign(&keycloak),
+            json!({"title": "Runbook", "body": "Restart."}),
+        )
+        .await;
+    assert_eq!(
+        r.status(),
+        StatusCode::CREATED,
+        "an author by its realm roles"
+    );
+    let r = app.get(MINE, &key.sign(&claims(json!({})))).await;
+    assert_eq!(
+        r.status(),
+        StatusCode::FORBIDDEN,
+        "top-level roles are not where configured"
+    );
+    for bad in [
+        json!({"realm_access": {"roles": "author"}}),
+        json!({"realm_access": {"roles": ["author"]}, "groups": [{"name": "ops"}]}),
+    ] {
+        let message = refused(&app, &key.sign(&claims(bad.clone())), "malformed").await;
+        assert!(message.contains("array of strings"), "{bad}: {message}");
+    }
+    app.finish().await;
+}
