@@ -25,8 +25,11 @@ WORKDIR /app
 COPY --from=builder /app/target/release/kh-review /usr/local/bin/kh-review
 COPY config ./config
 USER 10001
-# production (also the built-in default) refuses the public development JWT secret: run with
-# -e APP__AUTH__JWT_SECRET=<a secret of your own, at least 32 bytes>.
+# production (also the built-in default) needs the issuer and audience of its tokens and
+# refuses the public development JWT secret: run with -e APP__AUTH__ISSUER=<the provider's iss>
+# -e APP__AUTH__AUDIENCE=<the aud it issues for this service>, and either
+# -e APP__AUTH__ALGORITHMS=RS256 -e APP__AUTH__JWKS_URL=<its JWKS> (docs/operations.md) or
+# -e APP__AUTH__JWT_SECRET=<an HS256 secret of your own, at least 32 bytes>.
 ENV APP__SERVER__HOST=0.0.0.0 \
     APP__ENVIRONMENT=production \
     APP__LOG__FORMAT=json

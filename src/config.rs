@@ -63,7 +63,7 @@ pub enum ConfigError {
 /// The public secret of `config/default.toml`: only ever accepted in `development`.
 pub const DEV_SECRET: &str = "development-only-secret-change-me";
 /// The shortest JWT secret accepted outside `development` (HS256 wants 256 bits).
-const MIN_SECRET_BYTES: usize = 32;
+pub(crate) const MIN_SECRET_BYTES: usize = 32;
 /// Where the service runs (`environment`). Only `development` and `test` relax anything;
 /// any other name (`production`, the default, or `staging`, ...) gets production's checks.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -88,6 +88,12 @@ impl Environment {
 
     pub fn is_development(&self) -> bool {
         *self == Environment::Development
+    }
+
+    /// A deployment (`production`, the default, or any other name): issuer and audience are
+    /// required there.
+    pub fn is_deployed(&self) -> bool {
+        matches!(self, Environment::Deployed(_))
     }
 
     /// Whether test hooks may be turned on here.
@@ -157,7 +163,8 @@ impl Settings {
                 .list_separator(",")
                 .with_list_parse_key("redis.nodes")
                 .with_list_parse_key("redis.sentinels")
-                .with_list_parse_key("amqp.urls"),
+                .with_list_parse_key("amqp.urls")
+                .with_list_parse_key("auth.algorithms"),
         );
         for (key, value) in overrides {
             builder = builder.set_override(*key, *value)?;
@@ -340,37 +347,10 @@ impl Settings {
     pub fn test_hooks(&self) -> bool {
         self.server.test_hooks && self.environment.allows_test_hooks()
     }
-
-    /// The secret, the test hooks and the token checks against `environment`.
-    fn check_auth(&self, bad: &mut impl FnMut(&'static str, &str)) {
-        if self.server.test_hooks && !self.test_hooks() {
-            let problem = "test hooks need environment = \"development\" or \"test\" \
-                           (APP__ENVIRONMENT); turn them off anywhere else";
-            bad("server.test_hooks", problem);
-        }
-        let secret = self.auth.jwt_secret.expose_secret();
-        if self.environment.is_development() {
-            if secret.len() < 16 {
-                bad("auth.jwt_secret", "must be at least 16 bytes");
-            }
-        } else if secret == DEV_SECRET {
-            let problem = "the development secret may only be used with environment = \
-                           \"development\"; set APP__AUTH__JWT_SECRET to a secret of your own";
-            bad("auth.jwt_secret", problem);
-        } else if secret.len() < MIN_SECRET_BYTES {
-            let problem = "must be at least 32 bytes outside environment = \"development\"";
-            bad("auth.jwt_secret", problem);
-        }
-        for (key, value) in [
-            ("auth.issuer", &self.auth.issuer),
-            ("auth.audience", &self.auth.audience),
-        ] {
-            if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
-                bad(key, "must not be empty when set (unset, it is not checked)");
-            }
-        }
-    }
 }
+
+#[path = "config_auth.rs"]
+mod auth_checks;
 
 #[cfg(test)]
 #[path = "config_tests.rs"]

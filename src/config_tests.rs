@@ -13,6 +13,12 @@ fn defaults() -> Settings {
     builder.build().unwrap().try_deserialize().unwrap()
 }
 
+/// The issuer and audience a deployment must name.
+fn with_identity_provider(s: &mut Settings) {
+    s.auth.issuer = Some("https://idp.example.com/realms/kb".into());
+    s.auth.audience = Some("kh-review".into());
+}
+
 fn problems(s: &Settings) -> Vec<&'static str> {
     match s.validate() {
         Ok(()) => vec![],
@@ -41,6 +47,7 @@ fn each_problem_names_its_key() {
     assert_eq!(problems(&s), ["lock.renew_interval_ms"]);
     let mut s = defaults();
     s.environment = "production".into();
+    with_identity_provider(&mut s);
     assert_eq!(
         problems(&s),
         ["auth.jwt_secret"],
@@ -179,8 +186,8 @@ fn the_built_in_environment_is_production() {
     assert_eq!(s.environment, "production", "config/default.toml");
     assert_eq!(
         problems(&s),
-        ["auth.jwt_secret"],
-        "its public secret is refused"
+        ["auth.jwt_secret", "auth.issuer", "auth.audience"],
+        "its public secret is refused, and issuer and audience are required"
     );
     let without: String = text
         .lines()
@@ -195,6 +202,7 @@ fn outside_development_the_secret_is_your_own_and_32_bytes() {
     for environment in ["production", "test", "staging"] {
         let mut s = defaults();
         s.environment = environment.into();
+        with_identity_provider(&mut s);
         assert_eq!(problems(&s), ["auth.jwt_secret"], "{environment}: public");
         s.auth.jwt_secret = SecretString::from(&OWN_SECRET[..31]);
         assert_eq!(problems(&s), ["auth.jwt_secret"], "{environment}: 31 bytes");
@@ -219,6 +227,7 @@ fn test_hooks_need_development_or_test() {
         let mut s = defaults();
         s.environment = environment.into();
         s.auth.jwt_secret = SecretString::from(OWN_SECRET);
+        with_identity_provider(&mut s);
         assert!(!s.test_hooks(), "off unless turned on");
         s.server.test_hooks = true;
         assert_eq!(s.test_hooks(), allowed, "{environment}");
@@ -257,4 +266,65 @@ fn client_timeouts_are_refused_when_they_could_never_fire() {
             "server.client_disconnect_timeout_ms"
         ]
     );
+}
+
+#[test]
+fn a_jwks_goes_with_public_key_algorithms_over_https() {
+    use jsonwebtoken::Algorithm;
+    let mut s = defaults();
+    s.auth.algorithms = vec![Algorithm::RS256];
+    assert_eq!(problems(&s), ["auth.jwks_url"], "RS256 without a JWKS");
+    s.auth.jwks_url = Some("http://127.0.0.1:9/certs".into());
+    assert!(problems(&s).is_empty(), "http in development");
+    s.auth.algorithms = vec![Algorithm::HS256];
+    assert_eq!(problems(&s), ["auth.algorithms"], "a JWKS but only HS256");
+    s.auth.algorithms.clear();
+    assert_eq!(problems(&s), ["auth.algorithms", "auth.algorithms"]);
+    let mut s = defaults();
+    s.environment = "staging".into();
+    s.auth.issuer = Some("https://idp.example.com/".into());
+    s.auth.audience = Some("kh-review".into());
+    s.auth.algorithms = vec![Algorithm::RS256, Algorithm::ES256];
+    s.auth.jwks_url = Some("http://idp.example.com/certs".into());
+    assert_eq!(
+        problems(&s),
+        ["auth.jwks_url"],
+        "http outside development and test; the development secret is unused without HS256"
+    );
+    s.auth.jwks_url = Some("https://idp.example.com/certs".into());
+    assert!(problems(&s).is_empty());
+    s.auth.jwks_min_refresh = Duration::ZERO;
+    s.auth.jwks_refresh = Some(Duration::ZERO);
+    s.auth.jwks_timeout = Duration::ZERO;
+    assert_eq!(
+        problems(&s),
+        [
+            "auth.jwks_min_refresh_secs",
+            "auth.jwks_refresh_secs",
+            "auth.jwks_timeout_ms"
+        ]
+    );
+}
+
+#[test]
+fn a_deployment_needs_an_issuer_and_an_audience() {
+    for environment in ["production", "staging"] {
+        let mut s = defaults();
+        s.environment = environment.into();
+        s.auth.jwt_secret = SecretString::from(OWN_SECRET);
+        let text = s.validate().unwrap_err().to_string();
+        assert_eq!(problems(&s), ["auth.issuer", "auth.audience"], "{text}");
+        assert!(text.contains("APP__AUTH__ISSUER"), "{text}");
+        with_identity_provider(&mut s);
+        assert!(problems(&s).is_empty(), "{environment}");
+    }
+    for environment in ["development", "test"] {
+        let mut s = defaults();
+        s.environment = environment.into();
+        s.auth.jwt_secret = SecretString::from(OWN_SECRET);
+        assert!(problems(&s).is_empty(), "{environment}: not required");
+    }
+    let mut s = defaults();
+    s.auth.max_token_lifetime = Duration::ZERO;
+    assert_eq!(problems(&s), ["auth.max_token_lifetime_secs"]);
 }

@@ -13,7 +13,7 @@ use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 
 use crate::config::Settings;
-use crate::http::auth::JwtVerifier;
+use crate::http::auth::{Jwks, JwtVerifier};
 use crate::tasks::Supervisor;
 pub use builder::{Core, CoreBuilder};
 
@@ -32,7 +32,18 @@ impl Application {
             .with_context(|| format!("could not bind {}:{}", server.host, server.port))?;
         let port = listener.local_addr()?.port();
         let state = core.state.clone();
-        let verifier = web::Data::new(JwtVerifier::from_settings(&settings.auth));
+        let jwks = Jwks::from_settings(&settings.auth)?;
+        if let Some(jwks) = &jwks {
+            // Start-up does not depend on the identity provider: without its keys, its
+            // tokens are refused (401) until a later fetch brings them.
+            if !jwks.load().await {
+                tracing::warn!(
+                    "JWKS unreachable at start-up: its tokens are refused until its keys arrive"
+                );
+            }
+            jwks.spawn_refresher(core.shutdown.clone());
+        }
+        let verifier = web::Data::new(JwtVerifier::from_settings(&settings.auth, jwks)?);
         let http = HttpServer::new(move || {
             App::new()
                 .wrap(from_fn(crate::http::middleware::middleware))

@@ -1,11 +1,13 @@
 //! Faults injected while the service runs: stores cut, hung or slowed (through a
-//! `support::proxy::Proxy`), leases lost, poison rows, refused start-ups, migrations racing.
+//! `support::proxy::Proxy`), leases lost, poison rows, refused start-ups, migrations racing,
+//! an identity provider's keys rotated or out of reach.
 //! Part of the parallel run (`make test`).
 
 mod bounds;
 mod brokers;
 mod degraded;
 mod instances;
+mod jwks;
 mod leases;
 mod lock_provider;
 mod migrations;

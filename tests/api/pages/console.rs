@@ -1,6 +1,7 @@
 //! The console in a real headless Chromium (network limited to the service): an author
 //! writes and submits, a reviewer approves from the queue; two reviewers click approve at
-//! once; a reject without a reason. Every page visited is saved under `target/ui/`.
+//! once; a reject without a reason; a sign-in link someone else made. Every page visited is
+//! saved under `target/ui/`.
 
 use std::time::Duration;
 
@@ -8,7 +9,7 @@ use kh_review::http::auth::Role;
 use serde_json::{json, Value};
 
 use crate::support::app::{spawn_app, TestApp, REVIEWER2};
-use crate::support::browser::Window;
+use crate::support::browser::{Browser, Window};
 use crate::support::console::{events_of, fits_and_is_labelled, signed_in, text};
 use crate::support::inspect::redis_cmd;
 
@@ -332,4 +333,46 @@ async fn author_edits_and_resubmits(app: &TestApp, doc: &str) {
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["status"], "PENDING_REVIEW");
     assert_eq!(v["title"], "Quarterly report, with a summary");
+}
+
+/// A `/console#token=` link made by someone else (mallory): it signs nobody in before the
+/// user has seen whose token it is and confirmed, and never replaces a token the tab holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sign_in_link_shows_whose_it_is_and_never_replaces_a_held_token() {
+    let app = spawn_app().await;
+    let mallory = app.token("mallory", &[Role::Author]);
+    let held = "return sessionStorage.getItem('kh-review-token');";
+    let b = Browser::open_with(&app.address, Window::DESKTOP).await;
+    b.goto(&format!("/console#token={mallory}")).await;
+    b.wait_for("#link-confirm").await;
+    let offer = text(&b, "#link-sign-in").await;
+    let offer = offer.as_str().unwrap().to_string();
+    assert!(
+        offer.contains("mallory") && offer.contains("author"),
+        "{offer}"
+    );
+    assert_eq!(
+        b.eval(held).await,
+        Value::Null,
+        "not signed in before the confirm"
+    );
+    let url = b.eval("return location.href;").await;
+    assert!(!url.as_str().unwrap().contains("token="), "{url}");
+    fits_and_is_labelled(&b, "sign-in link").await;
+    b.screenshot("console-link-offer").await;
+    b.click("#link-cancel").await;
+    assert_eq!(b.eval(held).await, Value::Null, "cancelled");
+    assert_eq!(text(&b, "#link-sign-in").await, Value::Null);
+    b.close().await;
+    // Alice is signed in (through her own link, confirmed); mallory's link changes nothing.
+    let alice = app.author();
+    let b = signed_in(&app, &alice, Window::DESKTOP).await;
+    b.goto(&format!("/console#token={mallory}")).await;
+    b.wait_for("#link-refused").await;
+    assert_eq!(text(&b, "#link-sign-in").await, Value::Null, "no offer");
+    assert_eq!(b.eval(held).await, json!(alice), "still alice's token");
+    b.wait_for("#me").await;
+    assert_eq!(text(&b, "#me").await, "alice");
+    b.close().await;
+    app.finish().await;
 }

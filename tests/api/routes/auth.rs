@@ -16,8 +16,8 @@ fn token_with(app: &TestApp, extra: Value) -> String {
         .as_object_mut()
         .unwrap()
         .extend(extra.as_object().unwrap().clone());
-    let key =
-        jsonwebtoken::EncodingKey::from_secret(expose(&app.settings.auth.jwt_secret).as_bytes());
+    let secret = expose(&app.settings.auth.jwt_secret);
+    let key = jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()).unwrap();
     jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key).unwrap()
 }
 

@@ -166,7 +166,8 @@ async fn bad_tokens_and_self_review(app: &TestApp, doc_id: &str, review_id: &str
     let expired = jsonwebtoken::encode(
         &jsonwebtoken::Header::default(),
         &claims,
-        &jsonwebtoken::EncodingKey::from_secret(expose(&app.settings.auth.jwt_secret).as_bytes()),
+        &jsonwebtoken::EncodingKey::from_secret(expose(&app.settings.auth.jwt_secret).as_bytes())
+            .unwrap(),
     )
     .unwrap();
     let r = app.approve(review_id, &expired).await;

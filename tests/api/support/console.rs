@@ -10,10 +10,12 @@ use super::app::TestApp;
 use super::browser::{Browser, Window};
 use super::inspect::wait_for;
 
-/// A browser signed in with `token` through a `/console#token=` link, at `window`.
+/// A browser signed in with `token` through a `/console#token=` link, at `window`: the
+/// link is confirmed with its button.
 pub async fn signed_in(app: &TestApp, token: &str, window: Window) -> Browser {
     let b = Browser::open_with(&app.address, window).await;
     b.goto(&format!("/console#token={token}")).await;
+    b.click("#link-confirm").await;
     b.wait_for("#me").await;
     let url = b.eval("return location.href;").await;
     assert!(

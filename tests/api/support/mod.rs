@@ -10,6 +10,7 @@ pub mod browser;
 mod chromium;
 pub mod console;
 pub mod inspect;
+pub mod jwks;
 pub mod own_redis;
 pub mod stores;
 mod teardown;
