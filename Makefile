@@ -10,10 +10,10 @@ WITH_ENV := eval "$$(scripts/services.sh env)" &&
 DEV_ENV := APP__ENVIRONMENT=$${APP__ENVIRONMENT:-development}
 TEST_THREADS ?= 8
 
-.PHONY: help services services-down services-status run test test-volume test-topologies test-ui fuzz lint fmt migrate build token bench sqlx-prepare
+.PHONY: help services services-down services-status run test test-volume test-topologies test-ui fuzz lint deps fmt migrate build token bench sqlx-prepare
 
 help:
-	@echo "make run | test | test-volume | test-topologies | test-ui | fuzz | bench | lint | fmt | sqlx-prepare | services | services-down | migrate | build | token SUB=.. ROLES=.."
+	@echo "make run | test | test-volume | test-topologies | test-ui | fuzz | bench | lint | deps | fmt | sqlx-prepare | services | services-down | migrate | build | token SUB=.. ROLES=.."
 
 services:
 	scripts/services.sh up
@@ -85,9 +85,15 @@ bench: services
 # the build it checks: CI builds every target for the tests through clippy-driver instead,
 # so that lints and tests share one build (.ci/run).
 LINT_BUILD ?= cargo clippy --workspace --all-targets -- -D warnings
-lint: services
+lint: services deps
 	cargo fmt --all -- --check
 	scripts/sqlx.sh check $(LINT_BUILD)
+
+# Every package's licence against an allow-list, and the direct dependencies a major version
+# behind the registry's newest stable release (unless held, with the reason, in the script):
+# scripts/deps.py; docs/development.md, "Dependencies". Asks the registry, needs no build.
+deps:
+	scripts/deps.py
 
 # After changing a query or a migration: refresh .sqlx/ (then commit it).
 sqlx-prepare: services
