@@ -79,19 +79,18 @@ def satisfied(expression):
             take()
         return value
 
-    def both():
-        value = primary()
-        while peek() == "AND":
+    def chain(operator, operand, combine):
+        value = operand()
+        while peek() == operator:
             take()
-            value = primary() and value
+            value = combine(operand(), value)
         return value
 
+    def both():
+        return chain("AND", primary, lambda a, b: a and b)
+
     def either():
-        value = both()
-        while peek() == "OR":
-            take()
-            value = both() or value
-        return value
+        return chain("OR", both, lambda a, b: a or b)
 
     result = either()
     if pos != len(toks):

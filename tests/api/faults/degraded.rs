@@ -220,11 +220,7 @@ async fn with_redis_down_duplicates_are_refused_at_once_and_hold_no_connection()
         .await;
     assert_eq!(modes, 2, "the two approvals ran on the row lock alone");
     app.outbox_drained(Duration::from_secs(15)).await;
-    let version: i64 = sqlx::query_scalar("SELECT version FROM documents WHERE id = $1::uuid")
-        .bind(&doc_id)
-        .fetch_one(&app.pg)
-        .await
-        .unwrap();
+    let version = app.document_version_in_db(&doc_id).await;
     assert_eq!(version, 3, "one submit, one approval");
     app.finish().await;
 }

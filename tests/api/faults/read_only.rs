@@ -71,11 +71,7 @@ async fn a_read_only_session_is_a_503_and_its_connection_is_not_reused() {
     );
     let v = expect_error(r, StatusCode::SERVICE_UNAVAILABLE, "DEPENDENCY_UNAVAILABLE").await;
     assert_eq!(v["message"], "PostgreSQL is unavailable; try again shortly");
-    let status: String = sqlx::query_scalar("SELECT status FROM reviews WHERE id = $1::uuid")
-        .bind(&review_id)
-        .fetch_one(&owner.pg)
-        .await
-        .unwrap();
+    let status = owner.review_status_in_db(&review_id).await;
     assert_eq!(status, "PENDING", "nothing changed");
     assert_eq!(owner.count("SELECT count(*) FROM audit_log").await, before);
     let read_only = sessions(&owner.pg, &application).await;
@@ -103,11 +99,7 @@ async fn a_read_only_session_is_a_503_and_its_connection_is_not_reused() {
     .await;
     app.stop().await;
     owner.outbox_drained(Duration::from_secs(15)).await;
-    let version: i64 = sqlx::query_scalar("SELECT version FROM documents WHERE id = $1::uuid")
-        .bind(&doc_id)
-        .fetch_one(&owner.pg)
-        .await
-        .unwrap();
+    let version = owner.document_version_in_db(&doc_id).await;
     assert_eq!(version, 3, "one approval");
     owner.finish().await;
 }

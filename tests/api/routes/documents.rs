@@ -247,11 +247,7 @@ async fn a_partitioned_database_mid_transaction_gives_503_not_a_hang() {
         "bounded by the transaction timeout"
     );
     proxy.cut(); // the server sees the connections close and rolls back
-    let status: String = sqlx::query_scalar("SELECT status FROM reviews WHERE id = $1::uuid")
-        .bind(&review)
-        .fetch_one(&owner.pg)
-        .await
-        .unwrap();
+    let status = owner.review_status_in_db(&review).await;
     assert_eq!(status, "PENDING", "nothing committed");
     app.stop().await;
     owner.finish().await;

@@ -156,6 +156,24 @@ impl TestApp {
             .unwrap()
     }
 
+    /// A review's status as PostgreSQL holds it.
+    pub async fn review_status_in_db(&self, review_id: &str) -> String {
+        sqlx::query_scalar("SELECT status FROM reviews WHERE id = $1::uuid")
+            .bind(review_id)
+            .fetch_one(&self.pg)
+            .await
+            .unwrap()
+    }
+
+    /// A document's version as PostgreSQL holds it.
+    pub async fn document_version_in_db(&self, document_id: &str) -> i64 {
+        sqlx::query_scalar("SELECT version FROM documents WHERE id = $1::uuid")
+            .bind(document_id)
+            .fetch_one(&self.pg)
+            .await
+            .unwrap()
+    }
+
     /// Outbox rows not delivered yet.
     pub async fn undelivered(&self) -> i64 {
         self.count("SELECT count(*) FROM outbox WHERE done_at IS NULL")
