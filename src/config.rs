@@ -13,7 +13,7 @@ use crate::outbox::{AmqpSettings, OutboxSettings};
 use crate::store::mongo::MongoSettings;
 use crate::store::DatabaseSettings;
 use crate::telemetry::LogSettings;
-use crate::usecases::IdempotencySettings;
+use crate::usecases::{IdempotencySettings, ReviewSettings};
 
 /// Every setting of the service. Each layer owns the type of its own section; durations
 /// are `Duration`s, read from the `_ms` / `_secs` keys.
@@ -32,6 +32,9 @@ pub struct Settings {
     pub auth: AuthSettings,
     pub outbox: OutboxSettings,
     pub idempotency: IdempotencySettings,
+    /// `[review]`: the default policy and the overdue sweeper; every key has a default.
+    #[serde(default)]
+    pub review: ReviewSettings,
     pub log: LogSettings,
 }
 

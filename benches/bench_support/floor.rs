@@ -101,7 +101,7 @@ impl Floor {
         let decision = Decision::Approve(None);
         let transaction = async {
             let staged = (self.store)
-                .stage_decision(review_id, decision, &ctx)
+                .stage_vote(review_id, decision, Vec::new(), &ctx)
                 .await?;
             Ok::<_, WriteError>(staged.commit().await?)
         };

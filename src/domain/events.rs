@@ -13,6 +13,10 @@ pub enum EventType {
     Submitted,
     Approved,
     Rejected,
+    Withdrawn,
+    ApprovalRecorded,
+    StageCompleted,
+    Overdue,
 }
 
 impl EventType {
@@ -23,6 +27,10 @@ impl EventType {
             EventType::Submitted => "document.submitted",
             EventType::Approved => "document.approved",
             EventType::Rejected => "document.rejected",
+            EventType::Withdrawn => "document.withdrawn",
+            EventType::ApprovalRecorded => "review.approval_recorded",
+            EventType::StageCompleted => "review.stage_completed",
+            EventType::Overdue => "review.overdue",
         }
     }
 
@@ -30,7 +38,7 @@ impl EventType {
     pub fn routing_key(self) -> Option<&'static str> {
         match self {
             EventType::Created | EventType::Updated => None,
-            EventType::Submitted | EventType::Approved | EventType::Rejected => Some(self.as_str()),
+            _ => Some(self.as_str()),
         }
     }
 }
@@ -52,6 +60,34 @@ pub enum EventData {
     Rejected {
         title: String,
         reason: String,
+    },
+    Withdrawn {
+        title: String,
+        withdrawn_by: String,
+    },
+    ApprovalRecorded {
+        title: String,
+        stage: i32,
+        stage_name: String,
+        approvals: i64,
+        required_approvals: i64,
+        approved_by: String,
+        comment: Option<String>,
+    },
+    StageCompleted {
+        title: String,
+        stage: i32,
+        stage_name: String,
+        next_stage: i32,
+        next_stage_name: String,
+        approved_by: String,
+        comment: Option<String>,
+    },
+    Overdue {
+        title: String,
+        stage: i32,
+        stage_name: String,
+        due_at: String,
     },
 }
 

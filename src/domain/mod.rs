@@ -1,15 +1,21 @@
 //! The domain: validated inputs, the entities, the state machine and the rules of every
 //! change. Nothing here does I/O, and nothing here imports another module of the crate.
 
+pub mod claims;
 mod events;
 mod inputs;
 mod model;
+pub mod policy;
 pub mod rules;
 mod state;
+pub mod votes;
 
 pub use events::{EventData, EventType, OutboxEntry};
 pub use inputs::{Comment, DocumentBody, DocumentTitle, InputError, RejectReason, UserId};
-pub use model::{Document, FencingToken, Guard, Review, Transitioned};
+pub use model::{
+    Claim, Document, FencingToken, Guard, LockScope, Review, Transitioned, Vote, VoteKind,
+};
+pub use policy::{Policy, PolicyDraft, PolicyName, Stage, DEFAULT_POLICY};
 pub use rules::{Command, Decision, Locked, Plan, Refusal};
 pub use state::{Action, DocumentStatus, InvalidTransition, ReviewStatus};
 

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::policy::Stage;
 use super::state::{DocumentStatus, ReviewStatus};
 
 /// A document. `body` is the source of truth; MongoDB holds a projection of it. (Serialized,
@@ -19,13 +20,18 @@ pub struct Document {
     pub version: i64,
     pub author_id: String,
     pub current_review_id: Option<Uuid>,
-    /// The highest fencing token of an outer lock that wrote this document.
+    /// The review policy its next review follows.
+    #[serde(default = "default_policy")]
+    pub policy: String,
+    /// The highest fencing token of the document's own outer lock (submit, withdraw).
     pub fence_token: Option<FencingToken>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
 
-/// A review of one submitted version of a document.
+/// A review of one submitted version of a document, with the policy version it follows,
+/// the votes cast on it and the claims held on it. (Records written before policies existed
+/// read back with the default policy's one stage.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Review {
     pub id: Uuid,
@@ -38,7 +44,106 @@ pub struct Review {
     pub decided_at: Option<DateTime<Utc>>,
     pub comment: Option<String>,
     pub reason: Option<String>,
+    /// The highest fencing token of the review's own outer lock.
     pub fence_token: Option<FencingToken>,
+    #[serde(default = "default_policy")]
+    pub policy: String,
+    #[serde(default = "first_version")]
+    pub policy_version: i32,
+    /// Index of the current stage in `stages`.
+    #[serde(default)]
+    pub stage: i32,
+    #[serde(default)]
+    pub due_at: Option<DateTime<Utc>>,
+    /// How long a claim on it lasts (its policy version's `claim_ttl_secs`).
+    #[serde(default = "default_claim_ttl")]
+    pub claim_ttl_secs: i32,
+    #[serde(default = "default_stages")]
+    pub stages: Vec<Stage>,
+    /// Every vote, in the order cast.
+    #[serde(default)]
+    pub votes: Vec<Vote>,
+    /// The claims live when the review was read.
+    #[serde(default)]
+    pub claims: Vec<Claim>,
+}
+
+fn default_policy() -> String {
+    super::policy::DEFAULT_POLICY.to_string()
+}
+
+fn first_version() -> i32 {
+    1
+}
+
+fn default_claim_ttl() -> i32 {
+    super::policy::DEFAULT_CLAIM_TTL_SECS
+}
+
+fn default_stages() -> Vec<Stage> {
+    vec![Stage::default_stage()]
+}
+
+impl Review {
+    /// The current stage (the last one once decided).
+    pub fn current_stage(&self) -> Option<&Stage> {
+        self.stages.get(self.stage.max(0) as usize)
+    }
+
+    /// The approvals cast in stage `stage`.
+    pub fn approvals_in(&self, stage: i32) -> usize {
+        self.votes
+            .iter()
+            .filter(|v| v.stage == stage && v.kind == VoteKind::Approve)
+            .count()
+    }
+
+    /// Still pending and past its due date at `now`.
+    pub fn overdue_at(&self, now: DateTime<Utc>) -> bool {
+        self.status == ReviewStatus::Pending && self.due_at.is_some_and(|d| d <= now)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum VoteKind {
+    Approve,
+    Reject,
+}
+
+impl VoteKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VoteKind::Approve => "APPROVE",
+            VoteKind::Reject => "REJECT",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "APPROVE" => Some(VoteKind::Approve),
+            "REJECT" => Some(VoteKind::Reject),
+            _ => None,
+        }
+    }
+}
+
+/// One person's vote on a review, in the stage it was cast in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Vote {
+    pub voter_id: String,
+    pub stage: i32,
+    pub kind: VoteKind,
+    pub comment: Option<String>,
+    pub at: DateTime<Utc>,
+}
+
+/// A seat held on a review's current stage until `expires_at`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claim {
+    pub reviewer_id: String,
+    pub stage: i32,
+    pub claimed_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
 }
 
 /// What one transition (submit, approve, reject) wrote.
@@ -66,14 +171,27 @@ impl FencingToken {
     }
 }
 
+/// Which outer lock a change holds: each has its own fencing counter, so a token is only
+/// ever compared with tokens of the same lock, kept on the row that lock guards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockScope {
+    /// `lock:doc:submit:{document}`: submit and withdraw; kept on the document.
+    Document,
+    /// `lock:doc:review:{review}`: a vote in a one-approval stage; kept on the review.
+    Review,
+    /// `lock:doc:review:{review}:voter:<voter>`: a vote in a stage needing more; kept on the
+    /// vote.
+    Voter,
+}
+
 /// The outer lock a change runs under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Guard {
     /// The Redis lock is held, with its fencing token.
-    Outer(FencingToken),
+    Outer(LockScope, FencingToken),
     /// Redis is unavailable: the row lock alone.
     RowLockOnly,
-    /// Changes that never take the outer lock (create, edit).
+    /// Changes that never take the outer lock (create, edit, claims, sweeps).
     Unlocked,
 }
 
@@ -81,7 +199,7 @@ impl Guard {
     /// How the audit trail names it.
     pub fn lock_mode(self) -> &'static str {
         match self {
-            Guard::Outer(_) => "redis",
+            Guard::Outer(..) => "redis",
             Guard::RowLockOnly => "row_lock_only",
             Guard::Unlocked => "none",
         }
@@ -90,8 +208,16 @@ impl Guard {
     /// The fencing token a change under this guard writes with, if it has one.
     pub fn fence(self) -> Option<FencingToken> {
         match self {
-            Guard::Outer(f) => Some(f),
+            Guard::Outer(_, f) => Some(f),
             Guard::RowLockOnly | Guard::Unlocked => None,
+        }
+    }
+
+    /// The fencing token, if the guard is the outer lock of `scope`.
+    pub fn fence_of(self, scope: LockScope) -> Option<FencingToken> {
+        match self {
+            Guard::Outer(s, f) if s == scope => Some(f),
+            _ => None,
         }
     }
 }

@@ -1,21 +1,25 @@
 //! The rules of every change to a document, in one pure function: [`plan`] takes the rows
 //! the store has locked, the actor, the command and the lock it runs under, and returns
 //! either what to write ([`Plan`]) or why not ([`Refusal`]). No I/O happens here; the store
-//! loads the rows, calls [`plan`], and writes the plan in the same transaction.
+//! loads the rows, calls [`plan`], and writes the plan in the same transaction. Votes are
+//! judged in `votes.rs`, claims and due dates in `claims.rs`.
 //!
-//! The order of the checks is part of the contract: a holder whose lock moved on is told so
-//! before anything else is judged, and the author of a document learns it may not review it
-//! before learning the review is already decided.
+//! The order of the checks is part of the contract: a holder whose own lock moved on is
+//! told so before anything else is judged (its token is compared with that lock's tokens
+//! only), and the author of a document learns it may not review it before learning the
+//! review is already decided.
 
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::events::{EventData, EventType, OutboxEntry};
 use super::inputs::{Comment, DocumentBody, DocumentTitle, RejectReason, UserId};
-use super::model::{Document, FencingToken, Guard, Review};
+use super::model::{Document, FencingToken, Guard, LockScope, Review, VoteKind};
+use super::policy::Policy;
 use super::state::{Action, DocumentStatus, InvalidTransition, ReviewStatus};
 
-/// A reviewer's decision. An approval carries an optional comment, a rejection a reason:
-/// an approval with a reason cannot be written down.
+/// A reviewer's vote. An approval carries an optional comment, a rejection a reason: an
+/// approval with a reason cannot be written down.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     Approve(Option<Comment>),
@@ -29,28 +33,56 @@ impl Decision {
             Decision::Reject(_) => Action::Reject,
         }
     }
+    pub fn kind(&self) -> VoteKind {
+        match self {
+            Decision::Approve(_) => VoteKind::Approve,
+            Decision::Reject(_) => VoteKind::Reject,
+        }
+    }
 }
 
 /// What the actor asks of a document.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
-    /// New title and/or body (at least one; the HTTP layer checks that).
+    /// New title, body and/or policy (at least one; the HTTP layer checks that; the store
+    /// that the policy exists).
     Edit {
         title: Option<DocumentTitle>,
         body: Option<DocumentBody>,
+        policy: Option<String>,
     },
     /// Open a new review, with this id, for the document's next version.
     Submit { new_review_id: Uuid },
-    /// Decide the locked review.
-    Decide(Decision),
+    /// Vote on the locked review, as a member of `groups`.
+    Decide {
+        decision: Decision,
+        groups: Vec<String>,
+    },
+    /// Withdraw the document's pending review.
+    Withdraw,
 }
 
-/// The rows the store locked for the command (`None`: no such row).
-#[derive(Debug, Clone, Default)]
+/// The rows the store locked for the command (`None`: no such row), and the time read
+/// once they were locked.
+#[derive(Debug, Clone)]
 pub struct Locked {
     pub document: Option<Document>,
-    /// The review being decided; always `None` for edits and submits.
+    /// The review voted on or withdrawn; `None` for edits and submits.
     pub review: Option<Review>,
+    /// The current version of the document's policy, for a submit.
+    pub policy: Option<Policy>,
+    pub now: DateTime<Utc>,
+}
+
+impl Default for Locked {
+    fn default() -> Self {
+        Self {
+            document: None,
+            review: None,
+            policy: None,
+            now: Utc::now(),
+        }
+    }
 }
 
 /// Why a command may not happen. Nothing was written.
@@ -70,9 +102,37 @@ pub enum Refusal {
     NotCurrentReview,
     #[error("the document already has a pending review")]
     AlreadyPending,
-    /// A newer holder of the outer lock wrote the document: this holder's lock moved on.
+    /// A newer holder of the same outer lock wrote the row it guards.
     #[error("the outer lock moved on to a newer holder")]
     StaleFence,
+    #[error("you already voted on this review")]
+    AlreadyVoted,
+    #[error("only the {} group{} vote{} in stage {stage:?}", groups.join(", "), if groups.len() == 1 { "" } else { "s" }, if groups.len() == 1 { "s" } else { "" })]
+    NotEligible { stage: String, groups: Vec<String> },
+    #[error("{}", claimed_message(holders, *until))]
+    ReviewClaimed {
+        holders: Vec<String>,
+        until: DateTime<Utc>,
+        retry_after_secs: u64,
+    },
+    #[error("no review policy is named {0:?}")]
+    UnknownPolicy(String),
+    #[error("{0} holds no claim on this review")]
+    NoClaim(String),
+}
+
+fn claimed_message(holders: &[String], until: DateTime<Utc>) -> String {
+    let seats = if holders.len() == 1 {
+        "the only free seat".to_string()
+    } else {
+        format!("all {} free seats", holders.len())
+    };
+    format!(
+        "{} hold{} {seats} of this stage; the first is free at {} at the latest",
+        holders.join(", "),
+        if holders.len() == 1 { "s" } else { "" },
+        until.format("%Y-%m-%dT%H:%M:%SZ")
+    )
 }
 
 /// The new state of the document row. `None` title or body: unchanged.
@@ -84,6 +144,8 @@ pub struct DocumentChange {
     pub status: DocumentStatus,
     pub version: i64,
     pub current_review_id: Option<Uuid>,
+    /// A new policy; `None`: unchanged.
+    pub policy: Option<String>,
     pub fence_token: Option<FencingToken>,
 }
 
@@ -93,25 +155,52 @@ pub struct OpenReview {
     pub id: Uuid,
     pub document_version: i64,
     pub submitted_by: String,
+    pub policy: String,
+    pub policy_version: i32,
+    /// The review is due this long after its submit.
+    pub due_after_secs: Option<i32>,
     pub fence_token: Option<FencingToken>,
 }
 
-/// The decision written on a pending review.
+/// A vote to record: its row, and the voter's claim used up with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DecideReview {
-    pub id: Uuid,
+pub struct NewVote {
+    pub voter_id: String,
+    pub stage: i32,
+    pub kind: VoteKind,
+    pub comment: Option<String>,
+    /// The token of the voter's own outer lock, when the vote ran under it.
+    pub fence_token: Option<FencingToken>,
+}
+
+/// The review row after a change: its stage, or its decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewUpdate {
     pub status: ReviewStatus,
-    pub decided_by: String,
+    pub stage: i32,
+    /// Set when the review is decided (or withdrawn).
+    pub decided_by: Option<String>,
     pub comment: Option<String>,
     pub reason: Option<String>,
     pub fence_token: Option<FencingToken>,
+}
+
+/// What a vote or a withdrawal writes on a review.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewWrite {
+    pub id: Uuid,
+    pub vote: Option<NewVote>,
+    /// `None`: the review row stays as it is (a vote that decides nothing).
+    pub update: Option<ReviewUpdate>,
+    /// End every claim on the review (a stage completed, the review decided or withdrawn).
+    pub end_claims: bool,
 }
 
 /// The review row a command writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReviewChange {
     Open(OpenReview),
-    Decide(DecideReview),
+    Write(ReviewWrite),
 }
 
 /// The audit row of a change (actor and request id are added by the store).
@@ -129,7 +218,8 @@ pub struct AuditEntry {
 /// Everything one change writes, in one transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
-    pub document: DocumentChange,
+    /// `None`: the document row stays as it is (a vote that decides nothing).
+    pub document: Option<DocumentChange>,
     pub review: Option<ReviewChange>,
     pub audit: AuditEntry,
     pub outbox: OutboxEntry,
@@ -141,6 +231,7 @@ pub struct NewDocument {
     pub id: Uuid,
     pub title: DocumentTitle,
     pub body: DocumentBody,
+    pub policy: String,
     pub status: DocumentStatus,
     pub version: i64,
     pub audit: AuditEntry,
@@ -148,12 +239,18 @@ pub struct NewDocument {
 }
 
 /// The plan of a create. Anyone with the author role may create; there is nothing to refuse.
-pub fn plan_create(id: Uuid, title: DocumentTitle, body: DocumentBody) -> NewDocument {
+pub fn plan_create(
+    id: Uuid,
+    title: DocumentTitle,
+    body: DocumentBody,
+    policy: String,
+) -> NewDocument {
     let status = DocumentStatus::Draft;
     NewDocument {
         id,
         title,
         body,
+        policy,
         status,
         version: 1,
         audit: AuditEntry {
@@ -181,11 +278,26 @@ pub fn plan(
 ) -> Result<Plan, Refusal> {
     let doc = locked.document.as_ref().ok_or(Refusal::NotFound)?;
     match command {
-        Command::Edit { title, body } => plan_edit(doc, actor, title, body),
-        Command::Submit { new_review_id } => plan_submit(doc, actor, new_review_id, guard),
-        Command::Decide(decision) => {
+        Command::Edit {
+            title,
+            body,
+            policy,
+        } => plan_edit(doc, actor, title, body, policy),
+        Command::Submit { new_review_id } => {
+            let policy = locked.policy.as_ref().ok_or(Refusal::NotFound)?;
+            plan_submit(doc, policy, actor, new_review_id, guard)
+        }
+        Command::Decide { decision, groups } => {
             let review = locked.review.as_ref().ok_or(Refusal::NotFound)?;
-            plan_decision(doc, review, actor, decision, guard)
+            let voter = super::votes::Voter {
+                id: actor,
+                groups: &groups,
+            };
+            super::votes::plan_vote(doc, review, voter, decision, guard, locked.now)
+        }
+        Command::Withdraw => {
+            let review = locked.review.as_ref().ok_or(Refusal::NotFound)?;
+            plan_withdraw(doc, review, actor, guard)
         }
     }
 }
@@ -195,6 +307,7 @@ fn plan_edit(
     actor: &UserId,
     title: Option<DocumentTitle>,
     body: Option<DocumentBody>,
+    policy: Option<String>,
 ) -> Result<Plan, Refusal> {
     if doc.author_id != actor.as_str() {
         return Err(Refusal::Forbidden("only the author may edit a document"));
@@ -202,15 +315,16 @@ fn plan_edit(
     let status = doc.status.apply(Action::Edit)?;
     let version = doc.version + 1;
     Ok(Plan {
-        document: DocumentChange {
+        document: Some(DocumentChange {
             id: doc.id,
             title,
             body,
             status,
             version,
             current_review_id: doc.current_review_id,
+            policy,
             fence_token: doc.fence_token,
-        },
+        }),
         review: None,
         audit: audit("edit", None, doc, status, Guard::Unlocked),
         outbox: OutboxEntry {
@@ -222,6 +336,7 @@ fn plan_edit(
 
 fn plan_submit(
     doc: &Document,
+    policy: &Policy,
     actor: &UserId,
     review_id: Uuid,
     guard: Guard,
@@ -230,15 +345,18 @@ fn plan_submit(
         return Err(Refusal::Forbidden("only the author may submit a document"));
     }
     let status = doc.status.apply(Action::Submit)?;
-    check_fence(doc, guard)?;
+    check_fence(doc.fence_token, guard, LockScope::Document)?;
     let version = doc.version + 1;
     Ok(Plan {
-        document: transitioned(doc, status, Some(review_id), guard),
+        document: Some(transitioned(doc, status, Some(review_id), guard)),
         review: Some(ReviewChange::Open(OpenReview {
             id: review_id,
             document_version: version,
             submitted_by: actor.as_str().to_string(),
-            fence_token: guard.fence(),
+            policy: policy.name.clone(),
+            policy_version: policy.version,
+            due_after_secs: policy.due_after_secs,
+            fence_token: guard.fence_of(LockScope::Document),
         })),
         audit: audit("submit", Some(review_id), doc, status, guard),
         outbox: OutboxEntry {
@@ -251,69 +369,69 @@ fn plan_submit(
     })
 }
 
-fn plan_decision(
+fn plan_withdraw(
     doc: &Document,
     review: &Review,
     actor: &UserId,
-    decision: Decision,
     guard: Guard,
 ) -> Result<Plan, Refusal> {
-    check_fence(doc, guard)?;
-    if doc.author_id == actor.as_str() {
-        return Err(Refusal::SelfReview);
+    if doc.author_id != actor.as_str() {
+        return Err(Refusal::Forbidden(
+            "only the author may withdraw a document's review",
+        ));
     }
-    let action = decision.action();
-    let decided = review
-        .status
-        .apply(action)
-        .ok_or(Refusal::ReviewNotPending(review.status))?;
-    let status = doc.status.apply(action)?;
+    check_fence(doc.fence_token, guard, LockScope::Document)?;
+    let status = doc.status.apply(Action::Withdraw)?;
     if doc.current_review_id != Some(review.id) {
         return Err(Refusal::NotCurrentReview);
     }
-    let (comment, reason, event, data) = match decision {
-        Decision::Approve(comment) => {
-            let comment = comment.map(Comment::into_string).filter(|c| !c.is_empty());
-            let data = EventData::Approved {
-                title: doc.title.clone(),
-                comment: comment.clone(),
-            };
-            (comment, None, EventType::Approved, data)
-        }
-        Decision::Reject(reason) => {
-            let reason = reason.into_string();
-            let data = EventData::Rejected {
-                title: doc.title.clone(),
-                reason: reason.clone(),
-            };
-            (None, Some(reason), EventType::Rejected, data)
-        }
-    };
+    let withdrawn = review
+        .status
+        .apply(Action::Withdraw)
+        .ok_or(Refusal::ReviewNotPending(review.status))?;
     Ok(Plan {
-        document: transitioned(doc, status, doc.current_review_id, guard),
-        review: Some(ReviewChange::Decide(DecideReview {
+        document: Some(transitioned(doc, status, doc.current_review_id, guard)),
+        review: Some(ReviewChange::Write(ReviewWrite {
             id: review.id,
-            status: decided,
-            decided_by: actor.as_str().to_string(),
-            comment,
-            reason,
-            fence_token: guard.fence(),
+            vote: None,
+            update: Some(ReviewUpdate {
+                status: withdrawn,
+                stage: review.stage,
+                decided_by: Some(actor.as_str().to_string()),
+                comment: None,
+                reason: None,
+                fence_token: review.fence_token,
+            }),
+            end_claims: true,
         })),
-        audit: audit(action.as_str(), Some(review.id), doc, status, guard),
-        outbox: OutboxEntry { event, data },
+        audit: audit("withdraw", Some(review.id), doc, status, guard),
+        outbox: OutboxEntry {
+            event: EventType::Withdrawn,
+            data: EventData::Withdrawn {
+                title: doc.title.clone(),
+                withdrawn_by: actor.as_str().to_string(),
+            },
+        },
     })
 }
 
-/// A holder whose fencing token is older than the one stored lost its lock to a newer holder.
-fn check_fence(doc: &Document, guard: Guard) -> Result<(), Refusal> {
-    match (doc.fence_token, guard.fence()) {
+/// A holder of the outer lock of `scope` whose token is older than the one `stored` on the
+/// row that lock guards lost its lock to a newer holder. Tokens of other locks are never
+/// compared: each lock has its own counter.
+pub(super) fn check_fence(
+    stored: Option<FencingToken>,
+    guard: Guard,
+    scope: LockScope,
+) -> Result<(), Refusal> {
+    match (stored, guard.fence_of(scope)) {
         (Some(stored), Some(mine)) if mine < stored => Err(Refusal::StaleFence),
         _ => Ok(()),
     }
 }
 
-/// The document after a transition: next status and version, the highest fence seen.
-fn transitioned(
+/// The document after a transition: next status and version, the highest fence of its own
+/// lock seen.
+pub(super) fn transitioned(
     doc: &Document,
     status: DocumentStatus,
     current_review_id: Option<Uuid>,
@@ -326,11 +444,13 @@ fn transitioned(
         status,
         version: doc.version + 1,
         current_review_id,
-        fence_token: doc.fence_token.max(guard.fence()),
+        policy: None,
+        fence_token: doc.fence_token.max(guard.fence_of(LockScope::Document)),
     }
 }
 
-fn audit(
+/// The audit row of a change that moves the document to its next version.
+pub(super) fn audit(
     action: &'static str,
     review_id: Option<Uuid>,
     before: &Document,

@@ -1,8 +1,10 @@
 //! The one place the state machine lives.
 //!
 //! Document: `DRAFT -submit-> PENDING_REVIEW -approve-> APPROVED`,
-//! `PENDING_REVIEW -reject-> REJECTED`, `REJECTED -submit-> PENDING_REVIEW`.
-//! Review: `PENDING -> APPROVED | REJECTED`.
+//! `PENDING_REVIEW -reject-> REJECTED`, `PENDING_REVIEW -withdraw-> DRAFT`,
+//! `REJECTED -submit-> PENDING_REVIEW`. (`approve` is the approval that completes the
+//! review's last stage; the others are votes that leave the status as it is.)
+//! Review: `PENDING -> APPROVED | REJECTED | WITHDRAWN`.
 
 use serde::{Deserialize, Serialize};
 
@@ -54,6 +56,7 @@ pub enum ReviewStatus {
     Pending,
     Approved,
     Rejected,
+    Withdrawn,
 }
 
 text_column!(DocumentStatus, "document status");
@@ -66,6 +69,7 @@ pub enum Action {
     Submit,
     Approve,
     Reject,
+    Withdraw,
 }
 
 impl Action {
@@ -75,6 +79,7 @@ impl Action {
             Action::Submit => "submit",
             Action::Approve => "approve",
             Action::Reject => "reject",
+            Action::Withdraw => "withdraw",
         }
     }
 }
@@ -115,6 +120,7 @@ impl DocumentStatus {
             (Draft | Rejected, Submit) => Ok(PendingReview),
             (PendingReview, Approve) => Ok(Approved),
             (PendingReview, Reject) => Ok(Rejected),
+            (PendingReview, Withdraw) => Ok(Draft),
             (from, action) => Err(InvalidTransition { from, action }),
         }
     }
@@ -126,6 +132,7 @@ impl ReviewStatus {
             ReviewStatus::Pending => "PENDING",
             ReviewStatus::Approved => "APPROVED",
             ReviewStatus::Rejected => "REJECTED",
+            ReviewStatus::Withdrawn => "WITHDRAWN",
         }
     }
 
@@ -134,6 +141,7 @@ impl ReviewStatus {
             "PENDING" => ReviewStatus::Pending,
             "APPROVED" => ReviewStatus::Approved,
             "REJECTED" => ReviewStatus::Rejected,
+            "WITHDRAWN" => ReviewStatus::Withdrawn,
             _ => return None,
         })
     }
@@ -143,6 +151,7 @@ impl ReviewStatus {
         match (self, action) {
             (ReviewStatus::Pending, Action::Approve) => Some(ReviewStatus::Approved),
             (ReviewStatus::Pending, Action::Reject) => Some(ReviewStatus::Rejected),
+            (ReviewStatus::Pending, Action::Withdraw) => Some(ReviewStatus::Withdrawn),
             _ => None,
         }
     }
@@ -168,6 +177,7 @@ mod tests {
             Just(Action::Submit),
             Just(Action::Approve),
             Just(Action::Reject),
+            Just(Action::Withdraw),
         ]
     }
 
@@ -185,13 +195,13 @@ mod tests {
     }
 
     proptest! {
-        // APPROVED is terminal, and only approve/reject leave PENDING_REVIEW.
+        // APPROVED is terminal, and only approve, reject and withdraw leave PENDING_REVIEW.
         #[test]
         fn approved_is_terminal_and_pending_only_decides(s in any_status(), a in any_action()) {
             let r = s.apply(a);
             if s == DocumentStatus::Approved { prop_assert!(r.is_err()); }
             if s == DocumentStatus::PendingReview {
-                prop_assert_eq!(r.is_ok(), matches!(a, Action::Approve | Action::Reject));
+                prop_assert_eq!(r.is_ok(), matches!(a, Action::Approve | Action::Reject | Action::Withdraw));
             }
             if let Err(e) = r { prop_assert_eq!(e.from, s); prop_assert_eq!(e.action, a); }
         }
@@ -208,6 +218,7 @@ mod tests {
                         | (DocumentStatus::Draft, DocumentStatus::PendingReview)
                         | (DocumentStatus::Rejected, DocumentStatus::PendingReview)
                         | (DocumentStatus::PendingReview, DocumentStatus::Approved)
+                        | (DocumentStatus::PendingReview, DocumentStatus::Draft)
                         | (DocumentStatus::PendingReview, DocumentStatus::Rejected));
                     prop_assert!(allowed, "{:?} -> {:?}", s, next);
                     s = next;

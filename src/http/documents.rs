@@ -14,7 +14,9 @@ use super::post;
 use super::request_id;
 use super::state::AppState;
 use super::views::{DocumentPage, DocumentView, ReviewHistory, ReviewView, TransitionView};
-use crate::domain::{Document, DocumentBody, DocumentStatus, DocumentTitle, Transitioned};
+use crate::domain::{
+    Document, DocumentBody, DocumentStatus, DocumentTitle, PolicyName, Transitioned,
+};
 use crate::usecases::Context;
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -24,6 +26,10 @@ pub struct CreateDocument {
     title: String,
     #[schema(schema_with = fields::body)]
     body: String,
+    /// The review policy its reviews follow; `review.default_policy` when left out.
+    #[schema(pattern = "^[a-z0-9][a-z0-9_-]{0,63}$", max_length = 64)]
+    #[serde(default, deserialize_with = "policy_not_null")]
+    policy: Option<String>,
 }
 
 /// At least one of title and body. Either may be left out, neither may be null: its schema
@@ -37,6 +43,22 @@ pub struct UpdateDocument {
     #[schema(schema_with = fields::body)]
     #[serde(default, deserialize_with = "body_not_null")]
     body: Option<String>,
+    /// Another review policy for its next reviews (a pending review keeps its own).
+    #[schema(pattern = "^[a-z0-9][a-z0-9_-]{0,63}$", max_length = 64)]
+    #[serde(default, deserialize_with = "policy_not_null")]
+    policy: Option<String>,
+}
+
+fn policy_not_null<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    not_null(d, "policy")
+}
+
+/// A policy name as given, checked for its shape (the store checks that it exists).
+fn policy_ok(policy: Option<String>) -> Result<Option<String>, ApiError> {
+    policy
+        .map(|p| PolicyName::parse(&p).map(|n| n.as_str().to_string()))
+        .transpose()
+        .map_err(|e| ApiError::validation(e.to_string()))
 }
 
 fn not_null<'de, D: Deserializer<'de>>(d: D, field: &str) -> Result<Option<String>, D::Error> {
@@ -72,7 +94,7 @@ fn input_ok<T>(r: Result<T, crate::domain::InputError>) -> Result<T, ApiError> {
         (status = 408, description = "REQUEST_TIMEOUT: the request body did not arrive within server.body_timeout_ms", body = ErrorEnvelope),
         (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
         (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
-        (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED (an unknown policy too), or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
         (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
     ),
     security(("bearer" = []))
@@ -108,8 +130,9 @@ pub(super) async fn creation(
         let input: CreateDocument = parse_json(&body, false)?;
         let title = input_ok(DocumentTitle::parse(&input.title))?;
         let text = input_ok(DocumentBody::parse(&input.body))?;
+        let policy = policy_ok(input.policy)?;
         let ctx = Context { held_key, ..ctx };
-        Ok(st.documents.create(ctx, title, text).await?)
+        Ok(st.documents.create(ctx, title, text, policy).await?)
     })
     .await
 }
@@ -217,7 +240,7 @@ pub async fn get(
     put,
     path = "/api/v1/documents/{id}",
     tag = "documents",
-    summary = "Edit title and/or body (its author; DRAFT or REJECTED)",
+    summary = "Edit title, body and/or policy (its author; DRAFT or REJECTED)",
     params(("id" = Uuid, Path, description = "document id")),
     request_body = UpdateDocument,
     responses(
@@ -258,16 +281,19 @@ pub(super) async fn edit(
 ) -> Result<Document, ApiError> {
     caller.require(Role::Author)?;
     let body: UpdateDocument = parse_json(bytes, false)?;
-    if body.title.is_none() && body.body.is_none() {
-        return Err(ApiError::validation("give at least one of title or body"));
+    if body.title.is_none() && body.body.is_none() && body.policy.is_none() {
+        return Err(ApiError::validation(
+            "give at least one of title, body or policy",
+        ));
     }
     let title = body.title.as_deref().map(DocumentTitle::parse).transpose();
     let text = body.body.as_deref().map(DocumentBody::parse).transpose();
     let (title, text) = (input_ok(title)?, input_ok(text)?);
+    let policy = policy_ok(body.policy)?;
     let request_id = request_id::current();
     Ok(state
         .documents
-        .edit(&caller.id, &request_id, id, title, text)
+        .edit(&caller.id, &request_id, id, title, text, policy)
         .await?)
 }
 

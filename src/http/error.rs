@@ -35,6 +35,9 @@ pub enum ErrorCode {
     Internal,
     MethodNotAllowed,
     RequestTimeout,
+    AlreadyVoted,
+    ReviewClaimed,
+    NotEligible,
 }
 
 /// The body of every error response.
@@ -165,6 +168,7 @@ impl ApiError {
                 | ErrorCode::Internal
                 | ErrorCode::IdempotencyInFlight
                 | ErrorCode::RequestTimeout
+                | ErrorCode::ReviewClaimed
         )
     }
 }
@@ -276,6 +280,22 @@ impl From<Refusal> for ApiError {
             Refusal::NotCurrentReview => undecidable("not the current review"),
             Refusal::AlreadyPending => undecidable("pending for this document"),
             Refusal::StaleFence => ApiError::lock_lost(),
+            Refusal::AlreadyVoted => ApiError::conflict(
+                ErrorCode::AlreadyVoted,
+                "you already voted on this review; a person votes once per review",
+            ),
+            e @ Refusal::NotEligible { .. } => {
+                ApiError::new(StatusCode::FORBIDDEN, ErrorCode::NotEligible, e.to_string())
+            }
+            e @ Refusal::ReviewClaimed {
+                retry_after_secs, ..
+            } => {
+                let mut err = ApiError::conflict(ErrorCode::ReviewClaimed, e.to_string());
+                err.retry_after_secs = Some(retry_after_secs);
+                err
+            }
+            e @ Refusal::UnknownPolicy(_) => ApiError::validation(format!("policy: {e}")),
+            e @ Refusal::NoClaim(_) => ApiError::not_found(e.to_string()),
         }
     }
 }

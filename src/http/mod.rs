@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod middleware;
 mod openapi;
 mod paging;
+pub(crate) mod policies;
 pub(crate) mod post;
 pub mod request_id;
 pub(crate) mod reviews;
@@ -23,6 +24,7 @@ mod settings;
 pub(crate) mod state;
 pub mod test_hooks;
 pub mod views;
+pub(crate) mod workflow;
 
 pub use console::PATHS as CONSOLE_PATHS;
 pub use settings::{AuthSettings, ServerSettings};
@@ -70,9 +72,16 @@ routes! {
     put "/api/v1/documents/{id}" => documents::update,
     post "/api/v1/documents/{id}/submit" => documents::submit,
     get "/api/v1/documents/{id}/reviews" => documents::history,
+    post "/api/v1/documents/{id}/withdraw" => workflow::withdraw,
     get "/api/v1/reviews" => reviews::list,
     post "/api/v1/reviews/{id}/approve" => reviews::approve,
     post "/api/v1/reviews/{id}/reject" => reviews::reject,
+    post "/api/v1/reviews/{id}/claim" => workflow::claim,
+    delete "/api/v1/reviews/{id}/claim" => workflow::give_back,
+    delete "/api/v1/reviews/{id}/claims/{reviewer_id}" => workflow::end_claim,
+    get "/api/v1/policies" => policies::list,
+    get "/api/v1/policies/{name}" => policies::get,
+    put "/api/v1/admin/policies/{name}" => policies::put,
     get "/api/v1/admin/outbox" => admin::list,
     get "/api/v1/admin/outbox/stats" => admin::stats,
     post "/api/v1/admin/outbox/{id}/retry" => admin::retry,

@@ -11,8 +11,10 @@ use super::csp::html_page;
 use super::documents::{CreateDocument, UpdateDocument};
 use super::error::{ErrorCode, ErrorEnvelope};
 use super::reviews::{ApproveBody, RejectBody};
+use super::policies::PolicyBody;
 use super::views::{
-    DocumentPage, DocumentView, ReviewHistory, ReviewPage, ReviewView, TransitionView,
+    ApprovalView, ClaimView, DocumentPage, DocumentView, PolicyList, PolicyView, ReviewHistory,
+    ReviewPage, ReviewView, StageOfPolicy, StageView, TransitionView,
 };
 
 #[derive(OpenApi)]
@@ -32,6 +34,13 @@ use super::views::{
         super::reviews::list,
         super::reviews::approve,
         super::reviews::reject,
+        super::workflow::claim,
+        super::workflow::give_back,
+        super::workflow::end_claim,
+        super::workflow::withdraw,
+        super::policies::list,
+        super::policies::get,
+        super::policies::put,
         super::admin::list,
         super::admin::stats,
         super::admin::retry,
@@ -45,12 +54,14 @@ use super::views::{
     components(schemas(
         DocumentView, DocumentPage, ReviewView, TransitionView, ReviewPage, ReviewHistory,
         CreateDocument, UpdateDocument, ApproveBody, RejectBody, ErrorEnvelope, ErrorCode,
-        OutboxRowView, OutboxPage, OutboxStatsView, super::health::Health, super::health::ReadinessView
+        OutboxRowView, OutboxPage, OutboxStatsView, super::health::Health, super::health::ReadinessView,
+        PolicyBody, PolicyView, PolicyList, StageOfPolicy, StageView, ApprovalView, ClaimView
     )),
     modifiers(&BearerAuth, &UpdateNeedsAField),
     tags(
         (name = "documents", description = "Authors' documents"),
-        (name = "reviews", description = "Reviewers' decisions"),
+        (name = "reviews", description = "Reviewers' votes and claims"),
+        (name = "policies", description = "Review policies: stages, approvals, groups, due dates"),
         (name = "admin", description = "Parked outbox rows: list, retry, skip"),
         (name = "operations", description = "Health, metrics, this description")
     )

@@ -14,6 +14,7 @@ use super::post;
 use super::state::AppState;
 use super::views::{ReviewPage, ReviewView, TransitionView};
 use crate::domain::{Comment, Decision, RejectReason, ReviewStatus, Transitioned};
+use crate::store::{QueueFilter, QueueOrder};
 use crate::usecases::Context;
 
 #[derive(Deserialize, Default, utoipa::ToSchema)]
@@ -35,22 +36,31 @@ pub struct ReviewQuery {
     pub status: Option<String>,
     pub limit: Option<i64>,
     pub cursor: Option<String>,
+    pub overdue: Option<bool>,
+    pub eligible: Option<String>,
+    pub order: Option<String>,
 }
+
+/// What a 409 of a vote may be, for the OpenAPI descriptions.
+const VOTE_CONFLICTS: &str = "LOCK_NOT_ACQUIRED (with Retry-After), INVALID_STATE, LOCK_LOST, ALREADY_VOTED, REVIEW_CLAIMED (with Retry-After; every seat held by others) or IDEMPOTENCY_IN_FLIGHT";
 
 #[utoipa::path(
     post,
     path = "/api/v1/reviews/{id}/approve",
     tag = "reviews",
-    summary = "Approve (reviewer, not the author)",
+    summary = "Approve in the current stage (reviewer, not the author)",
+    description = "A vote: recorded while the stage needs more approvals, completing the \
+                   stage (the review moves to the next), or approving the review and the \
+                   document on the last stage's last approval. One vote per person per review.",
     params(("id" = Uuid, Path, description = "review id"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
     request_body = Option<ApproveBody>,
     responses(
         (status = 200, description = "approved", body = TransitionView),
         (status = 400, description = "VALIDATION_FAILED: malformed JSON", body = ErrorEnvelope),
         (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
-        (status = 403, description = "FORBIDDEN or SELF_REVIEW_FORBIDDEN", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN, SELF_REVIEW_FORBIDDEN or NOT_ELIGIBLE (not in the current stage's groups)", body = ErrorEnvelope),
         (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
-        (status = 409, description = "LOCK_NOT_ACQUIRED (with Retry-After), INVALID_STATE, LOCK_LOST or IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
+        (status = 409, description = VOTE_CONFLICTS, body = ErrorEnvelope),
         (status = 408, description = "REQUEST_TIMEOUT: the request body did not arrive within server.body_timeout_ms", body = ErrorEnvelope),
         (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
         (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
@@ -98,15 +108,17 @@ pub(super) fn rejection(body: &[u8]) -> Result<Decision, ApiError> {
     path = "/api/v1/reviews/{id}/reject",
     tag = "reviews",
     summary = "Reject with a reason (reviewer, not the author)",
+    description = "A veto: any eligible reject ends the review and rejects the document. \
+                   Needs no seat.",
     params(("id" = Uuid, Path, description = "review id"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
     request_body = RejectBody,
     responses(
         (status = 200, description = "rejected", body = TransitionView),
         (status = 400, description = "VALIDATION_FAILED: malformed JSON", body = ErrorEnvelope),
         (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
-        (status = 403, description = "FORBIDDEN or SELF_REVIEW_FORBIDDEN", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN, SELF_REVIEW_FORBIDDEN or NOT_ELIGIBLE (not in the current stage's groups)", body = ErrorEnvelope),
         (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
-        (status = 409, description = "LOCK_NOT_ACQUIRED (with Retry-After), INVALID_STATE, LOCK_LOST or IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
+        (status = 409, description = VOTE_CONFLICTS, body = ErrorEnvelope),
         (status = 408, description = "REQUEST_TIMEOUT: the request body did not arrive within server.body_timeout_ms", body = ErrorEnvelope),
         (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
         (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
@@ -141,7 +153,10 @@ pub(super) async fn decision(
 ) -> Result<post::Ran<Transitioned>, ApiError> {
     caller.require(Role::Reviewer)?;
     let (st, body) = (state.clone(), bytes.clone());
-    let ctx = state.context(req, &caller.id);
+    let ctx = Context {
+        groups: caller.groups.clone(),
+        ..state.context(req, &caller.id)
+    };
     post::run(req, state, &caller, &bytes, move |held_key| async move {
         let decision = parse(&body)?;
         let ctx = Context { held_key, ..ctx };
@@ -154,9 +169,12 @@ pub(super) async fn decision(
     get,
     path = "/api/v1/reviews",
     tag = "reviews",
-    summary = "Reviews by status, oldest submission first (reviewer)",
+    summary = "Reviews by status, in commit order or by due date (reviewer)",
     params(
-        ("status" = Option<String>, Query, pattern = "^(PENDING|APPROVED|REJECTED)$", description = "PENDING (default), APPROVED or REJECTED"),
+        ("status" = Option<String>, Query, pattern = "^(PENDING|APPROVED|REJECTED|WITHDRAWN)$", description = "PENDING (default), APPROVED, REJECTED or WITHDRAWN"),
+        ("overdue" = Option<bool>, Query, description = "true: only reviews still pending past their due date (status PENDING only)"),
+        ("eligible" = Option<String>, Query, pattern = "^me$", description = "me: only reviews the caller may approve now (not its own, not voted on, in the stage's groups, a seat free or held by the caller)"),
+        ("order" = Option<String>, Query, pattern = "^(queue|due)$", description = "queue (default): the order the submits committed; due: by due date, none last"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 100, description = "1 to 100, default 20"),
         ("cursor" = Option<String>, Query, pattern = r"^([0-9]{1,16}\.)?[0-9a-f]{32}$", description = "next_cursor of the previous page")
     ),
@@ -185,17 +203,12 @@ pub(super) async fn review_page(
     query: &ReviewQuery,
 ) -> Result<ReviewPage, ApiError> {
     caller.require(Role::Reviewer)?;
-    let status = match query.status.as_deref() {
-        None => ReviewStatus::Pending,
-        Some(s) => ReviewStatus::parse(s).ok_or_else(|| {
-            ApiError::validation("status must be one of PENDING, APPROVED, REJECTED")
-        })?,
-    };
-    let limit = paging::limit(query.limit)?;
-    let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
+    let mut filter = queue_filter(caller, query)?;
+    let limit = filter.limit;
+    filter.limit = limit + 1;
     let mut items = state
         .reviews
-        .list(status, after, limit + 1)
+        .list(&filter)
         .await?
         .ok_or_else(bad_cursor)?;
     let next_cursor = paging::cut(&mut items, limit, |r| encode_cursor(r.id));
@@ -209,6 +222,39 @@ pub(super) async fn review_page(
         })
         .collect();
     Ok(ReviewPage { items, next_cursor })
+}
+
+fn queue_filter(caller: &Caller, query: &ReviewQuery) -> Result<QueueFilter, ApiError> {
+    let status = match query.status.as_deref() {
+        None => ReviewStatus::Pending,
+        Some(s) => ReviewStatus::parse(s).ok_or_else(|| {
+            ApiError::validation("status must be one of PENDING, APPROVED, REJECTED, WITHDRAWN")
+        })?,
+    };
+    let overdue = query.overdue.unwrap_or(false);
+    if overdue && status != ReviewStatus::Pending {
+        return Err(ApiError::validation(
+            "overdue=true lists pending reviews only: leave status out or give PENDING",
+        ));
+    }
+    let eligible = match query.eligible.as_deref() {
+        None => None,
+        Some("me") => Some((caller.id.as_str().to_string(), caller.groups.clone())),
+        Some(_) => return Err(ApiError::validation("eligible must be me")),
+    };
+    let order = match query.order.as_deref() {
+        None | Some("queue") => QueueOrder::Queue,
+        Some("due") => QueueOrder::Due,
+        Some(_) => return Err(ApiError::validation("order must be queue or due")),
+    };
+    Ok(QueueFilter {
+        status,
+        overdue,
+        eligible,
+        order,
+        after: query.cursor.as_deref().map(decode_cursor).transpose()?,
+        limit: paging::limit(query.limit)?,
+    })
 }
 
 /// A cursor names the last review of a page; the next page starts after it in the queue's

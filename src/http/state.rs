@@ -9,12 +9,14 @@ use super::request_id;
 use super::test_hooks;
 use crate::domain::UserId;
 use crate::usecases::{
-    Context, DocumentService, Idempotency, OutboxAdmin, Probes, ReviewService, TestHooks,
+    Context, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes, ReviewService,
+    TestHooks,
 };
 
 pub struct AppState {
     pub documents: DocumentService,
     pub reviews: ReviewService,
+    pub policies: PolicyService,
     pub idempotency: Idempotency,
     pub probes: Probes,
     pub outbox_admin: OutboxAdmin,
@@ -43,6 +45,7 @@ impl AppState {
     pub fn context(&self, req: &HttpRequest, actor: &UserId) -> Context {
         Context {
             actor: actor.clone(),
+            groups: Vec::new(),
             request_id: request_id::current(),
             hooks: self.hooks(req),
             held_key: None,

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::domain::{preview_of, Document, Review, Transitioned};
+use crate::domain::{preview_of, Document, Policy, Review, Stage, Transitioned, VoteKind};
 
 /// A document. `body`, `preview` and `body_source` come with GET, create and edit.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -20,6 +20,9 @@ pub struct DocumentView {
     pub version: i64,
     pub author_id: String,
     pub current_review_id: Option<Uuid>,
+    /// The review policy its next review follows.
+    #[schema(example = "default")]
+    pub policy: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -41,6 +44,7 @@ impl From<&Document> for DocumentView {
             version: d.version,
             author_id: d.author_id.clone(),
             current_review_id: d.current_review_id,
+            policy: d.policy.clone(),
             created_at: d.created_at,
             updated_at: d.updated_at,
             body: None,
@@ -61,43 +65,193 @@ impl DocumentView {
     }
 }
 
+/// An approval in a stage.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ApprovalView {
+    pub reviewer_id: String,
+    pub at: DateTime<Utc>,
+    pub comment: Option<String>,
+}
+
+/// A stage of the review's policy version, with the approvals cast in it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct StageView {
+    pub name: String,
+    pub required_approvals: u8,
+    /// Who may vote in it (JWT `groups`); empty: any reviewer.
+    pub eligible_groups: Vec<String>,
+    pub approvals: Vec<ApprovalView>,
+}
+
+/// A live claim: a seat held until `expires_at`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ClaimView {
+    pub reviewer_id: String,
+    pub claimed_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
 /// A review of one submitted version of a document.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[schema(as = Review)]
 pub struct ReviewView {
     pub id: Uuid,
     pub document_id: Uuid,
-    /// PENDING, APPROVED or REJECTED
+    /// PENDING, APPROVED, REJECTED or WITHDRAWN
     #[schema(example = "PENDING")]
     pub status: String,
     pub document_version: i64,
+    pub policy: String,
+    pub policy_version: i32,
+    /// Index of the current stage in `stages` (the last one once decided).
+    pub stage: i32,
+    pub stages: Vec<StageView>,
+    /// Live claims on the current stage, earliest expiry first.
+    pub claims: Vec<ClaimView>,
+    /// Approvals the current stage still needs (its seats, free or held).
+    pub seats: i64,
+    pub due_at: Option<DateTime<Utc>>,
+    /// Still pending and past `due_at`.
+    pub overdue: bool,
     pub submitted_by: String,
     pub submitted_at: DateTime<Utc>,
     pub decided_by: Option<String>,
     pub decided_at: Option<DateTime<Utc>>,
     pub comment: Option<String>,
     pub reason: Option<String>,
+    /// Reviewers who rejected (at most one: a reject ends the review).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rejected_by: Vec<String>,
     /// The document's title, in lists of reviews (`GET /api/v1/reviews`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub document_title: Option<String>,
 }
 
+fn stage_view(r: &Review, index: usize, stage: &Stage) -> StageView {
+    StageView {
+        name: stage.name.clone(),
+        required_approvals: stage.required_approvals,
+        eligible_groups: stage.eligible_groups.clone(),
+        approvals: r
+            .votes
+            .iter()
+            .filter(|v| v.stage as usize == index && v.kind == VoteKind::Approve)
+            .map(|v| ApprovalView {
+                reviewer_id: v.voter_id.clone(),
+                at: v.at,
+                comment: v.comment.clone(),
+            })
+            .collect(),
+    }
+}
+
 impl From<&Review> for ReviewView {
     fn from(r: &Review) -> Self {
+        let now = Utc::now();
+        let pending = r.status == crate::domain::ReviewStatus::Pending;
+        let claims = if pending {
+            crate::domain::votes::live_claims(r, now)
+                .into_iter()
+                .map(|c| ClaimView {
+                    reviewer_id: c.reviewer_id.clone(),
+                    claimed_at: c.claimed_at,
+                    expires_at: c.expires_at,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         Self {
             id: r.id,
             document_id: r.document_id,
             status: r.status.as_str().to_string(),
             document_version: r.document_version,
+            policy: r.policy.clone(),
+            policy_version: r.policy_version,
+            stage: r.stage,
+            stages: r
+                .stages
+                .iter()
+                .enumerate()
+                .map(|(i, s)| stage_view(r, i, s))
+                .collect(),
+            claims,
+            seats: if pending {
+                crate::domain::votes::seats(r) as i64
+            } else {
+                0
+            },
+            due_at: r.due_at,
+            overdue: r.overdue_at(now),
             submitted_by: r.submitted_by.clone(),
             submitted_at: r.submitted_at,
             decided_by: r.decided_by.clone(),
             decided_at: r.decided_at,
             comment: r.comment.clone(),
             reason: r.reason.clone(),
+            rejected_by: r
+                .votes
+                .iter()
+                .filter(|v| v.kind == VoteKind::Reject)
+                .map(|v| v.voter_id.clone())
+                .collect(),
             document_title: None,
         }
     }
+}
+
+/// A review policy: its current version.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Policy)]
+pub struct PolicyView {
+    pub name: String,
+    pub version: i32,
+    pub stages: Vec<StageOfPolicy>,
+    pub due_after_secs: Option<i32>,
+    pub claim_ttl_secs: i32,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A stage as a policy states it.
+#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StageOfPolicy {
+    /// 1 to 64 characters, unique in the policy.
+    #[schema(min_length = 1, max_length = 64)]
+    pub name: String,
+    #[schema(minimum = 1, maximum = 5)]
+    pub required_approvals: u8,
+    /// Who may vote in this stage (JWT `groups`); empty or left out: any reviewer.
+    #[serde(default)]
+    #[schema(max_items = 20)]
+    pub eligible_groups: Vec<String>,
+}
+
+impl From<&Policy> for PolicyView {
+    fn from(p: &Policy) -> Self {
+        Self {
+            name: p.name.clone(),
+            version: p.version,
+            stages: p
+                .stages
+                .iter()
+                .map(|s| StageOfPolicy {
+                    name: s.name.clone(),
+                    required_approvals: s.required_approvals,
+                    eligible_groups: s.eligible_groups.clone(),
+                })
+                .collect(),
+            due_after_secs: p.due_after_secs,
+            claim_ttl_secs: p.claim_ttl_secs,
+            updated_at: p.updated_at,
+        }
+    }
+}
+
+/// Every policy, by name.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct PolicyList {
+    pub items: Vec<PolicyView>,
 }
 
 /// The document and review after a transition.

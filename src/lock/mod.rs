@@ -153,6 +153,15 @@ impl LockKeys {
     pub fn for_review(&self, review_id: uuid::Uuid) -> String {
         format!("{}lock:doc:review:{{{review_id}}}", self.prefix)
     }
+    /// The outer lock of one voter's vote on a review whose stage needs several approvals:
+    /// a double click of one reviewer meets it, other reviewers do not. `<voter>` is the
+    /// first 16 hex digits of SHA-256 of `sub` (no user id in key names).
+    pub fn for_voter(&self, review_id: uuid::Uuid, sub: &str) -> String {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(sub.as_bytes());
+        let voter: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        format!("{}lock:doc:review:{{{review_id}}}:voter:{voter}", self.prefix)
+    }
     /// The key the breaker's prober locks to test Redis.
     pub fn probe(&self) -> String {
         format!("{}lock:probe:{{probe}}", self.prefix)

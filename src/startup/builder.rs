@@ -22,7 +22,8 @@ use crate::store::mongo::MongoProjection;
 use crate::store::PgStore;
 use crate::tasks::{Backoff, Supervisor};
 use crate::usecases::{
-    DocumentService, Idempotency, OutboxAdmin, Probes, ReviewService, ReviewStats,
+    sweep_overdue, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes,
+    ReviewService, ReviewStats,
 };
 
 /// What `serve` and `dispatch` run on: the state the handlers share, the dispatcher, and
@@ -99,7 +100,13 @@ impl<'a> CoreBuilder<'a> {
         let stats = Arc::new(ReviewStats::new());
         let keys = LockKeys::new(s.redis.key_prefix.clone());
         let state = AppState {
-            documents: DocumentService::new(store.clone(), mongo.clone(), dispatcher.clone()),
+            documents: DocumentService::new(
+                store.clone(),
+                mongo.clone(),
+                dispatcher.clone(),
+                s.review.default_policy.clone(),
+            ),
+            policies: PolicyService::new(store.clone()),
             reviews: ReviewService::new(
                 store.clone(),
                 gate.clone(),
@@ -127,6 +134,10 @@ impl<'a> CoreBuilder<'a> {
         };
         let (purged, keep) = (store.clone(), s.outbox.retention());
         tasks.spawn("purger", move |stop| purge(purged.clone(), keep, stop));
+        let (swept, every, batch) = (store.clone(), s.review.overdue_sweep, s.review.overdue_batch);
+        tasks.spawn("overdue.sweeper", move |stop| {
+            sweep_overdue(swept.clone(), every, batch, stop)
+        });
         Ok(Core {
             state: web::Data::new(state),
             shutdown: self.shutdown,

@@ -4,38 +4,53 @@
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-use super::error::{StoreError, WriteError};
+use super::error::{violates, StoreError, WriteError};
 use super::pg::{PgStore, Statement};
 use super::tx::{write_audit_and_event, Staged, WriteContext};
 use crate::domain::rules::{self, DocumentChange};
 use crate::domain::{
     Command, Document, DocumentBody, DocumentStatus, DocumentTitle, FencingToken, Locked,
+    Refusal,
 };
 
+/// The refusal of a write that named a policy that does not exist (the foreign key of
+/// `documents.policy`), or the error as it was.
+fn unknown_policy(e: sqlx::Error, policy: &str) -> WriteError {
+    if violates(&e, "documents_policy_fkey") {
+        Refusal::UnknownPolicy(policy.to_string()).into()
+    } else {
+        e.into()
+    }
+}
+
 impl PgStore {
-    /// Inserts a DRAFT document (version 1) with its audit and outbox rows, uncommitted.
+    /// Inserts a DRAFT document (version 1) following `policy` with its audit and outbox
+    /// rows, uncommitted.
     #[tracing::instrument(level = "debug", skip_all, fields(document_id = %id))]
     pub async fn stage_create(
         &self,
         id: Uuid,
         title: DocumentTitle,
         body: DocumentBody,
+        policy: String,
         ctx: &WriteContext<'_>,
-    ) -> Result<Staged<Document>, StoreError> {
-        let new = rules::plan_create(id, title, body);
+    ) -> Result<Staged<Document>, WriteError> {
+        let new = rules::plan_create(id, title, body, policy);
         let mut tx = self.pool.begin().await?;
         let row = sqlx::query!(
-            "INSERT INTO documents (id, title, body, status, version, author_id) \
-             VALUES ($1, $2, $3, $4, $5, $6) RETURNING created_at, updated_at",
+            "INSERT INTO documents (id, title, body, status, version, author_id, policy) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at, updated_at",
             new.id,
             new.title.as_str(),
             new.body.as_str(),
             new.status as DocumentStatus,
             new.version,
             ctx.actor.as_str(),
+            &new.policy,
         )
         .fetch_one(&mut *tx)
-        .await?;
+        .await
+        .map_err(|e| unknown_policy(e, &new.policy))?;
         let doc = Document {
             id: new.id,
             title: new.title.into_string(),
@@ -44,11 +59,13 @@ impl PgStore {
             version: new.version,
             author_id: ctx.actor.as_str().to_string(),
             current_review_id: None,
+            policy: new.policy,
             fence_token: None,
             created_at: row.created_at,
             updated_at: row.updated_at,
         };
-        let owned = write_audit_and_event(&mut tx, &doc, &new.audit, &new.outbox, ctx).await?;
+        let owned = write_audit_and_event(&mut tx, &doc, &new.audit, &new.outbox, ctx, doc.updated_at)
+                .await?;
         Ok(Staged::new(tx, doc, owned))
     }
 
@@ -57,7 +74,7 @@ impl PgStore {
         sqlx::query_as!(
             Document,
             r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
-                      current_review_id, fence_token AS "fence_token: FencingToken",
+                      current_review_id, policy, fence_token AS "fence_token: FencingToken",
                       created_at, updated_at
                FROM documents WHERE id = $1"#,
             id
@@ -72,7 +89,7 @@ impl PgStore {
         sqlx::query_as!(
             Document,
             r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
-                      current_review_id, fence_token AS "fence_token: FencingToken",
+                      current_review_id, policy, fence_token AS "fence_token: FencingToken",
                       created_at, updated_at
                FROM documents WHERE id = ANY($1)"#,
             ids
@@ -98,7 +115,7 @@ impl PgStore {
                 sqlx::query_as!(
                     Document,
                     r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
-                          author_id, current_review_id, fence_token AS "fence_token: FencingToken",
+                          author_id, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                           created_at, updated_at
                    FROM documents WHERE author_id = $1 AND id < $2
                    ORDER BY id DESC LIMIT $3"#,
@@ -114,7 +131,7 @@ impl PgStore {
                 sqlx::query_as!(
                     Document,
                     r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
-                          author_id, current_review_id, fence_token AS "fence_token: FencingToken",
+                          author_id, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                           created_at, updated_at
                    FROM documents WHERE author_id = $1 AND status = $2 AND id < $3
                    ORDER BY id DESC LIMIT $4"#,
@@ -146,17 +163,30 @@ impl PgStore {
         id: Uuid,
         title: Option<DocumentTitle>,
         body: Option<DocumentBody>,
+        policy: Option<String>,
         ctx: &WriteContext<'_>,
     ) -> Result<Staged<Document>, WriteError> {
         let mut tx = self.begin().await?;
         let locked = Locked {
             document: lock_document(&mut tx, id).await?,
-            review: None,
+            ..Locked::default()
         };
-        let plan = rules::plan(&locked, ctx.actor, Command::Edit { title, body }, ctx.guard)?;
+        let command = Command::Edit {
+            title,
+            body,
+            policy,
+        };
+        let plan = rules::plan(&locked, ctx.actor, command, ctx.guard)?;
         let before = planned_document(locked.document)?;
-        let doc = write_document(&mut tx, before, plan.document).await?;
-        let owned = write_audit_and_event(&mut tx, &doc, &plan.audit, &plan.outbox, ctx).await?;
+        let change = plan
+            .document
+            .ok_or_else(|| anyhow::anyhow!("an edit that changes no document"))?;
+        let policy = change.policy.clone().unwrap_or_default();
+        let doc = write_document(&mut tx, before, change)
+            .await
+            .map_err(|e| unknown_policy(e, &policy))?;
+        let owned = write_audit_and_event(&mut tx, &doc, &plan.audit, &plan.outbox, ctx, doc.updated_at)
+                .await?;
         Ok(Staged::new(tx, doc, owned))
     }
 }
@@ -169,7 +199,7 @@ pub(super) async fn lock_document(
     Ok(sqlx::query_as!(
         Document,
         r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
-                  current_review_id, fence_token AS "fence_token: FencingToken",
+                  current_review_id, policy, fence_token AS "fence_token: FencingToken",
                   created_at, updated_at
            FROM documents WHERE id = $1 FOR UPDATE"#,
         id
@@ -186,7 +216,7 @@ pub(super) async fn lock_document_of_review(
     Ok(sqlx::query_as!(
         Document,
         r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
-                  current_review_id, fence_token AS "fence_token: FencingToken",
+                  current_review_id, policy, fence_token AS "fence_token: FencingToken",
                   created_at, updated_at
            FROM documents
            WHERE id = (SELECT document_id FROM reviews WHERE id = $1) FOR UPDATE"#,
@@ -206,13 +236,14 @@ pub(super) async fn write_document(
     tx: &mut Transaction<'static, Postgres>,
     before: Document,
     change: DocumentChange,
-) -> Result<Document, StoreError> {
+) -> Result<Document, sqlx::Error> {
     let title = change.title.map(DocumentTitle::into_string);
     let body = change.body.map(DocumentBody::into_string);
     let updated_at = sqlx::query_scalar!(
         "UPDATE documents SET title = COALESCE($2, title), body = COALESCE($3, body), \
          status = $4, version = $5, current_review_id = $6, fence_token = $7, \
-         updated_at = clock_timestamp() WHERE id = $1 RETURNING updated_at",
+         policy = COALESCE($8, policy), updated_at = clock_timestamp() \
+         WHERE id = $1 RETURNING updated_at",
         change.id,
         title.as_deref(),
         body.as_deref(),
@@ -220,6 +251,7 @@ pub(super) async fn write_document(
         change.version,
         change.current_review_id,
         change.fence_token as Option<FencingToken>,
+        change.policy.as_deref(),
     )
     .fetch_one(&mut **tx)
     .await?;
@@ -231,6 +263,7 @@ pub(super) async fn write_document(
         version: change.version,
         author_id: before.author_id,
         current_review_id: change.current_review_id,
+        policy: change.policy.unwrap_or(before.policy),
         fence_token: change.fence_token,
         created_at: before.created_at,
         updated_at,

@@ -6,6 +6,7 @@
 //! the open transaction back as [`Staged`]: the caller decides whether it commits. The store
 //! never judges a change itself and knows nothing of locks, HTTP or idempotency policy.
 
+mod claims;
 mod documents;
 mod error;
 mod idempotency;
@@ -13,12 +14,18 @@ pub mod mongo;
 mod outbox;
 mod outbox_admin;
 mod pg;
+mod policies;
+mod queue;
+mod review_rows;
 mod reviews;
 mod tx;
+mod votes;
 
+pub use claims::ClaimOp;
 pub use error::{StoreError, StoreFailure, WriteError};
 pub use idempotency::{HeldKey, KeyRecord, KeyState};
 pub use outbox::OutboxRow;
+pub use queue::{QueueFilter, QueueOrder};
 pub use outbox_admin::{OutboxAction, OutboxFilter, OutboxRecord};
 pub use pg::{migrate, migration_lock_id, DatabaseSettings, PgStore, PoolFigures};
 pub use tx::{Committed, Staged, WriteContext};

@@ -1,23 +1,29 @@
-//! Statements on `reviews`, and the two review transitions: submit (open a review) and
-//! decide (approve or reject it). Each locks its rows (document first, then review: one
-//! global order, so two transitions never deadlock), asks the rules for a plan, and writes
-//! the plan uncommitted.
+//! Statements on `reviews`, and the review transitions: submit (open a review), vote
+//! (approve or reject in the current stage) and withdraw. Each locks its rows (document
+//! first, then review: one global order, so two transitions never deadlock), asks the rules
+//! for a plan, and writes the plan uncommitted. A review is read with its policy version's
+//! stages, its votes and its claims (`flows`).
 
+use chrono::Utc;
+use sqlx::types::Json;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::documents::{lock_document, lock_document_of_review, planned_document, write_document};
 use super::error::{violates, StoreError, WriteError};
 use super::pg::{PgStore, Statement};
+use super::policies::current_policy;
+use super::review_rows::{lock_review, Flow, ReviewRow};
 use super::tx::{write_audit_and_event, Staged, WriteContext};
-use crate::domain::rules::{self, DecideReview, OpenReview, ReviewChange};
+use crate::domain::rules::{self, OpenReview, ReviewChange};
 use crate::domain::{
     Command, Decision, Document, FencingToken, Locked, Plan, Refusal, Review, ReviewStatus,
-    Transitioned,
+    Stage, Transitioned,
 };
 
 impl PgStore {
-    /// DRAFT|REJECTED -> PENDING_REVIEW with a new pending review.
+    /// DRAFT|REJECTED -> PENDING_REVIEW with a new pending review under the document's
+    /// policy, as its current version is.
     #[tracing::instrument(level = "debug", skip_all, fields(document_id = %document_id))]
     pub async fn stage_submit(
         &self,
@@ -25,9 +31,15 @@ impl PgStore {
         ctx: &WriteContext<'_>,
     ) -> Result<Staged<Transitioned>, WriteError> {
         let mut tx = self.begin().await?;
+        let document = lock_document(&mut tx, document_id).await?;
+        let policy = match &document {
+            Some(d) => current_policy(&mut *tx, &d.policy).await?,
+            None => None,
+        };
         let locked = Locked {
-            document: lock_document(&mut tx, document_id).await?,
-            review: None,
+            document,
+            policy,
+            ..Locked::default()
         };
         let command = Command::Submit {
             new_review_id: Uuid::now_v7(),
@@ -36,67 +48,82 @@ impl PgStore {
         write_transition(tx, locked, plan, ctx).await
     }
 
-    /// PENDING -> APPROVED | REJECTED for the review, and the document with it.
+    /// A vote of the caller (a member of `groups`) on the review's current stage: recorded,
+    /// completing the stage, or deciding the review and its document.
     #[tracing::instrument(level = "debug", skip_all, fields(review_id = %review_id, action = decision.action().as_str()))]
-    pub async fn stage_decision(
+    pub async fn stage_vote(
         &self,
         review_id: Uuid,
         decision: Decision,
+        groups: Vec<String>,
         ctx: &WriteContext<'_>,
     ) -> Result<Staged<Transitioned>, WriteError> {
+        let (tx, locked) = self.lock_review_and_document(review_id).await?;
+        let command = Command::Decide { decision, groups };
+        let plan = rules::plan(&locked, ctx.actor, command, ctx.guard)?;
+        write_transition(tx, locked, plan, ctx).await
+    }
+
+    /// PENDING_REVIEW -> DRAFT, the current review WITHDRAWN.
+    #[tracing::instrument(level = "debug", skip_all, fields(document_id = %document_id))]
+    pub async fn stage_withdraw(
+        &self,
+        document_id: Uuid,
+        ctx: &WriteContext<'_>,
+    ) -> Result<Staged<Transitioned>, WriteError> {
+        let mut tx = self.begin().await?;
+        let document = lock_document(&mut tx, document_id).await?;
+        let (review, now) = match document.as_ref().and_then(|d| d.current_review_id) {
+            Some(id) => lock_review(&mut tx, id).await?,
+            None => (None, Utc::now()),
+        };
+        let locked = Locked {
+            document,
+            review,
+            policy: None,
+            now,
+        };
+        let plan = rules::plan(&locked, ctx.actor, Command::Withdraw, ctx.guard)?;
+        write_transition(tx, locked, plan, ctx).await
+    }
+
+    /// Opens a write transaction and locks the document of `review_id`, then the review;
+    /// `Locked.now` is read once both are held.
+    pub(super) async fn lock_review_and_document(
+        &self,
+        review_id: Uuid,
+    ) -> Result<(Transaction<'static, Postgres>, Locked), StoreError> {
         let mut tx = self.begin().await?;
         // Lock the review's document (found without locking the review), then the review.
         let locked = match lock_document_of_review(&mut tx, review_id).await? {
             None => Locked::default(),
-            Some(document) => Locked {
-                document: Some(document),
-                review: lock_review(&mut tx, review_id).await?,
-            },
-        };
-        let plan = rules::plan(&locked, ctx.actor, Command::Decide(decision), ctx.guard)?;
-        write_transition(tx, locked, plan, ctx).await
-    }
-
-    /// Reviews in `status` in the order their submits committed, after the review `after`
-    /// (the last one a reader was shown); `None` when `after` is no review. A review
-    /// committed later always comes later in this order (`queue_seq`, assigned at COMMIT:
-    /// see the migration `review_queue_order`), so a reader paging through never skips one.
-    pub async fn list_reviews(
-        &self,
-        status: ReviewStatus,
-        after: Option<Uuid>,
-        limit: i64,
-    ) -> Result<Option<Vec<Review>>, StoreError> {
-        let after_seq = match after {
-            None => None,
-            Some(id) => {
-                match sqlx::query_scalar!("SELECT queue_seq FROM reviews WHERE id = $1", id)
-                    .fetch_optional(&self.pool)
-                    .bounded(self)
-                    .await?
-                {
-                    None => return Ok(None),
-                    seq => seq,
+            Some(document) => {
+                let (review, now) = lock_review(&mut tx, review_id).await?;
+                Locked {
+                    document: Some(document),
+                    review,
+                    policy: None,
+                    now,
                 }
             }
         };
-        Ok(Some(
-            sqlx::query_as!(
-                Review,
-                r#"SELECT id, document_id, status AS "status: ReviewStatus", document_version,
-                          submitted_by, submitted_at, decided_by, decided_at, comment, reason,
-                          fence_token AS "fence_token: FencingToken"
-                   FROM reviews
-                   WHERE status = $1 AND ($2::int8 IS NULL OR queue_seq > $2)
-                   ORDER BY queue_seq LIMIT $3"#,
-                status as ReviewStatus,
-                after_seq,
-                limit
-            )
-            .fetch_all(&self.pool)
-            .bounded(self)
-            .await?,
-        ))
+        Ok((tx, locked))
+    }
+
+    /// The approvals the current stage of `review_id` needs (`None`: no such review). Read
+    /// without a lock, to choose the outer lock of a vote.
+    pub async fn stage_needs(&self, review_id: Uuid) -> Result<Option<i32>, StoreError> {
+        let needs = sqlx::query_scalar!(
+            r#"SELECT (pv.stages -> r.stage ->> 'required_approvals')::int4 AS needs
+               FROM reviews r
+               JOIN policy_versions pv ON pv.name = r.policy AND pv.version = r.policy_version
+               WHERE r.id = $1"#,
+            review_id
+        )
+        .fetch_optional(&self.pool)
+        .bounded(self)
+        .await?;
+        Ok(needs.flatten())
     }
 
     /// Every review of a document, oldest first; `None` when the document does not exist.
@@ -114,36 +141,20 @@ impl PgStore {
         if !exists {
             return Ok(None);
         }
-        Ok(Some(
-            sqlx::query_as!(
-                Review,
-                r#"SELECT id, document_id, status AS "status: ReviewStatus", document_version,
-                          submitted_by, submitted_at, decided_by, decided_at, comment, reason,
-                          fence_token AS "fence_token: FencingToken"
-                   FROM reviews WHERE document_id = $1 ORDER BY queue_seq"#,
-                document_id
-            )
-            .fetch_all(&self.pool)
-            .bounded(self)
-            .await?,
-        ))
+        let rows = sqlx::query_as!(
+            ReviewRow,
+            r#"SELECT id, document_id, status AS "status: ReviewStatus", document_version,
+                      submitted_by, submitted_at, decided_by, decided_at, comment, reason,
+                      fence_token AS "fence_token: FencingToken", policy, policy_version,
+                      stage, due_at
+               FROM reviews WHERE document_id = $1 ORDER BY queue_seq"#,
+            document_id
+        )
+        .fetch_all(&self.pool)
+        .bounded(self)
+        .await?;
+        Ok(Some(self.with_flows(rows).await?))
     }
-}
-
-async fn lock_review(
-    tx: &mut Transaction<'static, Postgres>,
-    id: Uuid,
-) -> Result<Option<Review>, StoreError> {
-    Ok(sqlx::query_as!(
-        Review,
-        r#"SELECT id, document_id, status AS "status: ReviewStatus", document_version,
-                  submitted_by, submitted_at, decided_by, decided_at, comment, reason,
-                  fence_token AS "fence_token: FencingToken"
-           FROM reviews WHERE id = $1 FOR UPDATE"#,
-        id
-    )
-    .fetch_optional(&mut **tx)
-    .await?)
 }
 
 /// Writes a planned transition: the review row first (the document refers to it), then
@@ -154,7 +165,12 @@ async fn write_transition(
     plan: Plan,
     ctx: &WriteContext<'_>,
 ) -> Result<Staged<Transitioned>, WriteError> {
-    let Locked { document, review } = locked;
+    let Locked {
+        document,
+        review,
+        now,
+        ..
+    } = locked;
     let before = planned_document(document)?;
     let review = match plan.review {
         Some(ReviewChange::Open(open)) => match open_review(&mut tx, &before, open).await {
@@ -163,14 +179,22 @@ async fn write_transition(
             }
             opened => opened?,
         },
-        Some(ReviewChange::Decide(decision)) => {
-            let review = review.ok_or_else(|| anyhow::anyhow!("a decision without a review"))?;
-            decide_review(&mut tx, review, decision).await?
+        Some(ReviewChange::Write(write)) => {
+            let review = review.ok_or_else(|| anyhow::anyhow!("a vote without a review"))?;
+            super::votes::write_review(&mut tx, review, write).await?
         }
         None => return Err(anyhow::anyhow!("a transition without a review").into()),
     };
-    let doc = write_document(&mut tx, before, plan.document).await?;
-    let owned = write_audit_and_event(&mut tx, &doc, &plan.audit, &plan.outbox, ctx).await?;
+    let (doc, occurred_at) = match plan.document {
+        Some(change) => {
+            let doc = write_document(&mut tx, before, change).await?;
+            let at = doc.updated_at;
+            (doc, at)
+        }
+        None => (before, now),
+    };
+    let owned =
+        write_audit_and_event(&mut tx, &doc, &plan.audit, &plan.outbox, ctx, occurred_at).await?;
     Ok(Staged::new(
         tx,
         Transitioned {
@@ -187,65 +211,49 @@ async fn open_review(
     open: OpenReview,
 ) -> Result<Review, sqlx::Error> {
     let status = ReviewStatus::Pending;
-    let submitted_at = sqlx::query_scalar!(
-        "INSERT INTO reviews (id, document_id, status, document_version, submitted_by, \
-         fence_token) VALUES ($1, $2, $3, $4, $5, $6) RETURNING submitted_at",
+    let row = sqlx::query!(
+        r#"WITH opened AS (
+             INSERT INTO reviews (id, document_id, status, document_version, submitted_by,
+                                  fence_token, policy, policy_version, due_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
+                     now() + make_interval(secs => $9::int4::float8))
+             RETURNING submitted_at, due_at)
+           SELECT o.submitted_at AS "submitted_at!", o.due_at, pv.claim_ttl_secs,
+                  pv.stages AS "stages!: Json<Vec<Stage>>"
+           FROM opened o, policy_versions pv WHERE pv.name = $7 AND pv.version = $8"#,
         open.id,
         doc.id,
         status as ReviewStatus,
         open.document_version,
         &open.submitted_by,
         open.fence_token as Option<FencingToken>,
+        &open.policy,
+        open.policy_version,
+        open.due_after_secs,
     )
     .fetch_one(&mut **tx)
     .await?;
-    Ok(Review {
+    let row_ = ReviewRow {
         id: open.id,
         document_id: doc.id,
         status,
         document_version: open.document_version,
         submitted_by: open.submitted_by,
-        submitted_at,
+        submitted_at: row.submitted_at,
         decided_by: None,
         decided_at: None,
         comment: None,
         reason: None,
         fence_token: open.fence_token,
-    })
-}
-
-async fn decide_review(
-    tx: &mut Transaction<'static, Postgres>,
-    before: Review,
-    decision: DecideReview,
-) -> Result<Review, StoreError> {
-    let DecideReview {
-        id,
-        status,
-        decided_by,
-        comment,
-        reason,
-        fence_token,
-    } = decision;
-    let decided_at = sqlx::query_scalar!(
-        "UPDATE reviews SET status = $2, decided_by = $3, decided_at = clock_timestamp(), \
-         comment = $4, reason = $5, fence_token = $6 WHERE id = $1 RETURNING decided_at",
-        id,
-        status as ReviewStatus,
-        &decided_by,
-        comment.as_deref(),
-        reason.as_deref(),
-        fence_token as Option<FencingToken>,
-    )
-    .fetch_one(&mut **tx)
-    .await?;
-    Ok(Review {
-        status,
-        decided_by: Some(decided_by),
-        decided_at,
-        comment,
-        reason,
-        fence_token,
-        ..before
-    })
+        policy: open.policy,
+        policy_version: open.policy_version,
+        stage: 0,
+        due_at: row.due_at,
+    };
+    Ok(row_.with(Flow {
+        claim_ttl_secs: row.claim_ttl_secs,
+        stages: row.stages.0,
+        votes: Vec::new(),
+        claims: Vec::new(),
+    }))
 }

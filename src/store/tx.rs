@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use serde_json::json;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
@@ -79,7 +80,7 @@ impl PgStore {
 }
 
 /// Writes the audit row and the outbox row of a change to `doc` (as it is after the
-/// change), in one statement. The event body is fixed here, at commit time. The outbox row
+/// change), in one statement, the event as of `occurred_at`. The event body is fixed here. The outbox row
 /// is held for this request (returned) when `ctx.own_outbox_for` asks for it and no
 /// earlier row of the document is undelivered: the document's row lock, held here, keeps
 /// that answer true until COMMIT.
@@ -89,13 +90,14 @@ pub(super) async fn write_audit_and_event(
     audit: &AuditEntry,
     entry: &OutboxEntry,
     ctx: &WriteContext<'_>,
+    occurred_at: DateTime<Utc>,
 ) -> Result<Option<OutboxRow>, StoreError> {
     let event_id = Uuid::now_v7();
     let event_type = entry.event.as_str();
     let payload = json!({
         "event_id": event_id,
         "event_type": event_type,
-        "occurred_at": doc.updated_at,
+        "occurred_at": occurred_at,
         "document_id": doc.id,
         "review_id": audit.review_id,
         "document_version": doc.version,
@@ -150,4 +152,31 @@ pub(super) async fn write_audit_and_event(
         attempts: 0,
         ticket,
     }))
+}
+
+/// Writes the audit row of a change that publishes nothing (a claim and its end).
+pub(super) async fn write_audit(
+    tx: &mut Transaction<'static, Postgres>,
+    document_id: Uuid,
+    audit: &AuditEntry,
+    ctx: &WriteContext<'_>,
+) -> Result<(), StoreError> {
+    sqlx::query!(
+        "INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status, \
+         to_status, document_version, request_id, lock_mode, fence_token) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        document_id,
+        audit.review_id,
+        audit.action,
+        ctx.actor.as_str(),
+        audit.from_status.map(|s| s.as_str()),
+        audit.to_status.as_str(),
+        audit.version,
+        ctx.request_id,
+        audit.lock_mode,
+        audit.fence_token as Option<FencingToken>,
+    )
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }

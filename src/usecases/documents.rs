@@ -51,25 +51,35 @@ pub struct DocumentService {
     store: PgStore,
     mongo: MongoProjection,
     dispatcher: Arc<Dispatcher>,
+    /// The policy of a document created without one (`review.default_policy`).
+    default_policy: String,
 }
 
 impl DocumentService {
-    pub fn new(store: PgStore, mongo: MongoProjection, dispatcher: Arc<Dispatcher>) -> Self {
+    pub fn new(
+        store: PgStore,
+        mongo: MongoProjection,
+        dispatcher: Arc<Dispatcher>,
+        default_policy: String,
+    ) -> Self {
         Self {
             store,
             mongo,
             dispatcher,
+            default_policy,
         }
     }
 
-    /// Creates a DRAFT document.
+    /// Creates a DRAFT document following `policy` (the default policy when `None`).
     pub async fn create(
         &self,
         ctx: Context,
         title: DocumentTitle,
         body: DocumentBody,
+        policy: Option<String>,
     ) -> Result<Document, Error> {
         let id = Uuid::now_v7();
+        let policy = policy.unwrap_or_else(|| self.default_policy.clone());
         let wctx = WriteContext {
             actor: &ctx.actor,
             request_id: &ctx.request_id,
@@ -79,7 +89,7 @@ impl DocumentService {
         let Committed { value: doc, owned } = self
             .store
             .bounded(async {
-                let staged = self.store.stage_create(id, title, body, &wctx).await?;
+                let staged = self.store.stage_create(id, title, body, policy, &wctx).await?;
                 commit(staged, None, ctx.held_key.as_ref()).await
             })
             .await?;
@@ -89,7 +99,8 @@ impl DocumentService {
         Ok(doc)
     }
 
-    /// Edits title and/or body (the author, in DRAFT or REJECTED).
+    /// Edits title, body and/or policy (the author, in DRAFT or REJECTED).
+    #[allow(clippy::too_many_arguments)]
     pub async fn edit(
         &self,
         actor: &UserId,
@@ -97,6 +108,7 @@ impl DocumentService {
         id: Uuid,
         title: Option<DocumentTitle>,
         body: Option<DocumentBody>,
+        policy: Option<String>,
     ) -> Result<Document, Error> {
         let wctx = WriteContext {
             actor,
@@ -107,7 +119,7 @@ impl DocumentService {
         let committed = self
             .store
             .bounded(async {
-                let staged = self.store.stage_edit(id, title, body, &wctx).await?;
+                let staged = self.store.stage_edit(id, title, body, policy, &wctx).await?;
                 Ok::<_, Error>(staged.commit().await?)
             })
             .await?;

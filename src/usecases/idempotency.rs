@@ -122,6 +122,16 @@ impl Recordable for Transitioned {
     }
 }
 
+/// A claim: the reply shows the review with its claims.
+impl Recordable for crate::domain::Review {
+    fn to_record(&self) -> Value {
+        serde_json::to_value(self).expect("a review serializes")
+    }
+    fn from_record(record: Value) -> Result<Self, serde_json::Error> {
+        serde_json::from_value(record)
+    }
+}
+
 /// An admin's action on an outbox row: the reply shows the row as the action left it.
 impl Recordable for OutboxRecord {
     fn to_record(&self) -> Value {
@@ -266,6 +276,7 @@ mod tests {
             version: 2,
             author_id: "alice".into(),
             current_review_id: Some(Uuid::now_v7()),
+            policy: "legal".into(),
             fence_token: Some(crate::domain::FencingToken::new(7)),
             created_at: chrono::Utc::now(),
             updated_at: chrono::Utc::now(),
@@ -293,6 +304,20 @@ mod tests {
             comment: None,
             reason: None,
             fence_token: doc.fence_token,
+            policy: "legal".into(),
+            policy_version: 3,
+            stage: 1,
+            due_at: Some(chrono::Utc::now()),
+            claim_ttl_secs: 600,
+            stages: vec![crate::domain::Stage::default_stage(); 2],
+            votes: vec![crate::domain::Vote {
+                voter_id: "bob".into(),
+                stage: 0,
+                kind: crate::domain::VoteKind::Approve,
+                comment: Some("fine".into()),
+                at: chrono::Utc::now(),
+            }],
+            claims: vec![],
         };
         let done = Transitioned {
             document: doc,
@@ -307,6 +332,27 @@ mod tests {
             ..done.document.clone()
         };
         assert_eq!((back.document, back.review), (without_body, done.review));
+    }
+
+    /// A transition recorded before review policies existed replays as the default policy's
+    /// one stage.
+    #[test]
+    fn a_transition_recorded_before_policies_reads_back_with_the_default_policy() {
+        let id = Uuid::now_v7();
+        let old = serde_json::json!({
+            "document": {"id": id, "title": "t", "status": "APPROVED", "version": 3,
+                         "author_id": "alice", "current_review_id": id, "fence_token": null,
+                         "created_at": "2026-11-30T10:00:00Z", "updated_at": "2026-11-30T10:00:00Z"},
+            "review": {"id": id, "document_id": id, "status": "APPROVED", "document_version": 2,
+                       "submitted_by": "alice", "submitted_at": "2026-11-30T10:00:00Z",
+                       "decided_by": "bob", "decided_at": "2026-11-30T10:00:01Z",
+                       "comment": null, "reason": null, "fence_token": 4}
+        });
+        let back = Transitioned::from_record(old).unwrap();
+        assert_eq!(back.document.policy, "default");
+        assert_eq!((back.review.policy.as_str(), back.review.policy_version), ("default", 1));
+        assert_eq!(back.review.stages, vec![crate::domain::Stage::default_stage()]);
+        assert!(back.review.votes.is_empty());
     }
 
     #[test]

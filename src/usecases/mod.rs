@@ -1,5 +1,6 @@
 //! The use cases the HTTP layer calls, each a service over the stores. `reviews` runs
-//! submit, approve and reject under the outer lock; `documents` creates, edits and reads;
+//! submit, votes and withdraw under the outer lock; `workflow` the queue, claims, policies
+//! and the overdue sweeper; `documents` creates, edits and reads;
 //! `idempotency` is the policy of `Idempotency-Key`; `probes` is what operators read;
 //! `outbox_admin` what admins do with parked outbox rows; `test_hooks` where tests may
 //! step in. Every write commits through `commit`, the one seam.
@@ -16,6 +17,7 @@ mod probes;
 mod reviews;
 mod stats;
 mod test_hooks;
+mod workflow;
 
 pub use context::Context;
 pub use documents::{BodySource, DocumentRead, DocumentService};
@@ -26,3 +28,4 @@ pub use probes::{Check, OutboxFigures, Probes, Readiness};
 pub use reviews::ReviewService;
 pub use stats::{ReviewStats, LATENCY_BUCKETS};
 pub use test_hooks::{Delivery, Point, TestHooks};
+pub use workflow::{sweep_overdue, PolicyError, PolicyService, ReviewSettings};

@@ -1,14 +1,19 @@
-//! The review transitions (submit, approve, reject), end to end: pass the outer-lock gate
+//! The review transitions (submit, vote, withdraw), end to end: pass the outer-lock gate
 //! (or degrade to the row lock alone), stage the write in one PostgreSQL transaction, commit
 //! it through the one seam (lease check, idempotency record), release the lock, then try
 //! the outbox delivery at once. Each returns what it wrote; the caller renders it.
+//!
+//! A vote's outer lock is the review's when its current stage needs one approval, and the
+//! voter's own when it needs more (a double click still meets itself; different reviewers
+//! are ordered by the row lock instead of refusing each other). The stage is read before
+//! the lock, so the choice decides nothing: the rules judge what they find under it.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use uuid::Uuid;
 
-use crate::domain::{Decision, Guard, Review, ReviewStatus, Transitioned};
+use crate::domain::{Decision, Guard, LockScope, Transitioned};
 use crate::lock::gate::{LockGate, Passage};
 use crate::lock::LockKeys;
 use crate::outbox::Dispatcher;
@@ -23,20 +28,22 @@ use super::test_hooks::Point;
 /// A transition to run.
 enum Transition {
     Submit(Uuid),
-    Decide(Uuid, Decision),
+    Vote(Uuid, Decision),
+    Withdraw(Uuid),
 }
 
 impl Transition {
     fn kind(&self) -> &'static str {
         match self {
             Transition::Submit(_) => "submit",
-            Transition::Decide(_, d) => d.action().as_str(),
+            Transition::Vote(_, d) => d.action().as_str(),
+            Transition::Withdraw(_) => "withdraw",
         }
     }
 }
 
 pub struct ReviewService {
-    store: PgStore,
+    pub(super) store: PgStore,
     gate: Arc<LockGate>,
     keys: LockKeys,
     dispatcher: Arc<Dispatcher>,
@@ -63,37 +70,44 @@ impl ReviewService {
     /// DRAFT|REJECTED -> PENDING_REVIEW with a new review.
     pub async fn submit(&self, ctx: Context, document_id: Uuid) -> Result<Transitioned, Error> {
         let key = self.keys.for_submit(document_id);
-        self.guarded(&key, ctx, Transition::Submit(document_id))
+        let transition = Transition::Submit(document_id);
+        self.guarded(&key, LockScope::Document, ctx, transition)
             .await
     }
 
-    /// Approves or rejects a pending review, and its document with it.
+    /// PENDING_REVIEW -> DRAFT, the pending review withdrawn (the author).
+    pub async fn withdraw(&self, ctx: Context, document_id: Uuid) -> Result<Transitioned, Error> {
+        let key = self.keys.for_submit(document_id);
+        let transition = Transition::Withdraw(document_id);
+        self.guarded(&key, LockScope::Document, ctx, transition)
+            .await
+    }
+
+    /// A vote on a pending review's current stage: recorded, completing the stage, or
+    /// deciding the review and its document.
     pub async fn decide(
         &self,
         ctx: Context,
         review_id: Uuid,
         decision: Decision,
     ) -> Result<Transitioned, Error> {
-        let key = self.keys.for_review(review_id);
-        self.guarded(&key, ctx, Transition::Decide(review_id, decision))
+        let needs = self.store.stage_needs(review_id).await?;
+        let (key, scope) = match needs {
+            Some(n) if n > 1 => (
+                self.keys.for_voter(review_id, ctx.actor.as_str()),
+                LockScope::Voter,
+            ),
+            _ => (self.keys.for_review(review_id), LockScope::Review),
+        };
+        self.guarded(&key, scope, ctx, Transition::Vote(review_id, decision))
             .await
-    }
-
-    /// Reviews in `status`, in the order their submits committed, after the review `after`
-    /// (`None`: `after` is no review).
-    pub async fn list(
-        &self,
-        status: ReviewStatus,
-        after: Option<Uuid>,
-        limit: i64,
-    ) -> Result<Option<Vec<Review>>, Error> {
-        Ok(self.store.list_reviews(status, after, limit).await?)
     }
 
     /// Lock, run the transaction under it, release, deliver.
     async fn guarded(
         &self,
         key: &str,
+        scope: LockScope,
         ctx: Context,
         transition: Transition,
     ) -> Result<Transitioned, Error> {
@@ -102,7 +116,7 @@ impl ReviewService {
         // Whatever happens once the lock is taken, it is given back below.
         let result = match ctx.hooks.at(Point::Locked(passage.lease())).await {
             Ok(()) => {
-                let transaction = self.transaction(&ctx, transition, &passage);
+                let transaction = self.transaction(&ctx, scope, transition, &passage);
                 self.store.bounded(transaction).await
             }
             Err(e) => Err(e.into()),
@@ -141,6 +155,7 @@ impl ReviewService {
     async fn transaction(
         &self,
         ctx: &Context,
+        scope: LockScope,
         transition: Transition,
         passage: &Passage,
     ) -> Result<Committed<Transitioned>, Error> {
@@ -149,15 +164,19 @@ impl ReviewService {
             actor: &ctx.actor,
             request_id: &ctx.request_id,
             guard: match lease {
-                Some(l) => Guard::Outer(l.fencing_token()),
+                Some(l) => Guard::Outer(scope, l.fencing_token()),
                 None => Guard::RowLockOnly,
             },
             own_outbox_for: ctx.hooks.own_outbox(self.dispatcher.own_outbox_for()),
         };
         let staged = match transition {
             Transition::Submit(document_id) => self.store.stage_submit(document_id, &wctx).await?,
-            Transition::Decide(review_id, d) => {
-                self.store.stage_decision(review_id, d, &wctx).await?
+            Transition::Vote(review_id, d) => {
+                let groups = ctx.groups.clone();
+                self.store.stage_vote(review_id, d, groups, &wctx).await?
+            }
+            Transition::Withdraw(document_id) => {
+                self.store.stage_withdraw(document_id, &wctx).await?
             }
         };
         ctx.hooks.at(Point::Staged).await?;

@@ -47,6 +47,7 @@ pub async fn queue(
         status: None,
         limit: Some(50),
         cursor: query.into_inner().cursor,
+        ..ReviewQuery::default()
     };
     let found = reviews::review_page(&state, &caller, &list).await?;
     let now = Utc::now();

@@ -1,0 +1,147 @@
+//! `/api/v1/policies` (read by any role) and `/api/v1/admin/policies/{name}` (written by
+//! admins): review policies, each write a new version.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Deserialize;
+
+use super::auth::{Caller, Role};
+use super::body::{parse_json, read_body};
+use super::error::{ApiError, ErrorCode, ErrorEnvelope};
+use super::state::AppState;
+use super::views::{PolicyList, PolicyView, StageOfPolicy};
+use crate::domain::{PolicyDraft, PolicyName, Stage};
+use crate::usecases::PolicyError;
+
+/// A policy as an admin writes it.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyBody {
+    /// 1 to 10 ordered stages.
+    #[schema(min_items = 1, max_items = 10)]
+    stages: Vec<StageOfPolicy>,
+    /// A review is overdue this long after its submit: 1 to 31,536,000 (a year). Left out
+    /// or null: never.
+    #[schema(minimum = 1, maximum = 31536000)]
+    due_after_secs: Option<i64>,
+    /// How long a claim holds its seat: 60 to 86,400; 1,800 when left out.
+    #[schema(minimum = 60, maximum = 86400)]
+    claim_ttl_secs: Option<i64>,
+}
+
+fn name_of(path: &str) -> Result<PolicyName, ApiError> {
+    PolicyName::parse(path).map_err(|e| ApiError::validation(e.to_string()))
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/policies",
+    tag = "policies",
+    summary = "Every review policy, its current version (any role)",
+    responses(
+        (status = 200, description = "the policies, by name", body = PolicyList),
+        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: the token carries none of the roles", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list(_caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let items = state.policies.list().await?;
+    Ok(HttpResponse::Ok().json(PolicyList {
+        items: items.iter().map(PolicyView::from).collect(),
+    }))
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/policies/{name}",
+    tag = "policies",
+    summary = "One review policy, its current version (any role)",
+    params(("name" = String, Path, pattern = "^[a-z0-9][a-z0-9_-]{0,63}$", description = "policy name")),
+    responses(
+        (status = 200, description = "the policy", body = PolicyView),
+        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: the token carries none of the roles", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED: not a policy name", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get(
+    path: web::Path<String>,
+    _caller: Caller,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let name = name_of(&path)?;
+    let policy = state.policies.get(name.as_str()).await?;
+    Ok(HttpResponse::Ok().json(PolicyView::from(&policy)))
+}
+
+#[utoipa::path(
+    put,
+    path = "/api/v1/admin/policies/{name}",
+    tag = "policies",
+    summary = "Write a review policy's next version (admin)",
+    description = "Reviews already submitted keep the version current at their submit. The \
+                   built-in policy `default` cannot be changed.",
+    params(("name" = String, Path, pattern = "^[a-z0-9][a-z0-9_-]{0,63}$", description = "policy name")),
+    request_body = PolicyBody,
+    responses(
+        (status = 200, description = "the policy with its new version", body = PolicyView),
+        (status = 400, description = "VALIDATION_FAILED: malformed JSON", body = ErrorEnvelope),
+        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: not an admin", body = ErrorEnvelope),
+        (status = 408, description = "REQUEST_TIMEOUT: the request body did not arrive within server.body_timeout_ms", body = ErrorEnvelope),
+        (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
+        (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED, naming the field (or the built-in policy)", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
+pub async fn put(
+    req: HttpRequest,
+    path: web::Path<String>,
+    payload: web::Payload,
+    caller: Caller,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Admin)?;
+    let bytes = read_body(&req, payload, state.body).await?;
+    let policy = write(&state, &caller, &path, &bytes).await?;
+    Ok(HttpResponse::Ok().json(policy))
+}
+
+/// Writes a policy from a JSON body; the JSON API and the console both write here.
+pub(super) async fn write(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+    bytes: &[u8],
+) -> Result<PolicyView, ApiError> {
+    caller.require(Role::Admin)?;
+    let name = name_of(name)?;
+    let body: PolicyBody = parse_json(bytes, false)?;
+    let stages = body
+        .stages
+        .into_iter()
+        .map(|s| Stage {
+            name: s.name,
+            required_approvals: s.required_approvals,
+            eligible_groups: s.eligible_groups,
+        })
+        .collect();
+    let draft = PolicyDraft::parse(stages, body.due_after_secs, body.claim_ttl_secs)
+        .map_err(|e| ApiError::validation(e.to_string()))?;
+    match state.policies.put(&caller.id, &name, &draft).await {
+        Ok(p) => Ok(PolicyView::from(&p)),
+        Err(e @ PolicyError::BuiltIn) => Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::ValidationFailed,
+            e.to_string(),
+        )),
+        Err(PolicyError::Store(s)) => Err(s.into()),
+    }
+}
