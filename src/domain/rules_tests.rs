@@ -6,7 +6,20 @@ use proptest::prelude::*;
 use uuid::Uuid;
 
 use super::*;
-use crate::domain::model::FencingToken;
+use crate::domain::model::VoteKind;
+use crate::domain::model::{FencingToken, LockScope};
+use crate::domain::policy::Policy;
+
+fn policy() -> Policy {
+    Policy {
+        name: "default".into(),
+        version: 1,
+        stages: vec![crate::domain::Stage::default_stage()],
+        due_after_secs: None,
+        claim_ttl_secs: 1800,
+        updated_at: Utc::now(),
+    }
+}
 
 const AUTHOR: &str = "alice";
 const REVIEWER: &str = "bob";
@@ -24,6 +37,7 @@ fn doc(status: DocumentStatus, fence: Option<i64>) -> Document {
         version: 4,
         author_id: AUTHOR.into(),
         current_review_id: None,
+        policy: "default".into(),
         fence_token: fence.map(FencingToken::new),
         created_at: Utc::now(),
         updated_at: Utc::now(),
@@ -38,6 +52,8 @@ fn pending(fence: Option<i64>) -> Locked {
     Locked {
         document: Some(d),
         review: Some(r),
+        policy: Some(policy()),
+        ..Locked::default()
     }
 }
 
@@ -54,26 +70,48 @@ fn review(d: &Document, status: ReviewStatus) -> Review {
         comment: None,
         reason: None,
         fence_token: None,
+        policy: "default".into(),
+        policy_version: 1,
+        stage: 0,
+        due_at: None,
+        claim_ttl_secs: 1800,
+        stages: vec![crate::domain::Stage::default_stage()],
+        votes: vec![],
+        claims: vec![],
+    }
+}
+
+fn decide(decision: Decision) -> Command {
+    Command::Decide {
+        decision,
+        groups: vec![],
     }
 }
 
 fn approve() -> Command {
-    Command::Decide(Decision::Approve(Some(Comment::parse("fine").unwrap())))
+    decide(Decision::Approve(Some(Comment::parse("fine").unwrap())))
 }
 
 fn reject() -> Command {
-    Command::Decide(Decision::Reject(RejectReason::parse("needs work").unwrap()))
+    decide(Decision::Reject(RejectReason::parse("needs work").unwrap()))
 }
 
 fn edit() -> Command {
     Command::Edit {
         title: Some(DocumentTitle::parse("New title").unwrap()),
         body: None,
+        policy: None,
     }
 }
 
+/// The review's own lock (a vote in a one-approval stage).
 fn outer(f: i64) -> Guard {
-    Guard::Outer(FencingToken::new(f))
+    Guard::Outer(LockScope::Review, FencingToken::new(f))
+}
+
+/// The document's own lock (submit, withdraw).
+fn doc_lock(f: i64) -> Guard {
+    Guard::Outer(LockScope::Document, FencingToken::new(f))
 }
 
 fn submit() -> Command {
@@ -103,7 +141,8 @@ fn refusals_of_who_may_act_on_what() {
     // Forbidden: only the author edits and submits.
     let draft = Locked {
         document: Some(doc(DocumentStatus::Draft, None)),
-        review: None,
+        policy: Some(policy()),
+        ..Locked::default()
     };
     assert_eq!(
         plan(&draft, &reviewer, edit(), Guard::Unlocked),
@@ -154,17 +193,26 @@ fn refusals_of_state_and_lock() {
         plan(&stray, &reviewer, approve(), Guard::RowLockOnly),
         Err(Refusal::NotCurrentReview)
     );
-    // A stale fence is judged first, before four-eyes.
+    // A stale token of the vote's own lock is judged first, before four-eyes; a token of
+    // another lock is never compared with it.
+    let mut stale = pending(None);
+    stale.review.as_mut().unwrap().fence_token = Some(FencingToken::new(10));
     assert_eq!(
-        plan(&pending(Some(10)), &author, approve(), outer(9)),
+        plan(&stale, &author, approve(), outer(9)),
         Err(Refusal::StaleFence)
+    );
+    assert_eq!(
+        plan(&pending(Some(10)), &user(REVIEWER), approve(), outer(9)).map(|_| ()),
+        Ok(()),
+        "the document's submit token is another lock's"
     );
     let rejected = Locked {
         document: Some(doc(DocumentStatus::Rejected, Some(10))),
-        review: None,
+        policy: Some(policy()),
+        ..Locked::default()
     };
     assert_eq!(
-        plan(&rejected, &author, submit(), outer(9)),
+        plan(&rejected, &author, submit(), doc_lock(9)),
         Err(Refusal::StaleFence)
     );
 }
@@ -175,21 +223,27 @@ fn an_approval_writes_the_whole_transition() {
     let d = locked.document.clone().unwrap();
     let r = locked.review.clone().unwrap();
     let p = plan(&locked, &user(REVIEWER), approve(), outer(9)).unwrap();
-    assert_eq!(p.document.status, DocumentStatus::Approved);
-    assert_eq!(p.document.version, 5);
-    assert_eq!(p.document.fence_token, Some(FencingToken::new(9)));
-    assert_eq!(p.document.current_review_id, Some(r.id));
+    let doc = p.document.clone().unwrap();
+    assert_eq!(doc.status, DocumentStatus::Approved);
+    assert_eq!(doc.version, 5);
     assert_eq!(
-        p.review,
-        Some(ReviewChange::Decide(DecideReview {
-            id: r.id,
-            status: ReviewStatus::Approved,
-            decided_by: REVIEWER.into(),
-            comment: Some("fine".into()),
-            reason: None,
-            fence_token: Some(FencingToken::new(9)),
-        }))
+        doc.fence_token,
+        Some(FencingToken::new(7)),
+        "the review lock's token is kept on the review, not the document"
     );
+    assert_eq!(doc.current_review_id, Some(r.id));
+    let Some(ReviewChange::Write(write)) = p.review else {
+        panic!("a review write: {:?}", p.review)
+    };
+    assert_eq!(write.id, r.id);
+    assert!(write.end_claims);
+    let vote = write.vote.unwrap();
+    assert_eq!((vote.voter_id.as_str(), vote.kind), (REVIEWER, VoteKind::Approve));
+    assert_eq!(vote.comment.as_deref(), Some("fine"));
+    let update = write.update.unwrap();
+    assert_eq!(update.status, ReviewStatus::Approved);
+    assert_eq!(update.decided_by.as_deref(), Some(REVIEWER));
+    assert_eq!(update.fence_token, Some(FencingToken::new(9)));
     assert_eq!(p.audit.action, "approve");
     assert_eq!(p.audit.from_status, Some(DocumentStatus::PendingReview));
     assert_eq!(p.audit.lock_mode, "redis");
@@ -205,19 +259,23 @@ fn an_approval_writes_the_whole_transition() {
 
 #[test]
 fn an_empty_comment_is_no_comment_and_a_lower_fence_keeps_the_higher() {
-    let mut locked = pending(Some(20));
-    locked.document.as_mut().unwrap().fence_token = None;
-    let empty = Command::Decide(Decision::Approve(Some(Comment::parse("").unwrap())));
+    let locked = pending(None);
+    let empty = decide(Decision::Approve(Some(Comment::parse("").unwrap())));
     let p = plan(&locked, &user(REVIEWER), empty, Guard::RowLockOnly).unwrap();
-    assert!(matches!(
-        p.review,
-        Some(ReviewChange::Decide(DecideReview { comment: None, .. }))
-    ));
-    assert_eq!(p.document.fence_token, None);
+    let Some(ReviewChange::Write(write)) = &p.review else {
+        panic!("a review write")
+    };
+    assert_eq!(write.vote.as_ref().unwrap().comment, None);
+    assert_eq!(write.update.as_ref().unwrap().comment, None);
     assert_eq!(p.audit.lock_mode, "row_lock_only");
-    let p = plan(&pending(Some(20)), &user(REVIEWER), reject(), outer(20)).unwrap();
+    let mut held = pending(None);
+    held.review.as_mut().unwrap().fence_token = Some(FencingToken::new(20));
+    let p = plan(&held, &user(REVIEWER), reject(), outer(20)).unwrap();
+    let Some(ReviewChange::Write(write)) = &p.review else {
+        panic!("a review write")
+    };
     assert_eq!(
-        p.document.fence_token,
+        write.update.as_ref().unwrap().fence_token,
         Some(FencingToken::new(20)),
         "an equal token is not stale"
     );
@@ -237,6 +295,7 @@ fn any_review_status() -> impl Strategy<Value = ReviewStatus> {
         Just(ReviewStatus::Pending),
         Just(ReviewStatus::Approved),
         Just(ReviewStatus::Rejected),
+        Just(ReviewStatus::Withdrawn),
     ]
 }
 
@@ -248,6 +307,7 @@ fn any_command() -> impl Strategy<Value = Command> {
         }),
         Just(approve()),
         Just(reject()),
+        Just(Command::Withdraw),
     ]
 }
 
@@ -256,6 +316,7 @@ fn any_guard() -> impl Strategy<Value = Guard> {
         Just(Guard::Unlocked),
         Just(Guard::RowLockOnly),
         (0i64..20).prop_map(outer),
+        (0i64..20).prop_map(doc_lock),
     ]
 }
 
@@ -265,19 +326,27 @@ prop_compose! {
         review_status in any_review_status(),
         current in any::<bool>(),
         stored_fence in proptest::option::of(0i64..20),
+        review_fence in proptest::option::of(0i64..20),
         has_doc in prop::bool::weighted(0.9),
         has_review in prop::bool::weighted(0.9),
     ) -> Locked {
         let mut d = doc(doc_status, stored_fence);
-        let r = review(&d, review_status);
+        let mut r = review(&d, review_status);
+        r.fence_token = review_fence.map(FencingToken::new);
         if current { d.current_review_id = Some(r.id); }
-        Locked { document: has_doc.then_some(d), review: has_review.then_some(r) }
+        Locked {
+            document: has_doc.then_some(d),
+            review: has_review.then_some(r),
+            policy: Some(policy()),
+            ..Locked::default()
+        }
     }
 }
 
 proptest! {
     /// A plan always moves along the state machine, bumps the version by one, never lowers
-    /// the fence, and writes an audit row and an outbox entry that agree with it.
+    /// the fence of the document's own lock, and writes an audit row and an outbox entry
+    /// that agree with it. (Under the default policy's one stage, every approval decides.)
     #[test]
     fn plans_agree_with_the_state_machine(
         locked in any_rows(), is_author in any::<bool>(), cmd in any_command(), guard in any_guard()
@@ -286,51 +355,63 @@ proptest! {
         let action = match &cmd {
             Command::Edit { .. } => Action::Edit,
             Command::Submit { .. } => Action::Submit,
-            Command::Decide(d) => d.action(),
+            Command::Decide { decision, .. } => decision.action(),
+            Command::Withdraw => Action::Withdraw,
         };
         let Ok(p) = plan(&locked, &actor, cmd, guard) else { return Ok(()); };
         let d = locked.document.as_ref().unwrap();
-        prop_assert_eq!(Ok(p.document.status), d.status.apply(action));
-        prop_assert_eq!(p.document.version, d.version + 1);
-        prop_assert_eq!(p.audit.version, p.document.version);
-        prop_assert_eq!(p.audit.to_status, p.document.status);
+        let doc = p.document.clone().expect("every change of the default policy moves the document");
+        prop_assert_eq!(Ok(doc.status), d.status.apply(action));
+        prop_assert_eq!(doc.version, d.version + 1);
+        prop_assert_eq!(p.audit.version, doc.version);
+        prop_assert_eq!(p.audit.to_status, doc.status);
         prop_assert_eq!(p.audit.from_status, Some(d.status));
-        prop_assert!(p.document.fence_token >= d.fence_token);
+        prop_assert!(doc.fence_token >= d.fence_token);
         prop_assert_eq!(p.audit.action, action.as_str());
         let expected = match action {
             Action::Edit => EventType::Updated,
             Action::Submit => EventType::Submitted,
             Action::Approve => EventType::Approved,
             Action::Reject => EventType::Rejected,
+            Action::Withdraw => EventType::Withdrawn,
         };
         prop_assert_eq!(p.outbox.event, expected);
-        // Four-eyes: the author never decides; only the author edits and submits.
+        // Four-eyes: the author never decides; only the author edits, submits and withdraws.
         prop_assert_eq!(is_author, !matches!(action, Action::Approve | Action::Reject));
     }
 
-    /// Whatever is refused is refused for the first reason in the documented order.
+    /// Whatever is refused is refused for the first reason in the documented order, and a
+    /// stale token is only ever one of the same lock.
     #[test]
     fn refusals_follow_the_documented_order(
         locked in any_rows(), is_author in any::<bool>(), cmd in any_command(), guard in any_guard()
     ) {
         let actor = user(if is_author { AUTHOR } else { REVIEWER });
-        let deciding = matches!(cmd, Command::Decide(_));
+        let deciding = matches!(cmd, Command::Decide { .. });
         let Err(refusal) = plan(&locked, &actor, cmd, guard) else { return Ok(()); };
         let Some(d) = locked.document.as_ref() else {
             prop_assert_eq!(refusal, Refusal::NotFound);
             return Ok(());
         };
-        let stale = matches!((d.fence_token, guard.fence()), (Some(s), Some(m)) if m < s);
         if deciding {
-            if locked.review.is_none() {
+            let Some(r) = locked.review.as_ref() else {
                 prop_assert_eq!(refusal, Refusal::NotFound);
-            } else if stale {
+                return Ok(());
+            };
+            let mine = guard.fence_of(LockScope::Review);
+            let stale = matches!((r.fence_token, mine), (Some(s), Some(m)) if m < s);
+            if stale {
                 prop_assert_eq!(refusal, Refusal::StaleFence);
             } else if is_author {
                 prop_assert_eq!(refusal, Refusal::SelfReview);
+            } else {
+                prop_assert!(refusal != Refusal::StaleFence, "another lock's token compared");
             }
         } else if !is_author {
             prop_assert!(matches!(refusal, Refusal::Forbidden(_)), "{:?}", refusal);
+        } else if refusal == Refusal::StaleFence {
+            let mine = guard.fence_of(LockScope::Document);
+            prop_assert!(matches!((d.fence_token, mine), (Some(s), Some(m)) if m < s));
         }
     }
 }

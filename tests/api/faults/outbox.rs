@@ -168,6 +168,7 @@ async fn a_stale_projection_never_overwrites_a_newer_one() {
         version: 1,
         author_id: AUTHOR.into(),
         current_review_id: None,
+        policy: "default".into(),
         fence_token: None,
         created_at: chrono::Utc::now(),
         updated_at: chrono::Utc::now(),
