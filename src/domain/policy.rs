@@ -67,8 +67,9 @@ impl PolicyName {
         if !ok {
             return Err(InputError {
                 field: "policy",
-                problem: "must be 1 to 64 of a-z, 0-9, '_' and '-', starting with a letter or digit"
-                    .into(),
+                problem:
+                    "must be 1 to 64 of a-z, 0-9, '_' and '-', starting with a letter or digit"
+                        .into(),
             });
         }
         Ok(Self(s.to_string()))
@@ -102,7 +103,10 @@ impl PolicyDraft {
         claim_ttl_secs: Option<i64>,
     ) -> Result<Self, InputError> {
         if stages.is_empty() || stages.len() > MAX_STAGES {
-            return Err(invalid("stages", format!("must hold 1 to {MAX_STAGES} stages")));
+            return Err(invalid(
+                "stages",
+                format!("must hold 1 to {MAX_STAGES} stages"),
+            ));
         }
         let mut checked: Vec<Stage> = Vec::with_capacity(stages.len());
         for stage in stages {
@@ -132,7 +136,10 @@ impl PolicyDraft {
 fn check_stage(stage: Stage, before: &[Stage]) -> Result<Stage, InputError> {
     let name = stage.name.trim().to_string();
     if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
-        return Err(invalid("stages.name", "must be 1 to 64 characters, not blank"));
+        return Err(invalid(
+            "stages.name",
+            "must be 1 to 64 characters, not blank",
+        ));
     }
     if before.iter().any(|s| s.name == name) {
         return Err(invalid("stages.name", format!("{name:?} names two stages")));
@@ -198,7 +205,11 @@ mod tests {
             "stages.name"
         );
         assert_eq!(
-            field(PolicyDraft::parse(vec![stage("a", 1), stage(" a", 2)], None, None)),
+            field(PolicyDraft::parse(
+                vec![stage("a", 1), stage(" a", 2)],
+                None,
+                None
+            )),
             "stages.name"
         );
         assert_eq!(

@@ -238,7 +238,10 @@ fn an_approval_writes_the_whole_transition() {
     assert_eq!(write.id, r.id);
     assert!(write.end_claims);
     let vote = write.vote.unwrap();
-    assert_eq!((vote.voter_id.as_str(), vote.kind), (REVIEWER, VoteKind::Approve));
+    assert_eq!(
+        (vote.voter_id.as_str(), vote.kind),
+        (REVIEWER, VoteKind::Approve)
+    );
     assert_eq!(vote.comment.as_deref(), Some("fine"));
     let update = write.update.unwrap();
     assert_eq!(update.status, ReviewStatus::Approved);

@@ -198,7 +198,12 @@ fn decide(
 }
 
 /// The audit row of a vote that leaves the document as it is.
-fn audit_unchanged(action: &'static str, doc: &Document, review: &Review, guard: Guard) -> AuditEntry {
+fn audit_unchanged(
+    action: &'static str,
+    doc: &Document,
+    review: &Review,
+    guard: Guard,
+) -> AuditEntry {
     AuditEntry {
         action,
         review_id: Some(review.id),

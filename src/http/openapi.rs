@@ -10,8 +10,8 @@ use super::admin::{OutboxPage, OutboxRowView, OutboxStatsView};
 use super::csp::html_page;
 use super::documents::{CreateDocument, UpdateDocument};
 use super::error::{ErrorCode, ErrorEnvelope};
-use super::reviews::{ApproveBody, RejectBody};
 use super::policies::PolicyBody;
+use super::reviews::{ApproveBody, RejectBody};
 use super::views::{
     ApprovalView, ClaimView, DocumentPage, DocumentView, PolicyList, PolicyView, ReviewHistory,
     ReviewPage, ReviewView, StageOfPolicy, StageView, TransitionView,

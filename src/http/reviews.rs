@@ -206,11 +206,7 @@ pub(super) async fn review_page(
     let mut filter = queue_filter(caller, query)?;
     let limit = filter.limit;
     filter.limit = limit + 1;
-    let mut items = state
-        .reviews
-        .list(&filter)
-        .await?
-        .ok_or_else(bad_cursor)?;
+    let mut items = state.reviews.list(&filter).await?.ok_or_else(bad_cursor)?;
     let next_cursor = paging::cut(&mut items, limit, |r| encode_cursor(r.id));
     let ids: Vec<Uuid> = items.iter().map(|r| r.document_id).collect();
     let mut titles = state.documents.titles(&ids).await?;

@@ -69,9 +69,8 @@ pub(super) async fn claiming(
         ..state.context(req, &caller.id)
     };
     post::run(req, state, &caller, &bytes, move |held_key| async move {
-        let _: ApproveBody = parse_json(&body, true).map_err(|_| {
-            ApiError::validation("a claim takes no body (or {})")
-        })?;
+        let _: ApproveBody = parse_json(&body, true)
+            .map_err(|_| ApiError::validation("a claim takes no body (or {})"))?;
         let ctx = Context { held_key, ..ctx };
         Ok(st.reviews.claim(ctx, review_id).await?)
     })

@@ -160,7 +160,10 @@ impl LockKeys {
         use sha2::{Digest, Sha256};
         let digest = Sha256::digest(sub.as_bytes());
         let voter: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-        format!("{}lock:doc:review:{{{review_id}}}:voter:{voter}", self.prefix)
+        format!(
+            "{}lock:doc:review:{{{review_id}}}:voter:{voter}",
+            self.prefix
+        )
     }
     /// The key the breaker's prober locks to test Redis.
     pub fn probe(&self) -> String {

@@ -126,10 +126,11 @@ impl AmqpPublisher {
         .context("amqp exchange declare")?;
         if let Some(q) = &self.bind_queue {
             ch = self.declare_archive(&conn, ch, q).await?;
+            // Every routing key (`#`), so that no new event type is ever unroutable.
             ch.queue_bind(
                 q.as_str().into(),
                 self.exchange.as_str().into(),
-                "document.#".into(),
+                "#".into(),
                 QueueBindOptions::default(),
                 FieldTable::default(),
             )

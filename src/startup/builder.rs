@@ -22,8 +22,8 @@ use crate::store::mongo::MongoProjection;
 use crate::store::PgStore;
 use crate::tasks::{Backoff, Supervisor};
 use crate::usecases::{
-    sweep_overdue, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes,
-    ReviewService, ReviewStats,
+    sweep_overdue, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes, ReviewService,
+    ReviewStats,
 };
 
 /// What `serve` and `dispatch` run on: the state the handlers share, the dispatcher, and
@@ -134,7 +134,11 @@ impl<'a> CoreBuilder<'a> {
         };
         let (purged, keep) = (store.clone(), s.outbox.retention());
         tasks.spawn("purger", move |stop| purge(purged.clone(), keep, stop));
-        let (swept, every, batch) = (store.clone(), s.review.overdue_sweep, s.review.overdue_batch);
+        let (swept, every, batch) = (
+            store.clone(),
+            s.review.overdue_sweep,
+            s.review.overdue_batch,
+        );
         tasks.spawn("overdue.sweeper", move |stop| {
             sweep_overdue(swept.clone(), every, batch, stop)
         });

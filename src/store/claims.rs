@@ -60,20 +60,28 @@ impl PgStore {
                 after.claims.retain(|c| c.reviewer_id != claim.reviewer_id);
                 after.claims.push(claim);
             }
-            ClaimChange::End { reviewer_id } => after.claims.retain(|c| c.reviewer_id != reviewer_id),
+            ClaimChange::End { reviewer_id } => {
+                after.claims.retain(|c| c.reviewer_id != reviewer_id)
+            }
             ClaimChange::Nothing => {}
         }
         if let Some(audit) = &plan.audit {
             write_audit(&mut tx, doc.id, audit, ctx).await?;
         }
-        after.claims.retain(|c| c.expires_at > now && c.stage == after.stage);
+        after
+            .claims
+            .retain(|c| c.expires_at > now && c.stage == after.stage);
         after.claims.sort_by_key(|c| c.expires_at);
         Ok(Staged::new(tx, after, None))
     }
 
     /// Marks up to `limit` pending reviews past their due date, each with one
     /// `review.overdue` event, in one transaction; how many were marked.
-    pub async fn sweep_overdue(&self, limit: i64, ctx: &WriteContext<'_>) -> Result<u64, StoreError> {
+    pub async fn sweep_overdue(
+        &self,
+        limit: i64,
+        ctx: &WriteContext<'_>,
+    ) -> Result<u64, StoreError> {
         let mut tx = self.begin().await?;
         let due = sqlx::query!(
             r#"SELECT r.id, r.document_id FROM reviews r JOIN documents d ON d.id = r.document_id

@@ -9,8 +9,7 @@ use super::pg::{PgStore, Statement};
 use super::tx::{write_audit_and_event, Staged, WriteContext};
 use crate::domain::rules::{self, DocumentChange};
 use crate::domain::{
-    Command, Document, DocumentBody, DocumentStatus, DocumentTitle, FencingToken, Locked,
-    Refusal,
+    Command, Document, DocumentBody, DocumentStatus, DocumentTitle, FencingToken, Locked, Refusal,
 };
 
 /// The refusal of a write that named a policy that does not exist (the foreign key of
@@ -64,7 +63,8 @@ impl PgStore {
             created_at: row.created_at,
             updated_at: row.updated_at,
         };
-        let owned = write_audit_and_event(&mut tx, &doc, &new.audit, &new.outbox, ctx, doc.updated_at)
+        let owned =
+            write_audit_and_event(&mut tx, &doc, &new.audit, &new.outbox, ctx, doc.updated_at)
                 .await?;
         Ok(Staged::new(tx, doc, owned))
     }
@@ -185,8 +185,15 @@ impl PgStore {
         let doc = write_document(&mut tx, before, change)
             .await
             .map_err(|e| unknown_policy(e, &policy))?;
-        let owned = write_audit_and_event(&mut tx, &doc, &plan.audit, &plan.outbox, ctx, doc.updated_at)
-                .await?;
+        let owned = write_audit_and_event(
+            &mut tx,
+            &doc,
+            &plan.audit,
+            &plan.outbox,
+            ctx,
+            doc.updated_at,
+        )
+        .await?;
         Ok(Staged::new(tx, doc, owned))
     }
 }

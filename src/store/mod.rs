@@ -25,7 +25,7 @@ pub use claims::ClaimOp;
 pub use error::{StoreError, StoreFailure, WriteError};
 pub use idempotency::{HeldKey, KeyRecord, KeyState};
 pub use outbox::OutboxRow;
-pub use queue::{QueueFilter, QueueOrder};
 pub use outbox_admin::{OutboxAction, OutboxFilter, OutboxRecord};
 pub use pg::{migrate, migration_lock_id, DatabaseSettings, PgStore, PoolFigures};
+pub use queue::{QueueFilter, QueueOrder};
 pub use tx::{Committed, Staged, WriteContext};

@@ -56,11 +56,10 @@ impl PgStore {
             None => (None, Vec::new()),
         };
         let rows = match f.order {
-            QueueOrder::Queue => {
-                self.queue_page(f, after_seq, voter, &groups).await?
-            }
+            QueueOrder::Queue => self.queue_page(f, after_seq, voter, &groups).await?,
             QueueOrder::Due => {
-                self.due_page(f, after_seq, after_due, voter, &groups).await?
+                self.due_page(f, after_seq, after_due, voter, &groups)
+                    .await?
             }
         };
         Ok(Some(self.with_flows(rows).await?))

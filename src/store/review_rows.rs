@@ -180,4 +180,3 @@ pub(super) async fn lock_review(
     };
     Ok((Some(row.with(flow)), r.now))
 }
-

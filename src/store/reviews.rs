@@ -17,8 +17,8 @@ use super::review_rows::{lock_review, Flow, ReviewRow};
 use super::tx::{write_audit_and_event, Staged, WriteContext};
 use crate::domain::rules::{self, OpenReview, ReviewChange};
 use crate::domain::{
-    Command, Decision, Document, FencingToken, Locked, Plan, Refusal, Review, ReviewStatus,
-    Stage, Transitioned,
+    Command, Decision, Document, FencingToken, Locked, Plan, Refusal, Review, ReviewStatus, Stage,
+    Transitioned,
 };
 
 impl PgStore {

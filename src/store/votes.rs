@@ -21,14 +21,16 @@ pub(super) async fn write_review(
         end_claims,
     } = write;
     let updating = update.is_some();
-    let next = update.clone().unwrap_or(crate::domain::rules::ReviewUpdate {
-        status: before.status,
-        stage: before.stage,
-        decided_by: before.decided_by.clone(),
-        comment: before.comment.clone(),
-        reason: before.reason.clone(),
-        fence_token: before.fence_token,
-    });
+    let next = update
+        .clone()
+        .unwrap_or(crate::domain::rules::ReviewUpdate {
+            status: before.status,
+            stage: before.stage,
+            decided_by: before.decided_by.clone(),
+            comment: before.comment.clone(),
+            reason: before.reason.clone(),
+            fence_token: before.fence_token,
+        });
     let row = sqlx::query!(
         r#"WITH vote AS (
              INSERT INTO review_votes (review_id, voter_id, stage, vote, comment, fence_token)

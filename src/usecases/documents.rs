@@ -89,7 +89,10 @@ impl DocumentService {
         let Committed { value: doc, owned } = self
             .store
             .bounded(async {
-                let staged = self.store.stage_create(id, title, body, policy, &wctx).await?;
+                let staged = self
+                    .store
+                    .stage_create(id, title, body, policy, &wctx)
+                    .await?;
                 commit(staged, None, ctx.held_key.as_ref()).await
             })
             .await?;
@@ -119,7 +122,10 @@ impl DocumentService {
         let committed = self
             .store
             .bounded(async {
-                let staged = self.store.stage_edit(id, title, body, policy, &wctx).await?;
+                let staged = self
+                    .store
+                    .stage_edit(id, title, body, policy, &wctx)
+                    .await?;
                 Ok::<_, Error>(staged.commit().await?)
             })
             .await?;

@@ -350,8 +350,14 @@ mod tests {
         });
         let back = Transitioned::from_record(old).unwrap();
         assert_eq!(back.document.policy, "default");
-        assert_eq!((back.review.policy.as_str(), back.review.policy_version), ("default", 1));
-        assert_eq!(back.review.stages, vec![crate::domain::Stage::default_stage()]);
+        assert_eq!(
+            (back.review.policy.as_str(), back.review.policy_version),
+            ("default", 1)
+        );
+        assert_eq!(
+            back.review.stages,
+            vec![crate::domain::Stage::default_stage()]
+        );
         assert!(back.review.votes.is_empty());
     }
 

@@ -8,7 +8,9 @@ use serde_with::{serde_as, DurationMilliSeconds};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::domain::{Guard, Policy, PolicyDraft, PolicyName, Refusal, Review, UserId, DEFAULT_POLICY};
+use crate::domain::{
+    Guard, Policy, PolicyDraft, PolicyName, Refusal, Review, UserId, DEFAULT_POLICY,
+};
 use crate::store::{ClaimOp, Committed, PgStore, QueueFilter, StoreError, WriteContext};
 
 use super::commit::commit;

@@ -18,3 +18,4 @@ mod probes;
 mod read_only;
 mod startup;
 mod tasks;
+mod workflow_races;

@@ -34,7 +34,7 @@ async fn route_only_approvals(app: &TestApp) {
         .queue_unbind(
             queue.as_str().into(),
             exchange.as_str().into(),
-            "document.#".into(),
+            "#".into(),
             args(),
         )
         .await
@@ -60,7 +60,7 @@ async fn route_everything(app: &TestApp) {
         .queue_bind(
             queue.as_str().into(),
             exchange.as_str().into(),
-            "document.#".into(),
+            "#".into(),
             bind,
             FieldTable::default(),
         )

@@ -17,3 +17,4 @@ mod reviews;
 mod routing;
 mod schema_mismatches;
 mod slow_clients;
+mod workflow;

@@ -16,3 +16,4 @@ pub mod stores;
 mod teardown;
 pub mod topology;
 pub mod views;
+pub mod workflow;

@@ -53,7 +53,7 @@ pub async fn declare_exchange_and_queue(
     ch.queue_bind(
         queue.into(),
         exchange.into(),
-        "document.#".into(),
+        "#".into(),
         bind,
         FieldTable::default(),
     )
