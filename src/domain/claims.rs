@@ -8,7 +8,7 @@ use chrono::{DateTime, Duration, Utc};
 use super::events::{EventData, EventType, OutboxEntry};
 use super::inputs::UserId;
 use super::model::{Claim, Document, Review};
-use super::rules::{AuditEntry, Refusal};
+use super::plan::{AuditEntry, Refusal};
 use super::votes::{check_seat, check_voter, live_claims, Voter};
 
 /// What a claim change writes: the claim to insert or replace, or the one to delete, and

@@ -5,6 +5,7 @@ pub mod claims;
 mod events;
 mod inputs;
 mod model;
+mod plan;
 pub mod policy;
 pub mod rules;
 mod state;

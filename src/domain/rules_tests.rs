@@ -9,6 +9,7 @@ use super::*;
 use crate::domain::model::VoteKind;
 use crate::domain::model::{FencingToken, LockScope};
 use crate::domain::policy::Policy;
+use crate::domain::{Comment, RejectReason, ReviewStatus};
 
 fn policy() -> Policy {
     Policy {

@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use super::events::{EventData, EventType, OutboxEntry};
 use super::inputs::{Comment, UserId};
 use super::model::{Document, Guard, LockScope, Review, VoteKind};
-use super::rules::{
+use super::plan::{
     audit, check_fence, transitioned, AuditEntry, Decision, NewVote, Plan, Refusal, ReviewChange,
     ReviewUpdate, ReviewWrite,
 };

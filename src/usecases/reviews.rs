@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use uuid::Uuid;
 
+use crate::breaker::BreakerState;
 use crate::domain::{Decision, Guard, LockScope, Transitioned};
 use crate::lock::gate::{LockGate, Passage};
 use crate::lock::LockKeys;
@@ -91,7 +92,12 @@ impl ReviewService {
         review_id: Uuid,
         decision: Decision,
     ) -> Result<Transitioned, Error> {
-        let needs = self.store.stage_needs(review_id).await?;
+        // With Redis down the gate is this instance's per-key one: a pre-lock read would
+        // make every duplicate hold a connection, so the review's key is used then.
+        let needs = match self.gate.breaker_state() {
+            BreakerState::Open => None,
+            _ => self.store.stage_needs(review_id).await?,
+        };
         let (key, scope) = match needs {
             Some(n) if n > 1 => (
                 self.keys.for_voter(review_id, ctx.actor.as_str()),

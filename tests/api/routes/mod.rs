@@ -3,6 +3,7 @@
 
 mod auth;
 mod bad_input;
+mod claims;
 pub(crate) mod concurrency;
 mod console;
 mod documents;

@@ -74,7 +74,8 @@ async fn the_openapi_description_matches_the_routes_served() {
 /// Every documented route answers (not the catch-all 404 of an unknown route).
 async fn every_route_answers(app: &TestApp, served: &BTreeSet<(String, String)>) {
     for (method, path) in served {
-        let url = app.url(&path.replace("{id}", &uuid::Uuid::new_v4().to_string()));
+        let id = uuid::Uuid::new_v4().to_string();
+        let url = app.url(&path.replace("{id}", &id).replace("{name}", "fuzz"));
         let r = app
             .client
             .request(method.to_uppercase().parse().unwrap(), url)
@@ -107,11 +108,12 @@ async fn refused_bodies_get_statuses_their_operations_document() {
         .collect();
     assert_eq!(
         bodies.len(),
-        7,
-        "POST and PUT /documents, submit, approve, reject, retry, skip"
+        10,
+        "POST and PUT /documents, submit, withdraw, approve, reject, claim, retry, skip, PUT policy"
     );
     for (method, path) in bodies {
-        let url = app.url(&path.replace("{id}", &uuid::Uuid::new_v4().to_string()));
+        let id = uuid::Uuid::new_v4().to_string();
+        let url = app.url(&path.replace("{id}", &id).replace("{name}", "fuzz"));
         for (content_type, body, status) in [
             (
                 "text/plain",

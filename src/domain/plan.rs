@@ -1,0 +1,285 @@
+//! What a change writes, and why it may not happen: the shapes every rule returns
+//! ([`Plan`], [`Refusal`]) and takes ([`Command`], [`Locked`]), with the helpers the rules
+//! of documents (`rules.rs`) and of votes (`votes.rs`) share.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::events::OutboxEntry;
+use super::inputs::{Comment, DocumentBody, DocumentTitle, RejectReason};
+use super::model::{Document, FencingToken, Guard, LockScope, Review, VoteKind};
+use super::policy::Policy;
+use super::state::{Action, DocumentStatus, InvalidTransition, ReviewStatus};
+
+/// A reviewer's vote. An approval carries an optional comment, a rejection a reason: an
+/// approval with a reason cannot be written down.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Approve(Option<Comment>),
+    Reject(RejectReason),
+}
+
+impl Decision {
+    pub fn action(&self) -> Action {
+        match self {
+            Decision::Approve(_) => Action::Approve,
+            Decision::Reject(_) => Action::Reject,
+        }
+    }
+    pub fn kind(&self) -> VoteKind {
+        match self {
+            Decision::Approve(_) => VoteKind::Approve,
+            Decision::Reject(_) => VoteKind::Reject,
+        }
+    }
+}
+
+/// What the actor asks of a document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// New title, body and/or policy (at least one; the HTTP layer checks that; the store
+    /// that the policy exists).
+    Edit {
+        title: Option<DocumentTitle>,
+        body: Option<DocumentBody>,
+        policy: Option<String>,
+    },
+    /// Open a new review, with this id, for the document's next version.
+    Submit { new_review_id: Uuid },
+    /// Vote on the locked review, as a member of `groups`.
+    Decide {
+        decision: Decision,
+        groups: Vec<String>,
+    },
+    /// Withdraw the document's pending review.
+    Withdraw,
+}
+
+/// The rows the store locked for the command (`None`: no such row), and the time read
+/// once they were locked.
+#[derive(Debug, Clone)]
+pub struct Locked {
+    pub document: Option<Document>,
+    /// The review voted on or withdrawn; `None` for edits and submits.
+    pub review: Option<Review>,
+    /// The current version of the document's policy, for a submit.
+    pub policy: Option<Policy>,
+    pub now: DateTime<Utc>,
+}
+
+impl Default for Locked {
+    fn default() -> Self {
+        Self {
+            document: None,
+            review: None,
+            policy: None,
+            now: Utc::now(),
+        }
+    }
+}
+
+/// Why a command may not happen. Nothing was written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("no such document or review")]
+    NotFound,
+    #[error("{0}")]
+    Forbidden(&'static str),
+    #[error("the author of a document may not review it")]
+    SelfReview,
+    #[error(transparent)]
+    InvalidState(#[from] InvalidTransition),
+    #[error("the review is already {}", .0.as_str())]
+    ReviewNotPending(ReviewStatus),
+    #[error("the review is not the document's current review")]
+    NotCurrentReview,
+    #[error("the document already has a pending review")]
+    AlreadyPending,
+    /// A newer holder of the same outer lock wrote the row it guards.
+    #[error("the outer lock moved on to a newer holder")]
+    StaleFence,
+    #[error("you already voted on this review")]
+    AlreadyVoted,
+    #[error("only the {} group{} vote{} in stage {stage:?}", groups.join(", "), if groups.len() == 1 { "" } else { "s" }, if groups.len() == 1 { "s" } else { "" })]
+    NotEligible { stage: String, groups: Vec<String> },
+    #[error("{}", claimed_message(holders, *until))]
+    ReviewClaimed {
+        holders: Vec<String>,
+        until: DateTime<Utc>,
+        retry_after_secs: u64,
+    },
+    #[error("no review policy is named {0:?}")]
+    UnknownPolicy(String),
+    #[error("{0} holds no claim on this review")]
+    NoClaim(String),
+}
+
+fn claimed_message(holders: &[String], until: DateTime<Utc>) -> String {
+    let seats = if holders.len() == 1 {
+        "the only free seat".to_string()
+    } else {
+        format!("all {} free seats", holders.len())
+    };
+    format!(
+        "{} hold{} {seats} of this stage; the first is free at {} at the latest",
+        holders.join(", "),
+        if holders.len() == 1 { "s" } else { "" },
+        until.format("%Y-%m-%dT%H:%M:%SZ")
+    )
+}
+
+/// The new state of the document row. `None` title or body: unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocumentChange {
+    pub id: Uuid,
+    pub title: Option<DocumentTitle>,
+    pub body: Option<DocumentBody>,
+    pub status: DocumentStatus,
+    pub version: i64,
+    pub current_review_id: Option<Uuid>,
+    /// A new policy; `None`: unchanged.
+    pub policy: Option<String>,
+    pub fence_token: Option<FencingToken>,
+}
+
+/// A new pending review, opened by a submit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenReview {
+    pub id: Uuid,
+    pub document_version: i64,
+    pub submitted_by: String,
+    pub policy: String,
+    pub policy_version: i32,
+    /// The review is due this long after its submit.
+    pub due_after_secs: Option<i32>,
+    pub fence_token: Option<FencingToken>,
+}
+
+/// A vote to record: its row, and the voter's claim used up with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewVote {
+    pub voter_id: String,
+    pub stage: i32,
+    pub kind: VoteKind,
+    pub comment: Option<String>,
+    /// The token of the voter's own outer lock, when the vote ran under it.
+    pub fence_token: Option<FencingToken>,
+}
+
+/// The review row after a change: its stage, or its decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewUpdate {
+    pub status: ReviewStatus,
+    pub stage: i32,
+    /// Set when the review is decided (or withdrawn).
+    pub decided_by: Option<String>,
+    pub comment: Option<String>,
+    pub reason: Option<String>,
+    pub fence_token: Option<FencingToken>,
+}
+
+/// What a vote or a withdrawal writes on a review.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewWrite {
+    pub id: Uuid,
+    pub vote: Option<NewVote>,
+    /// `None`: the review row stays as it is (a vote that decides nothing).
+    pub update: Option<ReviewUpdate>,
+    /// End every claim on the review (a stage completed, the review decided or withdrawn).
+    pub end_claims: bool,
+}
+
+/// The review row a command writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReviewChange {
+    Open(OpenReview),
+    Write(ReviewWrite),
+}
+
+/// The audit row of a change (actor and request id are added by the store).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditEntry {
+    pub action: &'static str,
+    pub review_id: Option<Uuid>,
+    pub from_status: Option<DocumentStatus>,
+    pub to_status: DocumentStatus,
+    pub version: i64,
+    pub lock_mode: &'static str,
+    pub fence_token: Option<FencingToken>,
+}
+
+/// Everything one change writes, in one transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// `None`: the document row stays as it is (a vote that decides nothing).
+    pub document: Option<DocumentChange>,
+    pub review: Option<ReviewChange>,
+    pub audit: AuditEntry,
+    pub outbox: OutboxEntry,
+}
+
+/// A new document: DRAFT, version 1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewDocument {
+    pub id: Uuid,
+    pub title: DocumentTitle,
+    pub body: DocumentBody,
+    pub policy: String,
+    pub status: DocumentStatus,
+    pub version: i64,
+    pub audit: AuditEntry,
+    pub outbox: OutboxEntry,
+}
+
+/// A holder of the outer lock of `scope` whose token is older than the one `stored` on the
+/// row that lock guards lost its lock to a newer holder. Tokens of other locks are never
+/// compared: each lock has its own counter.
+pub fn check_fence(
+    stored: Option<FencingToken>,
+    guard: Guard,
+    scope: LockScope,
+) -> Result<(), Refusal> {
+    match (stored, guard.fence_of(scope)) {
+        (Some(stored), Some(mine)) if mine < stored => Err(Refusal::StaleFence),
+        _ => Ok(()),
+    }
+}
+
+/// The document after a transition: next status and version, the highest fence of its own
+/// lock seen.
+pub fn transitioned(
+    doc: &Document,
+    status: DocumentStatus,
+    current_review_id: Option<Uuid>,
+    guard: Guard,
+) -> DocumentChange {
+    DocumentChange {
+        id: doc.id,
+        title: None,
+        body: None,
+        status,
+        version: doc.version + 1,
+        current_review_id,
+        policy: None,
+        fence_token: doc.fence_token.max(guard.fence_of(LockScope::Document)),
+    }
+}
+
+/// The audit row of a change that moves the document to its next version.
+pub fn audit(
+    action: &'static str,
+    review_id: Option<Uuid>,
+    before: &Document,
+    to_status: DocumentStatus,
+    guard: Guard,
+) -> AuditEntry {
+    AuditEntry {
+        action,
+        review_id,
+        from_status: Some(before.status),
+        to_status,
+        version: before.version + 1,
+        lock_mode: guard.lock_mode(),
+        fence_token: guard.fence(),
+    }
+}
