@@ -5,12 +5,14 @@
 //! points (characters, not bytes or UTF-16 units), counted as sent by both: `maxLength`
 //! here, `domain::inputs` there. Used with `#[schema(schema_with = ...)]`.
 
-use utoipa::openapi::schema::{Object, ObjectBuilder, SchemaType, Type};
+use utoipa::openapi::schema::{Array, ArrayBuilder, Object, ObjectBuilder, SchemaType, Type};
 
 use crate::domain::{Comment, DocumentBody, DocumentTitle, RejectReason};
 
 const LINE: &str = r"^[^\u0000-\u0008\u000A-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u0008\u000A-\u001F\u007F-\u009F]*$";
 const TEXT: &str = r"^[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*$";
+/// One line, no control characters at all, not blank (names of stages, groups).
+const NAME: &str = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$";
 const OPTIONAL_TEXT: &str = r"^[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*$";
 
 fn text(min: usize, max: usize, pattern: &str, nullable: bool, description: &str) -> Object {
@@ -47,6 +49,22 @@ pub fn reason() -> Object {
 pub fn comment() -> Object {
     let doc = "At most 2,000 characters, no control characters but tab and line breaks";
     text(0, Comment::MAX_CHARS, OPTIONAL_TEXT, true, doc)
+}
+
+pub fn stage_name() -> Object {
+    let doc = "A stage's name: 1 to 64 characters, not blank, no control characters; unique in its policy";
+    text(1, 64, NAME, false, doc)
+}
+
+pub fn groups() -> Array {
+    let group = text(1, 256, NAME, false, "A group as the JWT `groups` claim names it");
+    ArrayBuilder::new()
+        .items(group)
+        .max_items(Some(crate::domain::policy::MAX_GROUPS))
+        .description(Some(
+            "Who may vote in this stage (JWT `groups`); empty or left out: any reviewer",
+        ))
+        .build()
 }
 
 #[cfg(test)]

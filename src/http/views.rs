@@ -216,14 +216,12 @@ pub struct PolicyView {
 #[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StageOfPolicy {
-    /// 1 to 64 characters, unique in the policy.
-    #[schema(min_length = 1, max_length = 64)]
+    #[schema(schema_with = super::fields::stage_name)]
     pub name: String,
     #[schema(minimum = 1, maximum = 5)]
     pub required_approvals: u8,
-    /// Who may vote in this stage (JWT `groups`); empty or left out: any reviewer.
     #[serde(default)]
-    #[schema(max_items = 20)]
+    #[schema(schema_with = super::fields::groups)]
     pub eligible_groups: Vec<String>,
 }
 
