@@ -27,7 +27,11 @@ pub struct CreateDocument {
     #[schema(schema_with = fields::body)]
     body: String,
     /// The review policy its reviews follow; `review.default_policy` when left out.
-    #[schema(pattern = "^[a-z0-9][a-z0-9_-]{0,63}$", max_length = 64)]
+    #[schema(
+        pattern = "^[a-z0-9][a-z0-9_-]{0,63}$",
+        max_length = 64,
+        nullable = false
+    )]
     #[serde(default, deserialize_with = "policy_not_null")]
     policy: Option<String>,
 }
@@ -44,7 +48,11 @@ pub struct UpdateDocument {
     #[serde(default, deserialize_with = "body_not_null")]
     body: Option<String>,
     /// Another review policy for its next reviews (a pending review keeps its own).
-    #[schema(pattern = "^[a-z0-9][a-z0-9_-]{0,63}$", max_length = 64)]
+    #[schema(
+        pattern = "^[a-z0-9][a-z0-9_-]{0,63}$",
+        max_length = 64,
+        nullable = false
+    )]
     #[serde(default, deserialize_with = "policy_not_null")]
     policy: Option<String>,
 }

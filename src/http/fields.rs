@@ -57,7 +57,13 @@ pub fn stage_name() -> Object {
 }
 
 pub fn groups() -> Array {
-    let group = text(1, 256, NAME, false, "A group as the JWT `groups` claim names it");
+    let group = text(
+        1,
+        256,
+        NAME,
+        false,
+        "A group as the JWT `groups` claim names it",
+    );
     ArrayBuilder::new()
         .items(group)
         .max_items(Some(crate::domain::policy::MAX_GROUPS))

@@ -23,10 +23,30 @@ pub struct PolicyBody {
     /// A review is overdue this long after its submit: 1 to 31,536,000 (a year). Left out
     /// or null: never.
     #[schema(minimum = 1, maximum = 31536000)]
+    #[serde(default, deserialize_with = "whole_number")]
     due_after_secs: Option<i64>,
     /// How long a claim holds its seat: 60 to 86,400; 1,800 when left out.
-    #[schema(minimum = 60, maximum = 86400)]
+    #[schema(minimum = 60, maximum = 86400, nullable = false)]
+    #[serde(default, deserialize_with = "whole_number")]
     claim_ttl_secs: Option<i64>,
+}
+
+/// An integer as JSON Schema counts one: `41719` and `41719.0` alike (a float with a
+/// fraction, or out of range, is refused).
+pub(super) fn whole_number<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<i64>, D::Error> {
+    let n = Option::<serde_json::Number>::deserialize(d)?;
+    n.map(|n| {
+        n.as_i64()
+            .or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.fract() == 0.0 && f.abs() < 1e15)
+                    .map(|f| f as i64)
+            })
+            .ok_or_else(|| serde::de::Error::custom(format!("{n} is not a whole number")))
+    })
+    .transpose()
 }
 
 fn name_of(path: &str) -> Result<PolicyName, ApiError> {

@@ -3,7 +3,7 @@
 //! locks are released, and an idempotent replay renders the recorded result the same way.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::domain::{preview_of, Document, Policy, Review, Stage, Transitioned, VoteKind};
@@ -213,16 +213,30 @@ pub struct PolicyView {
 }
 
 /// A stage as a policy states it.
-#[derive(Debug, Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StageOfPolicy {
     #[schema(schema_with = super::fields::stage_name)]
     pub name: String,
     #[schema(minimum = 1, maximum = 5)]
+    #[serde(deserialize_with = "approvals")]
     pub required_approvals: u8,
     #[serde(default)]
     #[schema(schema_with = super::fields::groups)]
     pub eligible_groups: Vec<String>,
+}
+
+/// 1 to 255 as a whole number (`2` or `2.0`); the rules check 1 to 5.
+fn approvals<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
+    let n = serde_json::Number::deserialize(d)?;
+    let whole = n.as_u64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+            .map(|f| f as u64)
+    });
+    whole
+        .and_then(|v| u8::try_from(v).ok())
+        .ok_or_else(|| serde::de::Error::custom("required_approvals must be 1 to 5"))
 }
 
 impl From<&Policy> for PolicyView {
