@@ -28,3 +28,6 @@ pub fn preview_of(body: &str) -> String {
     let folded: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
     folded.chars().take(PREVIEW_CHARS).collect()
 }
+
+#[cfg(test)]
+mod test_support;

@@ -10,6 +10,7 @@ use crate::domain::model::VoteKind;
 use crate::domain::model::{FencingToken, LockScope};
 use crate::domain::policy::Policy;
 use crate::domain::{Comment, RejectReason, ReviewStatus};
+use crate::domain::test_support::{doc, review, user, AUTHOR};
 
 fn policy() -> Policy {
     Policy {
@@ -22,28 +23,7 @@ fn policy() -> Policy {
     }
 }
 
-const AUTHOR: &str = "alice";
 const REVIEWER: &str = "bob";
-
-fn user(s: &str) -> UserId {
-    UserId::parse(s).unwrap()
-}
-
-fn doc(status: DocumentStatus, fence: Option<i64>) -> Document {
-    Document {
-        id: Uuid::now_v7(),
-        title: "Runbook".into(),
-        body: "Restart the indexer.".into(),
-        status,
-        version: 4,
-        author_id: AUTHOR.into(),
-        current_review_id: None,
-        policy: "default".into(),
-        fence_token: fence.map(FencingToken::new),
-        created_at: Utc::now(),
-        updated_at: Utc::now(),
-    }
-}
 
 /// A pending document with its current, pending review.
 fn pending(fence: Option<i64>) -> Locked {
@@ -55,30 +35,6 @@ fn pending(fence: Option<i64>) -> Locked {
         review: Some(r),
         policy: Some(policy()),
         ..Locked::default()
-    }
-}
-
-fn review(d: &Document, status: ReviewStatus) -> Review {
-    Review {
-        id: Uuid::now_v7(),
-        document_id: d.id,
-        status,
-        document_version: d.version,
-        submitted_by: AUTHOR.into(),
-        submitted_at: Utc::now(),
-        decided_by: None,
-        decided_at: None,
-        comment: None,
-        reason: None,
-        fence_token: None,
-        policy: "default".into(),
-        policy_version: 1,
-        stage: 0,
-        due_at: None,
-        claim_ttl_secs: 1800,
-        stages: vec![crate::domain::Stage::default_stage()],
-        votes: vec![],
-        claims: vec![],
     }
 }
 
@@ -385,37 +341,54 @@ proptest! {
     }
 
     /// Whatever is refused is refused for the first reason in the documented order, and a
-    /// stale token is only ever one of the same lock.
+    /// stale token is only ever one of the same lock. A command on a review that is not
+    /// there (a vote or a withdrawal) is `NotFound` before anything else is judged.
     #[test]
     fn refusals_follow_the_documented_order(
         locked in any_rows(), is_author in any::<bool>(), cmd in any_command(), guard in any_guard()
     ) {
         let actor = user(if is_author { AUTHOR } else { REVIEWER });
         let deciding = matches!(cmd, Command::Decide { .. });
+        let on_review = deciding || cmd == Command::Withdraw;
         let Err(refusal) = plan(&locked, &actor, cmd, guard) else { return Ok(()); };
-        let Some(d) = locked.document.as_ref() else {
-            prop_assert_eq!(refusal, Refusal::NotFound);
+        let (Some(d), Some(r)) = (locked.document.as_ref(), locked.review.as_ref()) else {
+            if locked.document.is_none() || on_review {
+                prop_assert_eq!(refusal, Refusal::NotFound);
+            } else {
+                prop_assert!(matches!(refusal, Refusal::Forbidden(_) | Refusal::InvalidState(_) | Refusal::StaleFence));
+            }
             return Ok(());
         };
         if deciding {
-            let Some(r) = locked.review.as_ref() else {
-                prop_assert_eq!(refusal, Refusal::NotFound);
-                return Ok(());
-            };
-            let mine = guard.fence_of(LockScope::Review);
-            let stale = matches!((r.fence_token, mine), (Some(s), Some(m)) if m < s);
-            if stale {
-                prop_assert_eq!(refusal, Refusal::StaleFence);
-            } else if is_author {
-                prop_assert_eq!(refusal, Refusal::SelfReview);
-            } else {
-                prop_assert!(refusal != Refusal::StaleFence, "another lock's token compared");
-            }
+            prop_assert_eq!(refusal, first_vote_refusal(d, r, is_author, guard));
         } else if !is_author {
             prop_assert!(matches!(refusal, Refusal::Forbidden(_)), "{:?}", refusal);
         } else if refusal == Refusal::StaleFence {
             let mine = guard.fence_of(LockScope::Document);
             prop_assert!(matches!((d.fence_token, mine), (Some(s), Some(m)) if m < s));
         }
+    }
+}
+
+/// The refusal of a vote on `r` (no votes, no claims, one open stage), by the documented
+/// order: a stale token of the review's own lock, self-review, then the state (review not
+/// pending, document not pending, not the current review).
+fn first_vote_refusal(d: &Document, r: &Review, is_author: bool, guard: Guard) -> Refusal {
+    let mine = guard.fence_of(LockScope::Review);
+    if matches!((r.fence_token, mine), (Some(s), Some(m)) if m < s) {
+        Refusal::StaleFence
+    } else if is_author {
+        Refusal::SelfReview
+    } else if r.status != ReviewStatus::Pending {
+        Refusal::ReviewNotPending(r.status)
+    } else if let Err(e) = d.status.apply(Action::Approve) {
+        Refusal::InvalidState(e)
+    } else {
+        assert_ne!(
+            d.current_review_id,
+            Some(r.id),
+            "nothing else refuses this vote"
+        );
+        Refusal::NotCurrentReview
     }
 }

@@ -1,0 +1,83 @@
+//! Rows for the domain's unit and property tests: a document by `alice` and its review.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::inputs::UserId;
+use super::model::{Document, FencingToken, Review};
+use super::policy::Stage;
+use super::state::{DocumentStatus, ReviewStatus};
+
+pub const AUTHOR: &str = "alice";
+
+pub fn user(s: &str) -> UserId {
+    UserId::parse(s).unwrap()
+}
+
+/// A stage needing `n` approvals from `groups` (none: any reviewer).
+pub fn stage(name: &str, n: u8, groups: &[&str]) -> Stage {
+    Stage {
+        name: name.into(),
+        required_approvals: n,
+        eligible_groups: groups.iter().map(|g| g.to_string()).collect(),
+    }
+}
+
+pub fn doc(status: DocumentStatus, fence: Option<i64>) -> Document {
+    Document {
+        id: Uuid::now_v7(),
+        title: "Runbook".into(),
+        body: "Restart the indexer.".into(),
+        status,
+        version: 4,
+        author_id: AUTHOR.into(),
+        current_review_id: None,
+        policy: "default".into(),
+        fence_token: fence.map(FencingToken::new),
+        created_at: Utc::now(),
+        updated_at: Utc::now(),
+    }
+}
+
+/// A review of `d` under the default policy's one stage, no votes, no claims.
+pub fn review(d: &Document, status: ReviewStatus) -> Review {
+    Review {
+        id: Uuid::now_v7(),
+        document_id: d.id,
+        status,
+        document_version: d.version,
+        submitted_by: AUTHOR.into(),
+        submitted_at: Utc::now(),
+        decided_by: None,
+        decided_at: None,
+        comment: None,
+        reason: None,
+        fence_token: None,
+        policy: "default".into(),
+        policy_version: 1,
+        stage: 0,
+        due_at: None,
+        claim_ttl_secs: 1800,
+        stages: vec![Stage::default_stage()],
+        votes: vec![],
+        claims: vec![],
+    }
+}
+
+/// A pending document and its current, pending review through `stages`.
+pub fn pending_review(stages: Vec<Stage>) -> (Document, Review) {
+    let mut d = doc(DocumentStatus::PendingReview, None);
+    let r = Review {
+        stages,
+        ..review(&d, ReviewStatus::Pending)
+    };
+    d.current_review_id = Some(r.id);
+    (d, r)
+}
+
+/// A fixed instant, so that claim expiries read the same in every run.
+pub fn t0() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-12-01T09:00:00Z")
+        .unwrap()
+        .with_timezone(&Utc)
+}
