@@ -100,7 +100,7 @@ pub enum Refusal {
     StaleFence,
     #[error("you already voted on this review")]
     AlreadyVoted,
-    #[error("only the {} group{} vote{} in stage {stage:?}", groups.join(", "), if groups.len() == 1 { "" } else { "s" }, if groups.len() == 1 { "s" } else { "" })]
+    #[error("{}", not_eligible_message(stage, groups))]
     NotEligible { stage: String, groups: Vec<String> },
     #[error("{}", claimed_message(holders, *until))]
     ReviewClaimed {
@@ -114,16 +114,35 @@ pub enum Refusal {
     NoClaim(String),
 }
 
-fn claimed_message(holders: &[String], until: DateTime<Utc>) -> String {
-    let seats = if holders.len() == 1 {
-        "the only free seat".to_string()
+/// `a`, `a and b`, `a, b and c`.
+fn listed(names: &[String]) -> String {
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.join(""),
+    }
+}
+
+fn not_eligible_message(stage: &str, groups: &[String]) -> String {
+    let (noun, verb) = if groups.len() == 1 {
+        ("group", "votes")
     } else {
-        format!("all {} free seats", holders.len())
+        ("groups", "vote")
     };
     format!(
-        "{} hold{} {seats} of this stage; the first is free at {} at the latest",
-        holders.join(", "),
-        if holders.len() == 1 { "s" } else { "" },
+        "only the {} {noun} {verb} in stage {stage:?}",
+        listed(groups)
+    )
+}
+
+fn claimed_message(holders: &[String], until: DateTime<Utc>) -> String {
+    let (verb, seats) = if holders.len() == 1 {
+        ("holds", "the only free seat".to_string())
+    } else {
+        ("hold", format!("the {} free seats", holders.len()))
+    };
+    format!(
+        "{} {verb} {seats} of this stage; the first is free at {} at the latest",
+        listed(holders),
         until.format("%Y-%m-%dT%H:%M:%SZ")
     )
 }

@@ -9,8 +9,8 @@ use super::*;
 use crate::domain::model::VoteKind;
 use crate::domain::model::{FencingToken, LockScope};
 use crate::domain::policy::Policy;
-use crate::domain::{Comment, RejectReason, ReviewStatus};
 use crate::domain::test_support::{doc, review, user, AUTHOR};
+use crate::domain::{Comment, RejectReason, ReviewStatus};
 
 fn policy() -> Policy {
     Policy {

@@ -211,7 +211,7 @@ fn only_the_stage_groups_are_eligible() {
     let refusal = try_vote(&d, &r, "bob", &[], approve()).unwrap_err();
     assert_eq!(
         refusal.to_string(),
-        r#"only the legal, security groups vote in stage "sign-off""#
+        r#"only the legal and security groups vote in stage "sign-off""#
     );
 }
 
@@ -233,7 +233,7 @@ fn every_seat_held_by_others_refuses_an_approval_not_a_reject() {
     );
     assert_eq!(
         refusal.to_string(),
-        "dave, carol hold all 2 free seats of this stage; \
+        "dave and carol hold the 2 free seats of this stage; \
          the first is free at 2026-12-01T09:05:00Z at the latest"
     );
     assert!(
