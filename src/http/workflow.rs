@@ -10,11 +10,15 @@ use super::auth::{Caller, Role};
 use super::body::{parse_json, read_body};
 use super::error::{ApiError, ErrorEnvelope};
 use super::post;
-use super::reviews::ApproveBody;
 use super::state::AppState;
 use super::views::{ReviewView, TransitionView};
 use crate::domain::{Review, Transitioned};
 use crate::usecases::Context;
+
+/// A claim takes no body: nothing, `null` or `{}`.
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ClaimBody {}
 
 #[utoipa::path(
     post,
@@ -69,8 +73,7 @@ pub(super) async fn claiming(
         ..state.context(req, &caller.id)
     };
     post::run(req, state, &caller, &bytes, move |held_key| async move {
-        let _: ApproveBody = parse_json(&body, true)
-            .map_err(|_| ApiError::validation("a claim takes no body (or {})"))?;
+        let _: ClaimBody = parse_json(&body, true)?;
         let ctx = Context { held_key, ..ctx };
         Ok(st.reviews.claim(ctx, review_id).await?)
     })

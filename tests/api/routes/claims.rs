@@ -17,6 +17,9 @@ async fn claims_take_seats_and_a_full_stage_refuses_other_approvals() {
         app.token(REVIEWER2, &[Role::Reviewer]),
         app.reviewer_in("dave", &[]),
     );
+    let path = format!("/api/v1/reviews/{review_id}/claim");
+    let r = app.post(&path, &bob, json!({"comment": "mine"})).await;
+    expect_error(r, StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_FAILED").await;
     let r = app.claim(&review_id, &bob).await;
     assert_eq!(r.status(), StatusCode::OK);
     let v: Value = r.json().await.unwrap();
