@@ -70,6 +70,27 @@ pub(super) async fn write_review(
             WriteError::from(e)
         }
     })?;
+    Ok(applied(
+        before,
+        vote,
+        next,
+        updating,
+        end_claims,
+        row.vote_at,
+        row.decided_at,
+    ))
+}
+
+/// The review `before` with what `write_review` wrote.
+fn applied(
+    before: Review,
+    vote: Option<crate::domain::rules::NewVote>,
+    next: crate::domain::rules::ReviewUpdate,
+    updating: bool,
+    end_claims: bool,
+    vote_at: Option<chrono::DateTime<Utc>>,
+    decided_at: Option<chrono::DateTime<Utc>>,
+) -> Review {
     let mut after = before;
     if let Some(v) = vote {
         after.claims.retain(|c| c.reviewer_id != v.voter_id);
@@ -78,7 +99,7 @@ pub(super) async fn write_review(
             stage: v.stage,
             kind: v.kind,
             comment: v.comment,
-            at: row.vote_at.unwrap_or_else(Utc::now),
+            at: vote_at.unwrap_or_else(Utc::now),
         });
     }
     if end_claims {
@@ -88,10 +109,10 @@ pub(super) async fn write_review(
         after.status = next.status;
         after.stage = next.stage;
         after.decided_by = next.decided_by;
-        after.decided_at = row.decided_at;
+        after.decided_at = decided_at;
         after.comment = next.comment;
         after.reason = next.reason;
         after.fence_token = next.fence_token;
     }
-    Ok(after)
+    after
 }

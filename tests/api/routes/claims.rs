@@ -4,7 +4,7 @@ use kh_review::http::auth::Role;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::app::{keyed, spawn_app, REVIEWER, REVIEWER2};
+use crate::support::app::{keyed, spawn_app, TestApp, REVIEWER, REVIEWER2};
 use crate::support::inspect::expect_error;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -43,25 +43,32 @@ async fn claims_take_seats_and_a_full_stage_refuses_other_approvals() {
         message.contains(REVIEWER) && message.contains(REVIEWER2),
         "{message}"
     );
+    votes_against_held_seats(&app, &review_id, [bob, carol, dave]).await;
+    app.finish().await;
+}
+
+/// Both seats of a 2-approval stage held by bob and carol: dave is refused until a seat
+/// frees, a holder's vote uses its seat up, and the author may not claim.
+async fn votes_against_held_seats(app: &TestApp, review_id: &str, [bob, carol, dave]: [String; 3]) {
     expect_error(
-        app.approve(&review_id, &dave).await,
+        app.approve(review_id, &dave).await,
         StatusCode::CONFLICT,
         "REVIEW_CLAIMED",
     )
     .await;
     assert_eq!(
-        app.approve(&review_id, &bob).await.status(),
+        app.approve(review_id, &bob).await.status(),
         StatusCode::OK,
         "a holder votes"
     );
     expect_error(
-        app.claim(&review_id, &bob).await,
+        app.claim(review_id, &bob).await,
         StatusCode::CONFLICT,
         "ALREADY_VOTED",
     )
     .await;
     expect_error(
-        app.approve(&review_id, &dave).await,
+        app.approve(review_id, &dave).await,
         StatusCode::CONFLICT,
         "REVIEW_CLAIMED",
     )
@@ -70,17 +77,16 @@ async fn claims_take_seats_and_a_full_stage_refuses_other_approvals() {
         .delete(&format!("/api/v1/reviews/{review_id}/claim"), &carol)
         .await;
     assert_eq!(r.status(), StatusCode::OK);
-    let r = app.approve(&review_id, &dave).await;
+    let r = app.approve(review_id, &dave).await;
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["review"]["status"], "APPROVED");
     assert_eq!(v["review"]["claims"], json!([]));
     expect_error(
-        app.claim(&review_id, &app.author()).await,
+        app.claim(review_id, &app.author()).await,
         StatusCode::FORBIDDEN,
         "FORBIDDEN",
     )
     .await;
-    app.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
