@@ -81,7 +81,7 @@ async fn a_reviewer_claims_a_seat_and_gives_it_back() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn refused_votes_read_as_sentences() {
+async fn a_seat_held_by_another_is_named_with_its_expiry() {
     let app = spawn_app().await;
     // Carol holds the only seat of a default review; bob's approval is refused.
     let (doc, review) = app.pending_review().await;
@@ -115,7 +115,13 @@ async fn refused_votes_read_as_sentences() {
     b.screenshot("console-refused-claimed").await;
     b.close().await;
     assert_eq!(app.review_status_in_db(&review).await, "PENDING");
+    app.finish().await;
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_approval_and_a_stage_of_another_group_read_as_sentences() {
+    let app = spawn_app().await;
+    let carol = app.token(REVIEWER2, &[Role::Reviewer]);
     // Two stages: two approvals of anyone, then one of the legal group.
     let stages = json!({"stages": [
         {"name": "review", "required_approvals": 2},
