@@ -1,4 +1,5 @@
-//! The author's pages: my documents by status; create, edit, submit and resubmit.
+//! The author's pages: my documents by status; create (with a review policy), edit, submit,
+//! resubmit and withdraw.
 
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -14,6 +15,7 @@ use crate::http::documents::{self, MineQuery};
 use crate::http::error::ApiError;
 use crate::http::post::Ran;
 use crate::http::state::AppState;
+use crate::http::workflow;
 
 /// A document as the list shows it.
 pub struct Row {
@@ -36,6 +38,8 @@ pub struct Group {
 #[template(path = "console/mine.html")]
 struct Mine {
     groups: Vec<Group>,
+    /// The policies a new document may follow, by name.
+    policies: Vec<String>,
     key_create: Uuid,
 }
 
@@ -78,8 +82,18 @@ pub async fn mine(
             more,
         });
     }
+    let mut policies: Vec<String> = state
+        .policies
+        .list()
+        .await
+        .map_err(ApiError::from)?
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    policies.sort();
     rendered(&Mine {
         groups,
+        policies,
         key_create: Uuid::new_v4(),
     })
 }
@@ -90,13 +104,19 @@ pub struct DocumentForm {
     title: String,
     #[serde(default)]
     body: String,
+    /// The review policy (create only); left out: the configured default.
+    #[serde(default)]
+    policy: String,
 }
 
 impl DocumentForm {
     /// The JSON body the API's create and edit take.
     fn json(&self) -> Vec<u8> {
-        serde_json::to_vec(&json!({ "title": self.title, "body": self.body }))
-            .expect("a JSON value serializes")
+        let mut v = json!({ "title": self.title, "body": self.body });
+        if !self.policy.is_empty() {
+            v["policy"] = json!(self.policy);
+        }
+        serde_json::to_vec(&v).expect("a JSON value serializes")
     }
 }
 
@@ -152,5 +172,22 @@ pub async fn submit(
     let submitted = documents::submission(&req, &state, caller.clone(), id, Vec::new()).await;
     submitted.and_then(Ran::succeeded).map_err(Shown::action)?;
     let flash = "Submitted for review.".to_string();
+    document::render(&state, &caller, id, Some(flash)).await
+}
+
+/// POST `/console/f/documents/{id}/withdraw`: the JSON API's withdraw.
+pub async fn withdraw(
+    req: HttpRequest,
+    path: web::Path<String>,
+    caller: Result<Caller, ApiError>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Shown> {
+    let caller = caller.map_err(Shown::action)?;
+    caller.require(Role::Author).map_err(Shown::action)?;
+    let id = super::parse_id(&path)?;
+    let withdrawn = workflow::withdrawal(&req, &state, caller.clone(), id, Vec::new()).await;
+    let done = withdrawn.and_then(Ran::succeeded).map_err(Shown::action)?;
+    let status = done.document.status.as_str();
+    let flash = format!("Withdrawn: the document is {status} again.");
     document::render(&state, &caller, id, Some(flash)).await
 }

@@ -1,11 +1,13 @@
-//! The document fragment: the document with its preview and body, its review history, and
-//! the forms its reader may use (the author's edit and submit, a reviewer's decision).
+//! The document fragment: the document with its preview and body, its pending review's
+//! workflow, its review history, and the forms its reader may use (the author's edit,
+//! submit and withdraw; a reviewer's claim, give back and decision).
 
 use actix_web::{web, HttpResponse};
 use askama::Template;
 use uuid::Uuid;
 
 use super::render::{rendered, when, Shown};
+use super::review::ReviewPanel;
 use crate::domain::DocumentStatus;
 use crate::http::auth::{Caller, Role};
 use crate::http::error::ApiError;
@@ -31,22 +33,30 @@ struct DocumentFragment {
     status: &'static str,
     version: i64,
     author: String,
+    /// The policy its next review follows.
+    policy: String,
     updated_at: String,
     preview: String,
     body: String,
     body_source: &'static str,
     history: Vec<HistoryRow>,
-    /// The pending review a reviewer may decide (never the author's own).
+    /// The pending review's workflow.
+    review: Option<ReviewPanel>,
+    /// The pending review a reviewer may decide (never the author's own, nor one voted on).
     decide: Option<Uuid>,
     /// Why the reader, a reviewer, may not decide it.
     own_document: bool,
     /// The author may edit and submit (DRAFT) or resubmit (REJECTED).
     editable: bool,
     resubmit: bool,
+    /// The author may withdraw the pending review.
+    withdrawable: bool,
     /// Idempotency keys of this rendering's forms: a double click sends one key twice.
     key_approve: Uuid,
     key_reject: Uuid,
     key_submit: Uuid,
+    key_withdraw: Uuid,
+    key_claim: Uuid,
 }
 
 /// GET `/console/f/documents/{id}`.
@@ -81,6 +91,11 @@ pub async fn render(
     let editable = mine
         && caller.has(Role::Author)
         && matches!(d.status, DocumentStatus::Draft | DocumentStatus::Rejected);
+    let current = history
+        .iter()
+        .find(|r| pending && Some(r.id) == d.current_review_id);
+    let review = current.map(|r| ReviewPanel::of(r, &d, caller, chrono::Utc::now()));
+    let voted = review.as_ref().is_some_and(|r| r.voted.is_some());
     rendered(&DocumentFragment {
         flash,
         id: d.id,
@@ -88,6 +103,7 @@ pub async fn render(
         status: d.status.as_str(),
         version: d.version,
         author: d.author_id,
+        policy: d.policy,
         updated_at: when(d.updated_at),
         preview,
         body: d.body,
@@ -103,12 +119,18 @@ pub async fn render(
                 note: r.reason.clone().or(r.comment.clone()).unwrap_or_default(),
             })
             .collect(),
-        decide: d.current_review_id.filter(|_| pending && reviewer && !mine),
+        review,
+        decide: d
+            .current_review_id
+            .filter(|_| pending && reviewer && !mine && !voted),
         own_document: pending && reviewer && mine,
         editable,
         resubmit: d.status == DocumentStatus::Rejected,
+        withdrawable: pending && mine && caller.has(Role::Author),
         key_approve: Uuid::new_v4(),
         key_reject: Uuid::new_v4(),
         key_submit: Uuid::new_v4(),
+        key_withdraw: Uuid::new_v4(),
+        key_claim: Uuid::new_v4(),
     })
 }

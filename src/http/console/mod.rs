@@ -12,7 +12,9 @@
 mod author;
 mod document;
 mod operator;
+mod policies;
 mod render;
+mod review;
 mod reviewer;
 
 use actix_web::http::header;
@@ -29,18 +31,27 @@ pub const PATHS: &[(&str, &str)] = &[
     ("get", "/console/queue"),
     ("get", "/console/mine"),
     ("get", "/console/operator"),
+    ("get", "/console/policies"),
     ("get", "/console/documents/{id}"),
     ("get", "/console/static/{file}"),
     ("get", "/console/f/me"),
     ("get", "/console/f/queue"),
     ("get", "/console/f/mine"),
     ("get", "/console/f/operator"),
+    ("get", "/console/f/policies"),
+    ("post", "/console/f/policies/save"),
     ("get", "/console/f/documents/{id}"),
     ("post", "/console/f/documents"),
     ("post", "/console/f/documents/{id}/edit"),
     ("post", "/console/f/documents/{id}/submit"),
     ("post", "/console/f/documents/{id}/reviews/{review}/approve"),
     ("post", "/console/f/documents/{id}/reviews/{review}/reject"),
+    ("post", "/console/f/documents/{id}/reviews/{review}/claim"),
+    (
+        "post",
+        "/console/f/documents/{id}/reviews/{review}/give-back",
+    ),
+    ("post", "/console/f/documents/{id}/withdraw"),
     ("post", "/console/f/outbox/{id}/retry"),
     ("post", "/console/f/outbox/{id}/skip"),
 ];
@@ -52,18 +63,26 @@ fn route(path: &str) -> Route {
         "/console/queue" => web::route().to(shell_queue),
         "/console/mine" => web::route().to(shell_mine),
         "/console/operator" => web::route().to(shell_operator),
+        "/console/policies" => web::route().to(shell_policies),
         "/console/documents/{id}" => web::route().to(shell_document),
         "/console/static/{file}" => web::route().to(static_file),
         "/console/f/me" => web::route().to(me),
         "/console/f/queue" => web::route().to(reviewer::queue),
         "/console/f/mine" => web::route().to(author::mine),
         "/console/f/operator" => web::route().to(operator::overview),
+        "/console/f/policies" => web::route().to(policies::page),
+        "/console/f/policies/save" => web::route().to(policies::write),
         "/console/f/documents/{id}" => web::route().to(document::fragment),
         "/console/f/documents" => web::route().to(author::create),
         "/console/f/documents/{id}/edit" => web::route().to(author::edit),
         "/console/f/documents/{id}/submit" => web::route().to(author::submit),
         "/console/f/documents/{id}/reviews/{review}/approve" => web::route().to(reviewer::approve),
         "/console/f/documents/{id}/reviews/{review}/reject" => web::route().to(reviewer::reject),
+        "/console/f/documents/{id}/reviews/{review}/claim" => web::route().to(reviewer::claim),
+        "/console/f/documents/{id}/reviews/{review}/give-back" => {
+            web::route().to(reviewer::give_back)
+        }
+        "/console/f/documents/{id}/withdraw" => web::route().to(author::withdraw),
         "/console/f/outbox/{id}/retry" => web::route().to(operator::retry),
         "/console/f/outbox/{id}/skip" => web::route().to(operator::skip),
         other => unreachable!("no console handler for {other}"),
@@ -122,6 +141,10 @@ async fn shell_mine() -> Result<HttpResponse, Shown> {
 
 async fn shell_operator() -> Result<HttpResponse, Shown> {
     shell("Operator", "/console/f/operator".into(), "load, every 5s")
+}
+
+async fn shell_policies() -> Result<HttpResponse, Shown> {
+    shell("Review policies", "/console/f/policies".into(), "load")
 }
 
 async fn shell_document(path: web::Path<String>) -> Result<HttpResponse, Shown> {

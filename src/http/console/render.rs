@@ -44,9 +44,9 @@ pub struct Shown {
     pub error: ApiError,
     /// A message that says more than the API's (who decided a review already).
     pub message: Option<String>,
-    /// Shown in the page's outcome area rather than in place of the fragment (an action's
-    /// error leaves its form as it was).
-    pub in_outcome: bool,
+    /// Where an action's error is shown (`HX-Retarget`: the page's outcome area, or an
+    /// area beside the form) rather than in place of the fragment; the form stays as it was.
+    pub outcome: Option<&'static str>,
 }
 
 impl From<ApiError> for Shown {
@@ -54,7 +54,7 @@ impl From<ApiError> for Shown {
         Shown {
             error,
             message: None,
-            in_outcome: false,
+            outcome: None,
         }
     }
 }
@@ -62,8 +62,13 @@ impl From<ApiError> for Shown {
 impl Shown {
     /// The error of an action: shown above the form, which stays.
     pub fn action(error: ApiError) -> Self {
+        Self::beside(error, "#outcome")
+    }
+
+    /// The error of an action, shown in the area `target` (a CSS selector) beside its form.
+    pub fn beside(error: ApiError, target: &'static str) -> Self {
         Shown {
-            in_outcome: true,
+            outcome: Some(target),
             ..Shown::from(error)
         }
     }
@@ -127,13 +132,13 @@ impl ResponseError for Shown {
         if let Some(v) = json.headers().get(header::RETRY_AFTER) {
             res.headers_mut().insert(header::RETRY_AFTER, v.clone());
         }
-        if !self.in_outcome {
+        let Some(target) = self.outcome else {
             return res;
-        }
+        };
         let h = res.headers_mut();
         h.insert(
             header::HeaderName::from_static("hx-retarget"),
-            HeaderValue::from_static("#outcome"),
+            HeaderValue::from_static(target),
         );
         h.insert(
             header::HeaderName::from_static("hx-reswap"),
@@ -181,6 +186,11 @@ pub fn duration(secs: i64) -> String {
 /// A timestamp as people read it, to the second, in UTC.
 pub fn when(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+}
+
+/// The time of day of `t`, to the minute, in UTC ("14:05"): for times within the hour.
+pub fn clock(t: DateTime<Utc>) -> String {
+    t.format("%H:%M").to_string()
 }
 
 #[cfg(test)]

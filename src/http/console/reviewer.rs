@@ -1,4 +1,5 @@
-//! The reviewer's pages: the queue of pending reviews, oldest first, and the decisions.
+//! The reviewer's pages: the queue of pending reviews, oldest first, with each review's
+//! policy, stage, seats and due date; the decisions; claims and giving them back.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -8,12 +9,16 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::document;
-use super::render::{form, rendered, waited, when, Shown};
+use super::render::{clock, form, rendered, waited, when, Shown};
+use super::review::sentence;
+use crate::domain::{Review, Transitioned};
 use crate::http::auth::{Caller, Role};
-use crate::http::error::{ApiError, ErrorCode};
+use crate::http::error::ApiError;
 use crate::http::post::Ran;
 use crate::http::reviews::{self, ReviewQuery};
 use crate::http::state::AppState;
+use crate::http::views::ReviewView;
+use crate::http::workflow;
 
 /// A pending review as the queue shows it.
 pub struct QueueRow {
@@ -22,6 +27,16 @@ pub struct QueueRow {
     pub submitted_by: String,
     pub submitted_at: String,
     pub waited: String,
+    /// "legal v2".
+    pub policy: String,
+    /// "legal (2 of 2)".
+    pub stage: String,
+    /// "1 of 2 approvals" in the current stage.
+    pub approvals: String,
+    /// "2 of 3 seats held: ann, cy".
+    pub seats: String,
+    pub due: String,
+    pub overdue: bool,
 }
 
 #[derive(Template)]
@@ -51,21 +66,36 @@ pub async fn queue(
     };
     let found = reviews::review_page(&state, &caller, &list).await?;
     let now = Utc::now();
-    let rows = found
-        .items
-        .into_iter()
-        .map(|r| QueueRow {
-            document_id: r.document_id,
-            title: r.document_title.unwrap_or_default(),
-            submitted_by: r.submitted_by,
-            submitted_at: when(r.submitted_at),
-            waited: waited(r.submitted_at, now),
-        })
-        .collect();
+    let rows = found.items.into_iter().map(|r| queue_row(r, now)).collect();
     rendered(&Queue {
         rows,
         next_cursor: found.next_cursor,
     })
+}
+
+fn queue_row(r: ReviewView, now: chrono::DateTime<Utc>) -> QueueRow {
+    let current = r.stages.get(r.stage.max(0) as usize);
+    let (name, required, approved) = current.map_or(("", 1, 0), |s| {
+        (s.name.as_str(), s.required_approvals, s.approvals.len())
+    });
+    let holders: Vec<&str> = r.claims.iter().map(|c| c.reviewer_id.as_str()).collect();
+    let mut seats = format!("{} of {} held", holders.len(), r.seats);
+    if !holders.is_empty() {
+        seats = format!("{seats}: {}", holders.join(", "));
+    }
+    QueueRow {
+        document_id: r.document_id,
+        policy: format!("{} v{}", r.policy, r.policy_version),
+        stage: format!("{name} ({} of {})", r.stage + 1, r.stages.len()),
+        approvals: format!("{approved} of {required} approvals"),
+        seats,
+        due: r.due_at.map(when).unwrap_or_default(),
+        overdue: r.overdue,
+        title: r.document_title.unwrap_or_default(),
+        submitted_by: r.submitted_by,
+        submitted_at: when(r.submitted_at),
+        waited: waited(r.submitted_at, now),
+    }
 }
 
 #[derive(Deserialize)]
@@ -129,26 +159,85 @@ async fn send_decision(
     let decided = reviews::decision(&req, &state, caller.clone(), review, bytes, parse).await;
     match decided.and_then(Ran::succeeded) {
         Ok(done) => {
-            let status = done.document.status.as_str();
-            let flash = format!("{verb}: the document is now {status}.");
+            let flash = decided_flash(verb, &done);
             document::render(&state, &caller, doc, Some(flash)).await
         }
-        Err(e) => Err(explain(&state, doc, review, e).await),
+        Err(e) => Err(explain(&state, &caller, doc, review, e).await),
     }
 }
 
-/// The refusal of a decision, with who decided the review when that is why.
-async fn explain(state: &AppState, doc: Uuid, review: Uuid, e: ApiError) -> Shown {
-    let mut shown = Shown::action(e);
-    if shown.error.code != ErrorCode::InvalidState {
-        return shown;
+/// What a vote did: the document's new status, or the stage it completed or counted in.
+fn decided_flash(verb: &str, done: &Transitioned) -> String {
+    let (d, r) = (&done.document, &done.review);
+    if d.status != crate::domain::DocumentStatus::PendingReview {
+        return format!("{verb}: the document is now {}.", d.status.as_str());
     }
+    let stage = r
+        .current_stage()
+        .map(|s| (s.name.as_str(), s.required_approvals));
+    let (name, required) = stage.unwrap_or(("", 1));
+    match r.approvals_in(r.stage) {
+        0 => format!("{verb}: the previous stage is complete; the review is now in stage {name}."),
+        n => format!("{verb}: {n} of {required} approvals in stage {name}."),
+    }
+}
+
+/// The refusal of a vote or claim in a sentence built from its code and the review as it
+/// is now (who holds the seats, how the caller voted, who votes in the stage, who decided).
+async fn explain(state: &AppState, caller: &Caller, doc: Uuid, review: Uuid, e: ApiError) -> Shown {
+    let mut shown = Shown::action(e);
     let history = state.documents.history(doc).await.unwrap_or_default();
     if let Some(r) = history.iter().find(|r| r.id == review) {
-        if let Some(by) = &r.decided_by {
-            let status = r.status.as_str().to_lowercase();
-            shown.message = Some(format!("Already decided by {by} ({status})."));
-        }
+        let (code, me) = (shown.error.code, caller.id.as_str());
+        shown.message = sentence(code, r, me, Utc::now());
     }
     shown
+}
+
+/// POST `/console/f/documents/{id}/reviews/{review}/claim`: the JSON API's claim.
+pub async fn claim(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    caller: Result<Caller, ApiError>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Shown> {
+    let caller = caller.map_err(Shown::action)?;
+    caller.require(Role::Reviewer).map_err(Shown::action)?;
+    let (doc, review) = (super::parse_id(&path.0)?, super::parse_id(&path.1)?);
+    let claimed = workflow::claiming(&req, &state, caller.clone(), review, Vec::new()).await;
+    match claimed.and_then(Ran::succeeded) {
+        Ok(r) => {
+            let flash = held_until(&r, caller.id.as_str());
+            document::render(&state, &caller, doc, Some(flash)).await
+        }
+        Err(e) => Err(explain(&state, &caller, doc, review, e).await),
+    }
+}
+
+fn held_until(r: &Review, me: &str) -> String {
+    match r.claims.iter().find(|c| c.reviewer_id == me) {
+        Some(c) => format!("You hold a seat until {} UTC.", clock(c.expires_at)),
+        None => "Claimed.".to_string(),
+    }
+}
+
+/// POST `/console/f/documents/{id}/reviews/{review}/give-back`: the JSON API's
+/// `DELETE /api/v1/reviews/{id}/claim`.
+pub async fn give_back(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    caller: Result<Caller, ApiError>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Shown> {
+    let caller = caller.map_err(Shown::action)?;
+    caller.require(Role::Reviewer).map_err(Shown::action)?;
+    let (doc, review) = (super::parse_id(&path.0)?, super::parse_id(&path.1)?);
+    let ctx = state.context(&req, &caller.id);
+    state
+        .reviews
+        .give_back(ctx, review)
+        .await
+        .map_err(|e| Shown::action(e.into()))?;
+    let flash = "You gave your seat back.".to_string();
+    document::render(&state, &caller, doc, Some(flash)).await
 }

@@ -4,3 +4,4 @@
 mod console;
 mod docs;
 mod operator;
+mod workflow;
