@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use bench_support::{
     approve_load, console_rows, cost_row, data_size_row, drain_row, drive, interleaved, rounds,
-    starvation_row, sustained_row, ApproveFigures, BenchEnv, Figures, Goals, Measure, Rec, Report,
-    Service,
+    starvation_row, sustained_row, workflow_rows, ApproveFigures, BenchEnv, Figures, Goals,
+    Measure, Rec, Report, Service,
 };
 use kh_review::lock::redis::RedisLockProvider;
 use kh_review::lock::{Attempt, LockProvider, Ttl};
@@ -36,6 +36,12 @@ async fn main() -> anyhow::Result<()> {
         Ok("cost") => return cost_row(&mut report, &env).await.map(|_| ()),
         Ok("lock") => return lock_rows(&mut report, &env).await.map(|_| ()),
         Ok("console") => return console_rows(&mut report, &env).await.map(|_| ()),
+        Ok(only @ ("workflow" | "two" | "claim" | "queue" | "overdue")) => {
+            let only = Some(only).filter(|o| *o != "workflow");
+            let workflow = workflow_rows(&mut report, &env, only).await?;
+            workflow.report(&mut report);
+            return Ok(());
+        }
         _ => {}
     }
 
@@ -73,6 +79,8 @@ async fn main() -> anyhow::Result<()> {
     ));
     let drain = drain_row(&mut report, &env).await?;
     let grown = data_size_row(&mut report, &env, approve.p50_c1).await?;
+    // Last: the overdue row leaves 100,000 reviews behind (withdrawn).
+    let workflow = workflow_rows(&mut report, &env, None).await?;
 
     let goals = Goals {
         approve,
@@ -83,6 +91,7 @@ async fn main() -> anyhow::Result<()> {
         sustained,
         starved,
         peak_rss_mib,
+        workflow,
     };
     goals.report(&mut report);
     env.clear_redis().await?;

@@ -17,21 +17,18 @@ const BODY: &str = "Body of a benchmark document. It is long enough to have a pr
 impl BenchEnv {
     /// `n` documents in PENDING_REVIEW with a pending review each, written directly.
     pub async fn make_pending(&self, n: usize) -> anyhow::Result<Vec<Uuid>> {
-        let docs: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
-        let reviews: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
-        let mut tx = self.pg.begin().await?;
-        insert_documents(&mut tx, &docs, "PENDING_REVIEW", 2).await?;
-        sqlx::query(
-            "INSERT INTO reviews (id, document_id, status, document_version, submitted_by) \
-             SELECT r, d, 'PENDING', 2, 'bench-author' FROM unnest($1::uuid[], $2::uuid[]) AS t(r, d)",
-        )
-        .bind(&reviews)
-        .bind(&docs)
-        .execute(&mut *tx)
-        .await?;
-        set_current_reviews(&mut tx, &reviews, &docs).await?;
-        tx.commit().await?;
-        // Submitted documents are projected (at version 2), as the service's submit does.
+        self.make_pending_under(n, "default", 1).await
+    }
+
+    /// `n` pending reviews under version `version` of the policy `policy` (the documents
+    /// projected to MongoDB, as a submit does).
+    pub async fn make_pending_under(
+        &self,
+        n: usize,
+        policy: &str,
+        version: i32,
+    ) -> anyhow::Result<Vec<Uuid>> {
+        let (docs, reviews) = self.make_pending_pg(n, policy, version).await?;
         let pending: Vec<_> = docs
             .iter()
             .zip(&reviews)
@@ -39,6 +36,39 @@ impl BenchEnv {
             .collect();
         self.insert_projections(pending).await?;
         Ok(reviews)
+    }
+
+    /// `n` pending reviews under `policy` in PostgreSQL alone: (documents, reviews).
+    pub async fn make_pending_pg(
+        &self,
+        n: usize,
+        policy: &str,
+        version: i32,
+    ) -> anyhow::Result<(Vec<Uuid>, Vec<Uuid>)> {
+        let docs: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
+        let reviews: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
+        let mut tx = self.pg.begin().await?;
+        insert_documents(&mut tx, &docs, "PENDING_REVIEW", 2).await?;
+        if policy != "default" {
+            sqlx::query("UPDATE documents SET policy = $2 WHERE id = ANY($1)")
+                .bind(&docs)
+                .bind(policy)
+                .execute(&mut *tx)
+                .await?;
+        }
+        sqlx::query(
+            "INSERT INTO reviews (id, document_id, status, document_version, submitted_by, policy, policy_version) \
+             SELECT r, d, 'PENDING', 2, 'bench-author', $3, $4 FROM unnest($1::uuid[], $2::uuid[]) AS t(r, d)",
+        )
+        .bind(&reviews)
+        .bind(&docs)
+        .bind(policy)
+        .bind(version)
+        .execute(&mut *tx)
+        .await?;
+        set_current_reviews(&mut tx, &reviews, &docs).await?;
+        tx.commit().await?;
+        Ok((docs, reviews))
     }
 
     /// `n` documents, each with one undelivered `document.approved` outbox row (due now,

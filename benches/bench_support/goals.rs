@@ -2,7 +2,7 @@
 
 use super::cost::CostPer;
 use super::sustained::Sustained;
-use super::Report;
+use super::{Report, WorkflowFigures};
 
 /// The approve rows' figures the goals use.
 #[derive(Debug, Clone, Copy, Default)]
@@ -25,12 +25,14 @@ pub struct Goals {
     /// p50 ms from an approval's 200 to its event, behind a backlog.
     pub starved: f64,
     pub peak_rss_mib: f64,
+    pub workflow: WorkflowFigures,
 }
 
 impl Goals {
     pub fn report(&self, r: &mut Report) {
         self.review_path(r);
         self.volume_and_cost(r);
+        self.workflow.report(r);
     }
 
     fn review_path(&self, r: &mut Report) {
@@ -125,5 +127,50 @@ impl Goals {
             "≤ 2",
             c.commits <= 2.0,
         );
+    }
+}
+
+impl WorkflowFigures {
+    /// The workflow rows' goals (and their ratios that have none), for the rows that ran.
+    pub fn report(&self, r: &mut Report) {
+        let x = |v: f64| format!("{v:.2}x");
+        if self.two_votes_c1 > 0.0 {
+            r.ratio(
+                "two votes under a 2-approval policy ÷ two built-in approvals, p50 at 1",
+                self.two_votes_c1,
+            );
+            r.ratio(
+                "two votes under a 2-approval policy ÷ two built-in approvals, p50 at 16",
+                self.two_votes_c16,
+            );
+        }
+        if self.claim_alone > 0.0 {
+            r.ratio(
+                "claim and approve ÷ approve alone, p50 at 1",
+                self.claim_and_approve,
+            );
+            r.goal(
+                "claim p50 ÷ approve p50, concurrency 1",
+                x(self.claim_alone),
+                "≤ 0.33x",
+                self.claim_alone <= 1.0 / 3.0,
+            );
+        }
+        if self.queue_worst > 0.0 {
+            r.goal(
+                "review queue p50 at 10,000 pending ÷ at 100, the worst of its three forms",
+                x(self.queue_worst),
+                "≤ 1.2x",
+                self.queue_worst <= 1.2,
+            );
+        }
+        if self.overdue_all_secs > 0.0 {
+            r.goal(
+                "overdue sweep: 1,000 of 100,000 pending fall due, until the last review.overdue is out",
+                format!("{:.2} s", self.overdue_all_secs),
+                "≤ 10 s",
+                self.overdue_all_secs <= 10.0,
+            );
+        }
     }
 }

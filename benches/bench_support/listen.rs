@@ -16,7 +16,7 @@ use super::{BenchEnv, EXCHANGE};
 
 const QUEUE: &str = "kh-bench.arrivals";
 
-/// Arrival times of `document.approved` events, by review.
+/// Arrival times of events of one type (`document.approved` unless told), by review.
 pub struct Arrivals {
     seen: Arc<Mutex<HashMap<Uuid, Instant>>>,
     channel: Channel,
@@ -25,6 +25,11 @@ pub struct Arrivals {
 impl BenchEnv {
     /// Starts listening (a fresh queue bound to `document.approved`).
     pub async fn listen(&self) -> anyhow::Result<Arrivals> {
+        self.listen_to("document.approved").await
+    }
+
+    /// Starts listening to events of one type (a fresh queue bound to its routing key).
+    pub async fn listen_to(&self, routing_key: &str) -> anyhow::Result<Arrivals> {
         let ch = self.amqp_conn().create_channel().await?;
         ch.queue_delete(QUEUE.into(), QueueDeleteOptions::default())
             .await?;
@@ -37,7 +42,7 @@ impl BenchEnv {
         ch.queue_bind(
             QUEUE.into(),
             EXCHANGE.into(),
-            "document.approved".into(),
+            routing_key.into(),
             QueueBindOptions::default(),
             FieldTable::default(),
         )
@@ -70,6 +75,11 @@ impl BenchEnv {
 impl Arrivals {
     pub fn arrived(&self, review: &Uuid) -> Option<Instant> {
         self.seen.lock().unwrap().get(review).copied()
+    }
+
+    /// How many reviews' events have arrived.
+    pub fn count(&self) -> usize {
+        self.seen.lock().unwrap().len()
     }
 
     pub async fn close(self) -> anyhow::Result<()> {

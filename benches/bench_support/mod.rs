@@ -10,11 +10,14 @@ mod floor;
 mod goals;
 mod growth;
 mod listen;
+mod overdue;
 mod publish;
+mod queue;
 mod report;
 mod rows;
 mod service;
 mod sustained;
+mod workflow;
 
 pub use approve::{approve_each, approve_load};
 pub use console::console_rows;
@@ -28,6 +31,7 @@ pub use report::{Figures, Report};
 pub use rows::{cost_row, starvation_row};
 pub use service::Service;
 pub use sustained::sustained_row;
+pub use workflow::{workflow_rows, WorkflowFigures};
 
 use std::time::{Duration, Instant};
 
@@ -37,7 +41,7 @@ use kh_review_testkit::amqp::{amqp_connection, declare_exchange_and_queue, Lasti
 use kh_review_testkit::database::{create_database, drop_database};
 use kh_review_testkit::proxy::dead_port;
 use kh_review_testkit::stores::{amqp_url, mongo_database, mongo_url, pg_url, redis_url};
-use lapin::options::{QueueDeclareOptions, QueuePurgeOptions};
+use lapin::options::{QueueBindOptions, QueueDeclareOptions, QueuePurgeOptions};
 use lapin::types::FieldTable;
 use lapin::{Channel, Connection};
 use secrecy::SecretString;
@@ -103,6 +107,15 @@ impl BenchEnv {
         let conn = amqp_connection().await?;
         let amqp = conn.create_channel().await?;
         declare_exchange_and_queue(&amqp, EXCHANGE, QUEUE, Lasting::Durable).await?;
+        // The review workflow's events (review.approval_recorded, review.overdue, ..) too.
+        amqp.queue_bind(
+            QUEUE.into(),
+            EXCHANGE.into(),
+            "review.#".into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await?;
         // Whatever an earlier run left on the queue is not this run's.
         amqp.queue_purge(QUEUE.into(), QueuePurgeOptions::default())
             .await?;

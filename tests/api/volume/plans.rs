@@ -1,6 +1,6 @@
 //! Every SQL statement of the service, planned on a database of a realistic size: none may
-//! scan a table. The statements are the ones the build checks (`.sqlx/`), so a new query is
-//! covered the day it is written.
+//! scan a table (but the policy tables, which hold a handful of rows). The statements are
+//! the ones the build checks (`.sqlx/`), so a new query is covered the day it is written.
 
 use serde_json::Value;
 use sqlx::PgPool;
@@ -9,22 +9,84 @@ use crate::support::app::{spawn_app_with, AppOptions};
 
 const DOCUMENTS: i64 = 100_000;
 
-/// `n` approved documents with their approved review, audit row, delivered outbox row (one
-/// a second, back from now) and
-/// replayable idempotency key; plus a few hundred pending reviews and undelivered rows.
+/// The policies beside the built-in one: a two-stage policy in its second version, one for
+/// the legal and compliance groups, and a fast one; each with a due date.
+const POLICIES: [&str; 2] = [
+    "INSERT INTO policies (name, version) VALUES ('two-step', 2), ('legal', 1), ('fast', 1)",
+    r#"INSERT INTO policy_versions (name, version, stages, due_after_secs, claim_ttl_secs, created_by)
+       VALUES ('two-step', 1, '[{"name": "review", "required_approvals": 2, "eligible_groups": []}]',
+               86400, 1800, 'admin'),
+              ('two-step', 2, '[{"name": "review", "required_approvals": 2, "eligible_groups": []},
+                                {"name": "legal", "required_approvals": 1, "eligible_groups": ["legal"]}]',
+               86400, 1800, 'admin'),
+              ('legal', 1, '[{"name": "legal", "required_approvals": 1,
+                              "eligible_groups": ["legal", "compliance"]}]', 172800, 3600, 'admin'),
+              ('fast', 1, '[{"name": "review", "required_approvals": 1, "eligible_groups": []}]',
+               3600, 600, 'admin')"#,
+];
+
+/// A document's policy, by its number `g` (one in seven of each of the three, the rest
+/// the built-in one; pending documents, every 200th, get all four).
+const POLICY_OF_G: &str = "CASE g % 7 WHEN 1 THEN 'two-step' WHEN 2 THEN 'legal' \
+                           WHEN 3 THEN 'fast' ELSE 'default' END";
+
+/// Votes and claims: one approval of every approved review (three of a two-step one: two
+/// in its first stage, one in the second), one vote on each pending two-step review, and a
+/// live claim on every other pending review plus an expired one on every tenth.
+const VOTES_AND_CLAIMS: [&str; 4] = [
+    "INSERT INTO review_votes (review_id, voter_id, stage, vote, at) \
+     SELECT r, 'reviewer', 0, 'APPROVE', now() - g * interval '1 second' FROM ids \
+     WHERE g % 200 <> 0 OR g % 7 = 1",
+    "INSERT INTO review_votes (review_id, voter_id, stage, vote, at) \
+     SELECT r, v.voter, v.stage, 'APPROVE', now() FROM ids \
+     CROSS JOIN (VALUES ('reviewer-2', 0), ('legal-1', 1)) AS v(voter, stage) \
+     WHERE g % 200 <> 0 AND g % 7 = 1",
+    "INSERT INTO review_claims (review_id, reviewer_id, stage, claimed_at, expires_at) \
+     SELECT r, 'reviewer-' || (g % 5), 0, now() - interval '10 minutes', \
+            now() + interval '20 minutes' FROM ids WHERE g % 400 = 0",
+    "INSERT INTO review_claims (review_id, reviewer_id, stage, claimed_at, expires_at) \
+     SELECT r, 'reviewer-9', 0, now() - interval '2 hours', now() - interval '90 minutes' \
+     FROM ids WHERE g % 2000 = 0",
+];
+
+/// `n` approved documents with their approved review, votes, audit row, delivered outbox
+/// row (one a second, back from now) and replayable idempotency key; plus a few hundred
+/// pending reviews (with votes, claims, due dates, some overdue and some of those marked)
+/// and undelivered rows. Policies as in [`POLICIES`].
 async fn fill(pg: &PgPool, n: i64) {
-    let statements = [
-        "CREATE TEMP TABLE ids AS SELECT gen_random_uuid() AS d, gen_random_uuid() AS r, g \
-         FROM generate_series(1, $1) AS g",
-        "INSERT INTO documents (id, title, body, status, version, author_id) \
+    let documents = format!(
+        "INSERT INTO documents (id, title, body, status, version, author_id, policy) \
          SELECT d, 'Filled', 'Body', CASE WHEN g % 200 = 0 THEN 'PENDING_REVIEW' ELSE 'APPROVED' END, \
-                3, 'author-' || (g % 50) FROM ids",
+                3, 'author-' || (g % 50), {POLICY_OF_G} FROM ids"
+    );
+    // Submitted one a second back from now; due a policy's due_after_secs after the submit
+    // (so the older pending ones are overdue), and two in three of those marked already.
+    let reviews = format!(
         "INSERT INTO reviews (id, document_id, status, document_version, submitted_by, submitted_at, \
-                              decided_by, decided_at) \
-         SELECT r, d, CASE WHEN g % 200 = 0 THEN 'PENDING' ELSE 'APPROVED' END, 2, \
-                'author-' || (g % 50), now() - g * interval '1 second', \
-                CASE WHEN g % 200 = 0 THEN NULL ELSE 'reviewer' END, \
-                CASE WHEN g % 200 = 0 THEN NULL ELSE now() END FROM ids",
+                              decided_by, decided_at, policy, policy_version, stage, due_at, \
+                              overdue_notified_at) \
+         SELECT r, d, status, 2, 'author-' || (g % 50), submitted_at, \
+                CASE WHEN status = 'PENDING' THEN NULL ELSE 'reviewer' END, \
+                CASE WHEN status = 'PENDING' THEN NULL ELSE now() END, \
+                policy, pv.version, \
+                CASE WHEN status = 'APPROVED' AND policy = 'two-step' THEN 1 ELSE 0 END, \
+                submitted_at + pv.due_after_secs * interval '1 second', \
+                CASE WHEN status = 'PENDING' AND g % 3 <> 0 \
+                      AND submitted_at + pv.due_after_secs * interval '1 second' < now() \
+                     THEN submitted_at + (pv.due_after_secs + 5) * interval '1 second' END \
+         FROM (SELECT *, {POLICY_OF_G} AS policy, now() - g * interval '1 second' AS submitted_at, \
+                      CASE WHEN g % 200 = 0 THEN 'PENDING' ELSE 'APPROVED' END AS status \
+               FROM ids) AS t \
+         JOIN policies p ON p.name = t.policy \
+         JOIN policy_versions pv ON pv.name = p.name AND pv.version = p.version"
+    );
+    let ids = "CREATE TEMP TABLE ids AS SELECT gen_random_uuid() AS d, gen_random_uuid() AS r, g \
+               FROM generate_series(1, $1) AS g";
+    let mut statements: Vec<&str> = vec![ids];
+    statements.extend(POLICIES);
+    statements.extend([documents.as_str(), reviews.as_str()]);
+    statements.extend(VOTES_AND_CLAIMS);
+    statements.extend([
         "UPDATE documents SET current_review_id = ids.r FROM ids WHERE documents.id = ids.d",
         "INSERT INTO audit_log (document_id, review_id, action, actor_id, to_status, document_version, lock_mode) \
          SELECT d, r, 'approve', 'reviewer', 'APPROVED', 3, 'redis' FROM ids",
@@ -37,10 +99,10 @@ async fn fill(pg: &PgPool, n: i64) {
                                        claim, response_status, response_body) \
          SELECT 'author-' || (g % 50), 'key-' || g, 'f', 'DONE', now(), now() + interval '1 day', \
                 gen_random_uuid(), 200, '{}' FROM ids",
-    ];
+    ]);
     let mut conn = pg.acquire().await.unwrap();
     for sql in statements {
-        let q = sqlx::query(sql);
+        let q = sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()));
         let q = if sql.contains("$1") { q.bind(n) } else { q };
         q.execute(&mut *conn).await.unwrap();
     }
@@ -62,8 +124,22 @@ fn literal(ty: &str) -> &'static str {
         "Timestamptz" => "now()",
         "Int8Array" => "'{1,2,3}'",
         "UuidArray" => "'{0190a0a0-0000-7000-8000-000000000001}'",
+        "TextArray" => "'{legal}'",
         other => panic!("no literal for parameter type {other}: add one"),
     }
+}
+
+/// Tables that hold a handful of rows by design (an admin writes a policy's versions by
+/// hand): scanning them is what the planner should do, and no index would be used.
+const SMALL_TABLES: [&str; 2] = ["policies", "policy_versions"];
+
+/// A plan line that scans a table other than the small ones.
+fn scans_big_table(line: &str) -> bool {
+    let Some((_, rest)) = line.split_once("Seq Scan on ") else {
+        return false;
+    };
+    let table = rest.split_whitespace().next().unwrap_or_default();
+    !SMALL_TABLES.contains(&table)
 }
 
 /// (query, parameter types) of every statement in `.sqlx/` that can be planned.
@@ -127,7 +203,7 @@ async fn no_statement_scans_a_table_at_100k_documents() {
             .execute(&mut *conn)
             .await
             .unwrap();
-        if plan.iter().any(|line| line.contains("Seq Scan")) {
+        if plan.iter().any(|line| scans_big_table(line)) {
             scans.push(format!("{query}\n{}", plan.join("\n")));
         }
     }

@@ -1,0 +1,123 @@
+//! Row (d): the overdue sweeper at 100,000 pending reviews, 1,000 of them due: the time
+//! from their due date to each one's `review.overdue` event on a queue, and until the last.
+//! The 99,000 others are due in a day (in PostgreSQL only: nothing reads their projection);
+//! each round's 1,000 fall due a second after they are written, on an instance of its own
+//! that sweeps as configured (`review.overdue_sweep_ms`), and are parked (withdrawn)
+//! after it, so every round sweeps the same queue.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use kh_review::http::auth::Role;
+use serde_json::json;
+use uuid::Uuid;
+
+use super::workflow::WorkflowFigures;
+use super::{rounds, BenchEnv, Figures, Report};
+
+const PENDING: usize = 100_000;
+const DUE: usize = 1_000;
+
+pub async fn overdue_row(
+    report: &mut Report,
+    env: &BenchEnv,
+    out: &mut WorkflowFigures,
+) -> anyhow::Result<()> {
+    let svc = env.spawn_service("overdue", &[]).await?;
+    let admin = env.caller(&svc, "bench-admin", Role::Admin);
+    let policy =
+        json!({"stages": [{"name": "review", "required_approvals": 1}], "due_after_secs": 86400});
+    let version = admin.put_policy("bench-due", &policy).await?;
+    let started = Instant::now();
+    let (_, later) = env
+        .make_pending_pg(PENDING - DUE, "bench-due", version)
+        .await?;
+    sqlx::query("UPDATE reviews SET due_at = now() + interval '1 day' WHERE id = ANY($1)")
+        .bind(&later)
+        .execute(&env.pg)
+        .await?;
+    sqlx::query("ANALYZE").execute(&env.pg).await?;
+    let seeded = started.elapsed().as_secs_f64();
+    let all_out = Arc::new(Mutex::new(Vec::new()));
+    let noted = all_out.clone();
+    let f = rounds(|| {
+        let noted = noted.clone();
+        async move {
+            let (f, last) = sweep_round(env, version).await?;
+            noted.lock().unwrap().push(last);
+            Ok(f)
+        }
+    })
+    .await?;
+    drop(svc);
+    park(env, &later).await?;
+    // The warm-up round's figure is left out, as in the figures themselves.
+    let mut last: Vec<f64> = all_out.lock().unwrap().split_off(1);
+    last.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    out.overdue_all_secs = last[last.len() / 2];
+    let every = env.settings.review.overdue_sweep.as_millis();
+    report.row(
+        &format!(
+            "overdue sweep: {DUE} of {PENDING} pending reviews fall due, due date to review.overdue on a queue (sweep every {every} ms)"
+        ),
+        1,
+        &f,
+        None,
+    );
+    report.note(format!(
+        "overdue sweep: all {DUE} review.overdue events out {:.2} s after their due date \
+         (median of the rounds; {} pending reviews written in {seeded:.1} s)",
+        out.overdue_all_secs, PENDING
+    ));
+    Ok(())
+}
+
+/// 1,000 reviews due a second from now; waits for their events. Returns the figures of
+/// each event's time from the due date, and the seconds until the last.
+async fn sweep_round(env: &BenchEnv, version: i32) -> anyhow::Result<(Figures, f64)> {
+    let arrivals = env.listen_to("review.overdue").await?;
+    let reviews = env.make_pending_under(DUE, "bench-due", version).await?;
+    env.purge_queue().await?;
+    // Taken before the statement that sets the due date: a round is timed from no later.
+    let due = Instant::now() + Duration::from_secs(1);
+    sqlx::query("UPDATE reviews SET due_at = now() + interval '1 second' WHERE id = ANY($1)")
+        .bind(&reviews)
+        .execute(&env.pg)
+        .await?;
+    let deadline = due + Duration::from_secs(120);
+    while arrivals.count() < DUE {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "only {} of {DUE} review.overdue events arrived",
+            arrivals.count()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut h = Histogram::<u64>::new_with_bounds(1, 600_000_000, 3)?;
+    let mut last = Duration::ZERO;
+    for r in &reviews {
+        let at = arrivals
+            .arrived(r)
+            .ok_or_else(|| anyhow::anyhow!("no review.overdue event for {r}"))?;
+        let after = at.saturating_duration_since(due);
+        last = last.max(after);
+        h.record(after.as_micros().max(1) as u64)?;
+    }
+    arrivals.close().await?;
+    // Exactly one event each on the benchmark's queue, and the outbox drained.
+    env.expect_delivered(DUE).await?;
+    park(env, &reviews).await?;
+    Ok((Figures::from_hist(&h, DUE, 0, last), last.as_secs_f64()))
+}
+
+async fn park(env: &BenchEnv, reviews: &[Uuid]) -> anyhow::Result<()> {
+    sqlx::query(
+        "UPDATE reviews SET status = 'WITHDRAWN', decided_by = 'bench-park', decided_at = now() \
+         WHERE id = ANY($1)",
+    )
+    .bind(reviews)
+    .execute(&env.pg)
+    .await?;
+    Ok(())
+}
