@@ -2,6 +2,11 @@
 //! (`queue_seq`, assigned at COMMIT: see the migration `review_queue_order`, so a reader
 //! paging through never skips one) or by due date (no due date last, then commit order);
 //! optionally only the overdue ones, or only those a reviewer may approve now.
+//!
+//! The current stage is read per review by a lateral lookup (the policy version's primary
+//! key), not a join: a join let the planner read and sort every pending review for a page,
+//! so the page's cost grew with the backlog; the lateral form keeps the ordered index scan
+//! that stops at the page's end.
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -79,22 +84,24 @@ impl PgStore {
                       r.reason, r.fence_token AS "fence_token: FencingToken", r.policy,
                       r.policy_version, r.stage, r.due_at
                FROM reviews r
-               JOIN policy_versions pv ON pv.name = r.policy AND pv.version = r.policy_version
+               CROSS JOIN LATERAL (
+                 SELECT v.stages -> r.stage AS st FROM policy_versions v
+                 WHERE v.name = r.policy AND v.version = r.policy_version) pv
                WHERE r.status = $1 AND ($2::int8 IS NULL OR r.queue_seq > $2)
                  AND (NOT $3::bool OR r.due_at <= now())
                  AND ($4::text IS NULL OR (
                    r.submitted_by <> $4
                    AND NOT EXISTS (SELECT 1 FROM review_votes v
                                    WHERE v.review_id = r.id AND v.voter_id = $4)
-                   AND (jsonb_array_length(pv.stages -> r.stage -> 'eligible_groups') = 0
-                        OR (pv.stages -> r.stage -> 'eligible_groups') ?| $5::text[])
+                   AND (jsonb_array_length(pv.st -> 'eligible_groups') = 0
+                        OR (pv.st -> 'eligible_groups') ?| $5::text[])
                    AND (EXISTS (SELECT 1 FROM review_claims c
                                 WHERE c.review_id = r.id AND c.reviewer_id = $4
                                   AND c.stage = r.stage AND c.expires_at > now())
                         OR (SELECT count(*) FROM review_claims c
                             WHERE c.review_id = r.id AND c.stage = r.stage
                               AND c.expires_at > now())
-                           < (pv.stages -> r.stage ->> 'required_approvals')::int8
+                           < (pv.st ->> 'required_approvals')::int8
                              - (SELECT count(*) FROM review_votes v
                                 WHERE v.review_id = r.id AND v.stage = r.stage
                                   AND v.vote = 'APPROVE'))))
@@ -126,7 +133,9 @@ impl PgStore {
                       r.reason, r.fence_token AS "fence_token: FencingToken", r.policy,
                       r.policy_version, r.stage, r.due_at
                FROM reviews r
-               JOIN policy_versions pv ON pv.name = r.policy AND pv.version = r.policy_version
+               CROSS JOIN LATERAL (
+                 SELECT v.stages -> r.stage AS st FROM policy_versions v
+                 WHERE v.name = r.policy AND v.version = r.policy_version) pv
                WHERE r.status = $1
                  AND ($2::int8 IS NULL
                       OR ($7::timestamptz IS NULL AND r.due_at IS NULL AND r.queue_seq > $2)
@@ -138,15 +147,15 @@ impl PgStore {
                    r.submitted_by <> $4
                    AND NOT EXISTS (SELECT 1 FROM review_votes v
                                    WHERE v.review_id = r.id AND v.voter_id = $4)
-                   AND (jsonb_array_length(pv.stages -> r.stage -> 'eligible_groups') = 0
-                        OR (pv.stages -> r.stage -> 'eligible_groups') ?| $5::text[])
+                   AND (jsonb_array_length(pv.st -> 'eligible_groups') = 0
+                        OR (pv.st -> 'eligible_groups') ?| $5::text[])
                    AND (EXISTS (SELECT 1 FROM review_claims c
                                 WHERE c.review_id = r.id AND c.reviewer_id = $4
                                   AND c.stage = r.stage AND c.expires_at > now())
                         OR (SELECT count(*) FROM review_claims c
                             WHERE c.review_id = r.id AND c.stage = r.stage
                               AND c.expires_at > now())
-                           < (pv.stages -> r.stage ->> 'required_approvals')::int8
+                           < (pv.st ->> 'required_approvals')::int8
                              - (SELECT count(*) FROM review_votes v
                                 WHERE v.review_id = r.id AND v.stage = r.stage
                                   AND v.vote = 'APPROVE'))))

@@ -6,7 +6,7 @@ use kh_review::http::auth::Role;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::app::{spawn_app, REVIEWER, REVIEWER2};
+use crate::support::app::{spawn_app, TestApp, REVIEWER, REVIEWER2};
 use crate::support::inspect::expect_error;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -46,6 +46,13 @@ async fn policies_are_versioned_readable_by_any_role_and_validated() {
     );
     let missing = app.get("/api/v1/policies/nope", &app.author()).await;
     expect_error(missing, StatusCode::NOT_FOUND, "NOT_FOUND").await;
+    bad_policies_are_refused_naming_their_field(&app).await;
+    app.finish().await;
+}
+
+/// Each bad policy is a 422 naming its field, and writes no version; the built-in policy
+/// cannot be written, nor any policy by a reviewer.
+async fn bad_policies_are_refused_naming_their_field(app: &TestApp) {
     let stage = |n: i64| json!({"name": "s", "required_approvals": n});
     for (body, field) in [
         (json!({"stages": []}), "stages"),
@@ -99,7 +106,6 @@ async fn policies_are_versioned_readable_by_any_role_and_validated() {
             .await,
         1
     );
-    app.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

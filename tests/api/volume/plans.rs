@@ -31,9 +31,11 @@ const POLICY_OF_G: &str = "CASE g % 7 WHEN 1 THEN 'two-step' WHEN 2 THEN 'legal'
                            WHEN 3 THEN 'fast' ELSE 'default' END";
 
 /// Votes and claims: one approval of every approved review (three of a two-step one: two
-/// in its first stage, one in the second), one vote on each pending two-step review, and a
-/// live claim on every other pending review plus an expired one on every tenth.
-const VOTES_AND_CLAIMS: [&str; 4] = [
+/// in its first stage, one in the second), one vote on each pending two-step review, a
+/// live claim on every other pending review plus an expired one on every tenth, and
+/// 20,000 more claims, as a backlog of that many pending reviews would hold: the claim
+/// statements must find their rows by key, not by reading the table.
+const VOTES_AND_CLAIMS: [&str; 5] = [
     "INSERT INTO review_votes (review_id, voter_id, stage, vote, at) \
      SELECT r, 'reviewer', 0, 'APPROVE', now() - g * interval '1 second' FROM ids \
      WHERE g % 200 <> 0 OR g % 7 = 1",
@@ -47,6 +49,9 @@ const VOTES_AND_CLAIMS: [&str; 4] = [
     "INSERT INTO review_claims (review_id, reviewer_id, stage, claimed_at, expires_at) \
      SELECT r, 'reviewer-9', 0, now() - interval '2 hours', now() - interval '90 minutes' \
      FROM ids WHERE g % 2000 = 0",
+    "INSERT INTO review_claims (review_id, reviewer_id, stage, claimed_at, expires_at) \
+     SELECT r, 'reviewer-' || (g % 7), 0, now() - interval '2 hours', \
+            now() - interval '90 minutes' FROM ids WHERE g % 5 = 1",
 ];
 
 /// `n` approved documents with their approved review, votes, audit row, delivered outbox
