@@ -3,10 +3,12 @@
 //! paging through never skips one) or by due date (no due date last, then commit order);
 //! optionally only the overdue ones, or only those a reviewer may approve now.
 //!
-//! The current stage is read per review by a lateral lookup (the policy version's primary
-//! key), not a join: a join let the planner read and sort every pending review for a page,
-//! so the page's cost grew with the backlog; the lateral form keeps the ordered index scan
-//! that stops at the page's end.
+//! The statements are prepared, so their plan is the generic one, made without the values:
+//! the current stage is read per review by a lateral lookup that cannot be flattened into a
+//! join (`OFFSET 0`), and the cursor is a range the index serves (`queue_seq > COALESCE(..)`,
+//! not `$2 IS NULL OR ..`). Either one alone let the planner read and sort every pending
+//! review for each page (59 ms at 10,000 pending with `eligible=me`, against 0.3 ms for
+//! the ordered index scan that stops at the page's end).
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -86,8 +88,8 @@ impl PgStore {
                FROM reviews r
                CROSS JOIN LATERAL (
                  SELECT v.stages -> r.stage AS st FROM policy_versions v
-                 WHERE v.name = r.policy AND v.version = r.policy_version) pv
-               WHERE r.status = $1 AND ($2::int8 IS NULL OR r.queue_seq > $2)
+                 WHERE v.name = r.policy AND v.version = r.policy_version OFFSET 0) pv
+               WHERE r.status = $1 AND r.queue_seq > COALESCE($2::int8, 0)
                  AND (NOT $3::bool OR r.due_at <= now())
                  AND ($4::text IS NULL OR (
                    r.submitted_by <> $4
@@ -135,7 +137,7 @@ impl PgStore {
                FROM reviews r
                CROSS JOIN LATERAL (
                  SELECT v.stages -> r.stage AS st FROM policy_versions v
-                 WHERE v.name = r.policy AND v.version = r.policy_version) pv
+                 WHERE v.name = r.policy AND v.version = r.policy_version OFFSET 0) pv
                WHERE r.status = $1
                  AND ($2::int8 IS NULL
                       OR ($7::timestamptz IS NULL AND r.due_at IS NULL AND r.queue_seq > $2)
