@@ -125,7 +125,7 @@ pub fn plan_vote(
             let approvals = review.approvals_in(review.stage) + 1;
             let last_stage = review.stage as usize + 1 >= review.stages.len();
             if approvals < stage.required_approvals as usize {
-                Ok(recorded(doc, review, vote, guard, approvals, now))
+                Ok(recorded(doc, review, vote, guard, approvals))
             } else if last_stage {
                 Ok(decide(doc, review, vote, guard, Ok(comment)))
             } else {
@@ -221,7 +221,6 @@ fn recorded(
     vote: NewVote,
     guard: Guard,
     approvals: usize,
-    _now: DateTime<Utc>,
 ) -> Plan {
     let stage = review.current_stage().expect("the stage was found");
     let update = guard.fence_of(LockScope::Review).map(|_| ReviewUpdate {
