@@ -110,7 +110,9 @@ pub async fn workflow_rows(
 ) -> anyhow::Result<WorkflowFigures> {
     let mut out = WorkflowFigures::default();
     let runs = |row: &str| only.is_none_or(|o| o == row);
-    let svc = env.spawn_service("workflow", &[]).await?;
+    // The sweeper at its default interval (the other instances run it once an hour).
+    let sweep = [("APP__REVIEW__OVERDUE_SWEEP_MS", "5000".to_string())];
+    let svc = env.spawn_service("workflow", &sweep).await?;
     if runs("two") {
         two_approvals_rows(report, env, &svc, &mut out).await?;
     }
