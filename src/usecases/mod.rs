@@ -15,6 +15,7 @@ pub mod idempotency;
 mod outbox_admin;
 mod probes;
 mod reviews;
+mod stage_needs;
 mod stats;
 mod test_hooks;
 mod workflow;

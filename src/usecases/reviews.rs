@@ -23,6 +23,7 @@ use crate::store::{Committed, PgStore, WriteContext};
 use super::commit::commit;
 use super::context::Context;
 use super::error::Error;
+use super::stage_needs::StageNeeds;
 use super::stats::ReviewStats;
 use super::test_hooks::Point;
 
@@ -49,6 +50,7 @@ pub struct ReviewService {
     keys: LockKeys,
     dispatcher: Arc<Dispatcher>,
     stats: Arc<ReviewStats>,
+    needs: StageNeeds,
 }
 
 impl ReviewService {
@@ -65,6 +67,7 @@ impl ReviewService {
             keys,
             dispatcher,
             stats,
+            needs: StageNeeds::default(),
         }
     }
 
@@ -94,9 +97,16 @@ impl ReviewService {
     ) -> Result<Transitioned, Error> {
         // With Redis down the gate is this instance's per-key one: a pre-lock read would
         // make every duplicate hold a connection, so the review's key is used then.
-        let needs = match self.gate.breaker_state() {
-            BreakerState::Open => None,
-            _ => self.store.stage_needs(review_id).await?,
+        let needs = match (self.needs.get(review_id), self.gate.breaker_state()) {
+            (Some(n), _) => Some(i32::from(n)),
+            (None, BreakerState::Open) => None,
+            (None, _) => {
+                let n = self.store.stage_needs(review_id).await?;
+                if let Some(n) = n.and_then(|n| u8::try_from(n).ok()) {
+                    self.needs.put(review_id, n);
+                }
+                n
+            }
         };
         let (key, scope) = match needs {
             Some(n) if n > 1 => (
@@ -129,6 +139,7 @@ impl ReviewService {
         };
         passage.release().await;
         let Committed { value: done, owned } = result?;
+        self.needs.note(&done.review);
         self.stats.transition(kind);
         ctx.hooks.at(Point::Committed).await?;
         tracing::info!(
