@@ -24,7 +24,9 @@ pub async fn overdue_row(
     env: &BenchEnv,
     out: &mut WorkflowFigures,
 ) -> anyhow::Result<()> {
-    let svc = env.spawn_service("overdue", &[]).await?;
+    // The sweeper at its default interval (the other instances run it once an hour).
+    let sweep = [("APP__REVIEW__OVERDUE_SWEEP_MS", "5000".to_string())];
+    let svc = env.spawn_service("overdue", &sweep).await?;
     let admin = env.caller(&svc, "bench-admin", Role::Admin);
     let policy =
         json!({"stages": [{"name": "review", "required_approvals": 1}], "due_after_secs": 86400});
