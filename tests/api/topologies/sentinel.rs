@@ -172,17 +172,25 @@ async fn sentinel_a_lock_lost_in_a_failover_is_fenced_off() {
     assert_eq!(mode, "redis", "B held the Redis lock on the new master");
     let b_fence = b_fence.expect("B's fencing token");
     assert!(b_fence > a_fence, "B's token {b_fence} above A's {a_fence}");
-    let doc: (String, i64, Option<i64>) =
-        sqlx::query_as("SELECT status, version, fence_token FROM documents WHERE id = $1::uuid")
+    let doc: (String, i64) =
+        sqlx::query_as("SELECT status, version FROM documents WHERE id = $1::uuid")
             .bind(&doc_id)
             .fetch_one(&app.pg)
             .await
             .unwrap();
     assert_eq!(
         doc,
-        ("APPROVED".into(), b.document.version, Some(b_fence)),
+        ("APPROVED".into(), b.document.version),
         "A overwrote nothing"
     );
+    // The review lock's highest token is kept on the review it guards.
+    let kept: Option<i64> =
+        sqlx::query_scalar("SELECT fence_token FROM reviews WHERE id = $1::uuid")
+            .bind(&review_id)
+            .fetch_one(&app.pg)
+            .await
+            .unwrap();
+    assert_eq!(kept, Some(b_fence), "B's token kept on the review");
     let decisions = "SELECT count(*) FROM audit_log WHERE action IN ('approve', 'reject')";
     assert_eq!(app.count(decisions).await, 1, "one transition");
     app.outbox_drained(Duration::from_secs(15)).await;
