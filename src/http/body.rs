@@ -144,6 +144,16 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8], empty_ok: bool) -> Result<T,
     })
 }
 
+/// A JSON number as JSON Schema's `integer` counts one: `41719` and `41719.0` alike; `None`
+/// for a fraction or a value out of range.
+pub(super) fn whole(n: &serde_json::Number) -> Option<i64> {
+    n.as_i64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 1e15)
+            .map(|f| f as i64)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

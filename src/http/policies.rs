@@ -6,7 +6,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 
 use super::auth::{Caller, Role};
-use super::body::{parse_json, read_body};
+use super::body::{parse_json, read_body, whole};
 use super::error::{ApiError, ErrorCode, ErrorEnvelope};
 use super::state::AppState;
 use super::views::{PolicyList, PolicyView, StageOfPolicy};
@@ -31,20 +31,13 @@ pub struct PolicyBody {
     claim_ttl_secs: Option<i64>,
 }
 
-/// An integer as JSON Schema counts one: `41719` and `41719.0` alike (a float with a
-/// fraction, or out of range, is refused).
+/// An optional integer as JSON Schema counts one (`41719` and `41719.0` alike).
 pub(super) fn whole_number<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<Option<i64>, D::Error> {
     let n = Option::<serde_json::Number>::deserialize(d)?;
     n.map(|n| {
-        n.as_i64()
-            .or_else(|| {
-                n.as_f64()
-                    .filter(|f| f.fract() == 0.0 && f.abs() < 1e15)
-                    .map(|f| f as i64)
-            })
-            .ok_or_else(|| serde::de::Error::custom(format!("{n} is not a whole number")))
+        whole(&n).ok_or_else(|| serde::de::Error::custom(format!("{n} is not a whole number")))
     })
     .transpose()
 }

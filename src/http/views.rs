@@ -229,12 +229,7 @@ pub struct StageOfPolicy {
 /// 1 to 255 as a whole number (`2` or `2.0`); the rules check 1 to 5.
 fn approvals<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
     let n = serde_json::Number::deserialize(d)?;
-    let whole = n.as_u64().or_else(|| {
-        n.as_f64()
-            .filter(|f| f.fract() == 0.0 && *f >= 0.0)
-            .map(|f| f as u64)
-    });
-    whole
+    super::body::whole(&n)
         .and_then(|v| u8::try_from(v).ok())
         .ok_or_else(|| serde::de::Error::custom("required_approvals must be 1 to 5"))
 }
