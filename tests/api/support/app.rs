@@ -242,6 +242,12 @@ impl TestApp {
             .create_document("Quarterly report", "Numbers and words.")
             .await;
         let id = doc.id.to_string();
+        let review_id = self.submitted(&id).await;
+        (id, review_id)
+    }
+
+    /// Submits the author's document `id` (expecting 201); returns the new review's id.
+    pub async fn submitted(&self, id: &str) -> String {
         let r = self
             .post(
                 &format!("/api/v1/documents/{id}/submit"),
@@ -256,7 +262,7 @@ impl TestApp {
             r.text().await.unwrap()
         );
         let v: Value = r.json().await.unwrap();
-        (id, v["review"]["id"].as_str().unwrap().to_string())
+        v["review"]["id"].as_str().unwrap().to_string()
     }
 
     pub async fn approve(&self, review_id: &str, token: &str) -> Response {

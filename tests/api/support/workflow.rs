@@ -79,21 +79,8 @@ impl TestApp {
         );
         let doc: Value = r.json().await.unwrap();
         let id = doc["id"].as_str().unwrap().to_string();
-        let r = self
-            .post(
-                &format!("/api/v1/documents/{id}/submit"),
-                &self.author(),
-                json!({}),
-            )
-            .await;
-        assert_eq!(
-            r.status(),
-            StatusCode::CREATED,
-            "{}",
-            r.text().await.unwrap()
-        );
-        let v: Value = r.json().await.unwrap();
-        (id, v["review"]["id"].as_str().unwrap().to_string())
+        let review_id = self.submitted(&id).await;
+        (id, review_id)
     }
 
     pub async fn claim(&self, review_id: &str, token: &str) -> Response {
