@@ -94,6 +94,7 @@ impl Floor {
         let request_id = Uuid::now_v7().to_string();
         let ctx = WriteContext {
             actor: &self.actor,
+            admin: false,
             request_id: &request_id,
             guard: Guard::RowLockOnly,
             own_outbox_for: Some(OWN_OUTBOX_FOR),

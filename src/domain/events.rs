@@ -14,6 +14,8 @@ pub enum EventType {
     Approved,
     Rejected,
     Withdrawn,
+    Archived,
+    Commented,
     ApprovalRecorded,
     StageCompleted,
     Overdue,
@@ -28,10 +30,47 @@ impl EventType {
             EventType::Approved => "document.approved",
             EventType::Rejected => "document.rejected",
             EventType::Withdrawn => "document.withdrawn",
+            EventType::Archived => "document.archived",
+            EventType::Commented => "document.commented",
             EventType::ApprovalRecorded => "review.approval_recorded",
             EventType::StageCompleted => "review.stage_completed",
             EventType::Overdue => "review.overdue",
         }
+    }
+
+    /// The type named `name`, if it is one of ours.
+    pub fn parse(name: &str) -> Option<Self> {
+        use EventType::*;
+        [
+            Created,
+            Updated,
+            Submitted,
+            Approved,
+            Rejected,
+            Withdrawn,
+            Archived,
+            Commented,
+            ApprovalRecorded,
+            StageCompleted,
+            Overdue,
+        ]
+        .into_iter()
+        .find(|t| t.as_str() == name)
+    }
+
+    /// Whether the change it announces moves the MongoDB projection. Comments, votes that
+    /// decide nothing and overdue marks leave the document row as it is, so their rows are
+    /// written already projected: nothing is written to MongoDB for them, and their events
+    /// still wait for every earlier row of the document (rows of a document are published
+    /// in order, each once it is projected).
+    pub fn projects(self) -> bool {
+        !matches!(
+            self,
+            EventType::Commented
+                | EventType::ApprovalRecorded
+                | EventType::StageCompleted
+                | EventType::Overdue
+        )
     }
 
     /// The RabbitMQ routing key, for the events that are published.
@@ -56,6 +95,8 @@ pub enum EventData {
     Approved {
         title: String,
         comment: Option<String>,
+        /// The published version this approval replaced (`None`: a first approval).
+        replaced_version: Option<i64>,
     },
     Rejected {
         title: String,
@@ -64,6 +105,19 @@ pub enum EventData {
     Withdrawn {
         title: String,
         withdrawn_by: String,
+    },
+    Archived {
+        title: String,
+        archived_by: String,
+        reason: Option<String>,
+        /// The pending review the archive withdrew.
+        withdrawn_review_id: Option<uuid::Uuid>,
+    },
+    Commented {
+        title: String,
+        comment_id: uuid::Uuid,
+        commented_by: String,
+        body: String,
     },
     ApprovalRecorded {
         title: String,
@@ -110,9 +164,10 @@ mod tests {
         assert_eq!(
             j(&EventData::Approved {
                 title: "t".into(),
-                comment: None
+                comment: None,
+                replaced_version: Some(3)
             }),
-            json!({"title": "t", "comment": null})
+            json!({"title": "t", "comment": null, "replaced_version": 3})
         );
         assert_eq!(
             j(&EventData::Submitted {
@@ -121,6 +176,25 @@ mod tests {
             }),
             json!({"title": "t", "submitted_by": "alice"})
         );
+    }
+
+    #[test]
+    fn names_round_trip_and_only_document_changes_project() {
+        for name in [
+            "document.created",
+            "document.approved",
+            "document.archived",
+            "document.commented",
+            "review.overdue",
+        ] {
+            assert_eq!(EventType::parse(name).map(EventType::as_str), Some(name));
+        }
+        assert_eq!(EventType::parse("document.nope"), None);
+        assert!(EventType::Approved.projects());
+        assert!(EventType::Archived.projects());
+        assert!(EventType::Updated.projects());
+        assert!(!EventType::Commented.projects());
+        assert!(!EventType::ApprovalRecorded.projects());
     }
 
     #[test]

@@ -74,6 +74,8 @@ text_type!(DocumentTitle, "title", 1, 200, single_line = true);
 text_type!(DocumentBody, "body", 1, 200_000, single_line = false);
 text_type!(RejectReason, "reason", 1, 2000, single_line = false);
 text_type!(Comment, "comment", 0, 2000, single_line = false);
+text_type!(CommentBody, "body", 1, 10_000, single_line = false);
+text_type!(ArchiveReason, "reason", 1, 2000, single_line = false);
 
 /// The `sub` of an authenticated caller.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -4,6 +4,7 @@
 pub mod claims;
 mod events;
 mod inputs;
+mod lifecycle;
 mod model;
 mod plan;
 pub mod policy;
@@ -12,9 +13,13 @@ mod state;
 pub mod votes;
 
 pub use events::{EventData, EventType, OutboxEntry};
-pub use inputs::{Comment, DocumentBody, DocumentTitle, InputError, RejectReason, UserId};
+pub use inputs::{
+    ArchiveReason, Comment, CommentBody, DocumentBody, DocumentTitle, InputError, RejectReason,
+    UserId,
+};
 pub use model::{
-    Claim, Document, FencingToken, Guard, LockScope, Review, Transitioned, Vote, VoteKind,
+    readable, Archived, Claim, Commented, Document, FencingToken, Guard, LockScope, PostedComment,
+    Reader, Review, Transitioned, Vote, VoteKind,
 };
 pub use policy::{Policy, PolicyDraft, PolicyName, Stage, DEFAULT_POLICY};
 pub use rules::{Command, Decision, Locked, Plan, Refusal};

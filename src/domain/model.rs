@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::inputs::UserId;
 use super::policy::Stage;
 use super::state::{DocumentStatus, ReviewStatus};
 
@@ -23,10 +24,86 @@ pub struct Document {
     /// The review policy its next review follows.
     #[serde(default = "default_policy")]
     pub policy: String,
-    /// The highest fencing token of the document's own outer lock (submit, withdraw).
+    /// The highest fencing token of the document's own outer lock (submit, withdraw,
+    /// archive).
     pub fence_token: Option<FencingToken>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// The version the last approval gave the document, while it is published (`None`
+    /// before the first approval and after an archive), with that revision's title and
+    /// body: what readers and indexes see while the next revision is drafted.
+    #[serde(default)]
+    pub published_version: Option<i64>,
+    #[serde(default)]
+    pub published_title: Option<String>,
+    #[serde(default)]
+    pub published_body: Option<String>,
+}
+
+impl Document {
+    /// Submitted at least once: readable by every role. Before its first submit a
+    /// document is its author's (and admins') alone.
+    pub fn ever_submitted(&self) -> bool {
+        self.current_review_id.is_some()
+    }
+
+    /// A revision is in progress: the working copy is ahead of the published one.
+    pub fn in_revision(&self) -> bool {
+        self.published_version.is_some_and(|p| p < self.version)
+    }
+
+    /// `reader` may see the document at all (to anyone else it does not exist).
+    pub fn readable_by(&self, reader: Reader<'_>) -> bool {
+        readable(&self.author_id, self.ever_submitted(), reader)
+    }
+}
+
+/// A document by `author_id` that was (or never was) `ever_submitted` is visible to
+/// `reader`: once submitted, to every role; before, to its author and admins alone.
+pub fn readable(author_id: &str, ever_submitted: bool, reader: Reader<'_>) -> bool {
+    ever_submitted || reader.admin || author_id == reader.id.as_str()
+}
+
+/// Who reads or writes, as far as visibility is concerned.
+#[derive(Debug, Clone, Copy)]
+pub struct Reader<'a> {
+    pub id: &'a UserId,
+    pub admin: bool,
+}
+
+impl<'a> From<&'a UserId> for Reader<'a> {
+    /// A caller without the admin role.
+    fn from(id: &'a UserId) -> Self {
+        Self { id, admin: false }
+    }
+}
+
+/// A comment on a document, `seq` counting from 1 in the order comments committed; it may
+/// point at one review round.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PostedComment {
+    pub id: Uuid,
+    pub document_id: Uuid,
+    pub seq: i64,
+    pub review_id: Option<Uuid>,
+    pub author_id: String,
+    pub body: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// What a comment wrote, with the document it is on (as locked: a comment changes nothing
+/// of it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Commented {
+    pub comment: PostedComment,
+    pub document: Document,
+}
+
+/// What an archive wrote: the document, and the pending review it withdrew, if any.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Archived {
+    pub document: Document,
+    pub review: Option<Review>,
 }
 
 /// A review of one submitted version of a document, with the policy version it follows,
@@ -175,7 +252,7 @@ impl FencingToken {
 /// ever compared with tokens of the same lock, kept on the row that lock guards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LockScope {
-    /// `lock:doc:submit:{document}`: submit and withdraw; kept on the document.
+    /// `lock:doc:submit:{document}`: submit, withdraw and archive; kept on the document.
     Document,
     /// `lock:doc:review:{review}`: a vote in a one-approval stage; kept on the review.
     Review,

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::events::OutboxEntry;
-use super::inputs::{Comment, DocumentBody, DocumentTitle, RejectReason};
+use super::inputs::{ArchiveReason, Comment, DocumentBody, DocumentTitle, RejectReason};
 use super::model::{Document, FencingToken, Guard, LockScope, Review, VoteKind};
 use super::policy::Policy;
 use super::state::{Action, DocumentStatus, InvalidTransition, ReviewStatus};
@@ -53,6 +53,12 @@ pub enum Command {
     },
     /// Withdraw the document's pending review.
     Withdraw,
+    /// Archive the document (withdrawing a pending review), if it is still at
+    /// `expected_version` when one is given.
+    Archive {
+        reason: Option<ArchiveReason>,
+        expected_version: Option<i64>,
+    },
 }
 
 /// The rows the store locked for the command (`None`: no such row), and the time read
@@ -60,7 +66,8 @@ pub enum Command {
 #[derive(Debug, Clone)]
 pub struct Locked {
     pub document: Option<Document>,
-    /// The review voted on or withdrawn; `None` for edits and submits.
+    /// The review voted on or withdrawn (for an archive: the pending review, if any);
+    /// `None` for edits and submits.
     pub review: Option<Review>,
     /// The current version of the document's policy, for a submit.
     pub policy: Option<Policy>,
@@ -112,6 +119,15 @@ pub enum Refusal {
     UnknownPolicy(String),
     #[error("{0} holds no claim on this review")]
     NoClaim(String),
+    /// The caller acted on a version the document has moved on from.
+    #[error("the document is at version {actual} now ({}), not version {expected}", .status.as_str())]
+    VersionMoved {
+        expected: i64,
+        actual: i64,
+        status: DocumentStatus,
+    },
+    #[error("review {0} is not a review of this document")]
+    ReviewOfAnotherDocument(Uuid),
 }
 
 /// `a`, `a and b`, `a, b and c`.
@@ -159,6 +175,17 @@ pub struct DocumentChange {
     /// A new policy; `None`: unchanged.
     pub policy: Option<String>,
     pub fence_token: Option<FencingToken>,
+    pub published: Publication,
+}
+
+/// What a change does to the published revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Publication {
+    Keep,
+    /// The document as it is after the change becomes the published revision (an approval).
+    Publish,
+    /// Nothing is published any more (an archive).
+    Withdraw,
 }
 
 /// A new pending review, opened by a submit.
@@ -281,6 +308,7 @@ pub fn transitioned(
         current_review_id,
         policy: None,
         fence_token: doc.fence_token.max(guard.fence_of(LockScope::Document)),
+        published: Publication::Keep,
     }
 }
 

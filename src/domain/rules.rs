@@ -13,13 +13,15 @@ use uuid::Uuid;
 
 use super::events::{EventData, EventType, OutboxEntry};
 use super::inputs::{DocumentBody, DocumentTitle, UserId};
-use super::model::{Document, Guard, LockScope, Review};
+use super::model::{Document, Guard, LockScope, Reader, Review};
 use super::policy::Policy;
 use super::state::{Action, DocumentStatus};
 
+pub use super::lifecycle::{plan_comment, CommentPlan, NewComment};
 pub use super::plan::{
     audit, check_fence, transitioned, AuditEntry, Command, Decision, DocumentChange, Locked,
-    NewDocument, NewVote, OpenReview, Plan, Refusal, ReviewChange, ReviewUpdate, ReviewWrite,
+    NewDocument, NewVote, OpenReview, Plan, Publication, Refusal, ReviewChange, ReviewUpdate,
+    ReviewWrite,
 };
 
 /// The plan of a create. Anyone with the author role may create; there is nothing to refuse.
@@ -54,13 +56,19 @@ pub fn plan_create(
 }
 
 /// Judges `command` by `actor` on the `locked` rows under `guard`: what to write, or why not.
-pub fn plan(
+/// A document its actor may not read does not exist for it.
+pub fn plan<'a>(
     locked: &Locked,
-    actor: &UserId,
+    actor: impl Into<Reader<'a>>,
     command: Command,
     guard: Guard,
 ) -> Result<Plan, Refusal> {
+    let reader = actor.into();
+    let actor = reader.id;
     let doc = locked.document.as_ref().ok_or(Refusal::NotFound)?;
+    if !doc.readable_by(reader) {
+        return Err(Refusal::NotFound);
+    }
     match command {
         Command::Edit {
             title,
@@ -83,6 +91,17 @@ pub fn plan(
             let review = locked.review.as_ref().ok_or(Refusal::NotFound)?;
             plan_withdraw(doc, review, actor, guard)
         }
+        Command::Archive {
+            reason,
+            expected_version,
+        } => super::lifecycle::plan_archive(
+            doc,
+            locked.review.as_ref(),
+            reader,
+            reason,
+            expected_version,
+            guard,
+        ),
     }
 }
 
@@ -108,6 +127,7 @@ fn plan_edit(
             current_review_id: doc.current_review_id,
             policy,
             fence_token: doc.fence_token,
+            published: Publication::Keep,
         }),
         review: None,
         audit: audit("edit", None, doc, status, Guard::Unlocked),

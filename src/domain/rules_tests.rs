@@ -9,7 +9,7 @@ use super::*;
 use crate::domain::model::VoteKind;
 use crate::domain::model::{FencingToken, LockScope};
 use crate::domain::policy::Policy;
-use crate::domain::test_support::{doc, review, user, AUTHOR};
+use crate::domain::test_support::{any_doc_status, any_review_status, doc, review, user, AUTHOR};
 use crate::domain::{Comment, RejectReason, ReviewStatus};
 
 fn policy() -> Policy {
@@ -95,9 +95,11 @@ fn refusals_of_who_may_act_on_what() {
         plan(&no_review, &reviewer, approve(), Guard::RowLockOnly),
         Err(Refusal::NotFound)
     );
-    // Forbidden: only the author edits and submits.
+    // Forbidden: only the author edits and submits (a draft submitted before, withdrawn).
+    let mut withdrawn = doc(DocumentStatus::Draft, None);
+    withdrawn.current_review_id = Some(Uuid::now_v7());
     let draft = Locked {
-        document: Some(doc(DocumentStatus::Draft, None)),
+        document: Some(withdrawn),
         policy: Some(policy()),
         ..Locked::default()
     };
@@ -212,7 +214,8 @@ fn an_approval_writes_the_whole_transition() {
         p.outbox.data,
         EventData::Approved {
             title: d.title,
-            comment: Some("fine".into())
+            comment: Some("fine".into()),
+            replaced_version: None
         }
     );
 }
@@ -241,24 +244,6 @@ fn an_empty_comment_is_no_comment_and_a_lower_fence_keeps_the_higher() {
     );
 }
 
-fn any_doc_status() -> impl Strategy<Value = DocumentStatus> {
-    prop_oneof![
-        Just(DocumentStatus::Draft),
-        Just(DocumentStatus::PendingReview),
-        Just(DocumentStatus::Approved),
-        Just(DocumentStatus::Rejected),
-    ]
-}
-
-fn any_review_status() -> impl Strategy<Value = ReviewStatus> {
-    prop_oneof![
-        Just(ReviewStatus::Pending),
-        Just(ReviewStatus::Approved),
-        Just(ReviewStatus::Rejected),
-        Just(ReviewStatus::Withdrawn),
-    ]
-}
-
 fn any_command() -> impl Strategy<Value = Command> {
     prop_oneof![
         Just(edit()),
@@ -268,6 +253,10 @@ fn any_command() -> impl Strategy<Value = Command> {
         Just(approve()),
         Just(reject()),
         Just(Command::Withdraw),
+        Just(Command::Archive {
+            reason: None,
+            expected_version: None
+        }),
     ]
 }
 
@@ -285,6 +274,7 @@ prop_compose! {
         doc_status in any_doc_status(),
         review_status in any_review_status(),
         current in any::<bool>(),
+        submitted in prop::bool::weighted(0.8),
         stored_fence in proptest::option::of(0i64..20),
         review_fence in proptest::option::of(0i64..20),
         has_doc in prop::bool::weighted(0.9),
@@ -293,7 +283,12 @@ prop_compose! {
         let mut d = doc(doc_status, stored_fence);
         let mut r = review(&d, review_status);
         r.fence_token = review_fence.map(FencingToken::new);
-        if current { d.current_review_id = Some(r.id); }
+        // Not current: an earlier review is (or, never submitted, none).
+        d.current_review_id = match (current, submitted) {
+            (true, _) => Some(r.id),
+            (false, true) => Some(Uuid::now_v7()),
+            (false, false) => None,
+        };
         Locked {
             document: has_doc.then_some(d),
             review: has_review.then_some(r),
@@ -317,6 +312,7 @@ proptest! {
             Command::Submit { .. } => Action::Submit,
             Command::Decide { decision, .. } => decision.action(),
             Command::Withdraw => Action::Withdraw,
+            Command::Archive { .. } => Action::Archive,
         };
         let Ok(p) = plan(&locked, &actor, cmd, guard) else { return Ok(()); };
         let d = locked.document.as_ref().unwrap();
@@ -334,9 +330,12 @@ proptest! {
             Action::Approve => EventType::Approved,
             Action::Reject => EventType::Rejected,
             Action::Withdraw => EventType::Withdrawn,
+            Action::Archive => EventType::Archived,
+            Action::Comment => EventType::Commented,
         };
         prop_assert_eq!(p.outbox.event, expected);
-        // Four-eyes: the author never decides; only the author edits, submits and withdraws.
+        // Four-eyes: the author never decides; only the author edits, submits, withdraws and
+        // archives (no admin here).
         prop_assert_eq!(is_author, !matches!(action, Action::Approve | Action::Reject));
     }
 
@@ -351,6 +350,11 @@ proptest! {
         let deciding = matches!(cmd, Command::Decide { .. });
         let on_review = deciding || cmd == Command::Withdraw;
         let Err(refusal) = plan(&locked, &actor, cmd, guard) else { return Ok(()); };
+        // A draft never submitted does not exist for anyone but its author.
+        if locked.document.as_ref().is_some_and(|d| d.current_review_id.is_none() && !is_author) {
+            prop_assert_eq!(refusal, Refusal::NotFound);
+            return Ok(());
+        }
         let (Some(d), Some(r)) = (locked.document.as_ref(), locked.review.as_ref()) else {
             if locked.document.is_none() || on_review {
                 prop_assert_eq!(refusal, Refusal::NotFound);

@@ -2,8 +2,11 @@
 //!
 //! Document: `DRAFT -submit-> PENDING_REVIEW -approve-> APPROVED`,
 //! `PENDING_REVIEW -reject-> REJECTED`, `PENDING_REVIEW -withdraw-> DRAFT`,
-//! `REJECTED -submit-> PENDING_REVIEW`. (`approve` is the approval that completes the
-//! review's last stage; the others are votes that leave the status as it is.)
+//! `REJECTED -submit-> PENDING_REVIEW`, `APPROVED -edit-> DRAFT` (a revision: the approved
+//! version stays published), any status but `ARCHIVED` `-archive-> ARCHIVED` (terminal).
+//! (`approve` is the approval that completes the review's last stage; the others are votes
+//! that leave the status as it is.) Comments leave the status as it is, and an archived
+//! document takes none.
 //! Review: `PENDING -> APPROVED | REJECTED | WITHDRAWN`.
 
 use serde::{Deserialize, Serialize};
@@ -48,6 +51,7 @@ pub enum DocumentStatus {
     PendingReview,
     Approved,
     Rejected,
+    Archived,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -70,6 +74,8 @@ pub enum Action {
     Approve,
     Reject,
     Withdraw,
+    Archive,
+    Comment,
 }
 
 impl Action {
@@ -80,6 +86,8 @@ impl Action {
             Action::Approve => "approve",
             Action::Reject => "reject",
             Action::Withdraw => "withdraw",
+            Action::Archive => "archive",
+            Action::Comment => "comment on",
         }
     }
 }
@@ -98,6 +106,7 @@ impl DocumentStatus {
             DocumentStatus::PendingReview => "PENDING_REVIEW",
             DocumentStatus::Approved => "APPROVED",
             DocumentStatus::Rejected => "REJECTED",
+            DocumentStatus::Archived => "ARCHIVED",
         }
     }
 
@@ -107,16 +116,21 @@ impl DocumentStatus {
             "PENDING_REVIEW" => DocumentStatus::PendingReview,
             "APPROVED" => DocumentStatus::Approved,
             "REJECTED" => DocumentStatus::Rejected,
+            "ARCHIVED" => DocumentStatus::Archived,
             _ => return None,
         })
     }
 
-    /// The status after `action`, or why it is not allowed. Edits keep the status.
+    /// The status after `action`, or why it is not allowed. Edits keep the status, except
+    /// that an edit of an approved document starts a revision (DRAFT).
     pub fn apply(self, action: Action) -> Result<DocumentStatus, InvalidTransition> {
         use Action::*;
         use DocumentStatus::*;
         match (self, action) {
             (Draft | Rejected, Edit) => Ok(self),
+            (Approved, Edit) => Ok(Draft),
+            (Draft | PendingReview | Approved | Rejected, Archive) => Ok(Archived),
+            (Draft | PendingReview | Approved | Rejected, Comment) => Ok(self),
             (Draft | Rejected, Submit) => Ok(PendingReview),
             (PendingReview, Approve) => Ok(Approved),
             (PendingReview, Reject) => Ok(Rejected),
@@ -168,6 +182,7 @@ mod tests {
             Just(DocumentStatus::PendingReview),
             Just(DocumentStatus::Approved),
             Just(DocumentStatus::Rejected),
+            Just(DocumentStatus::Archived),
         ]
     }
 
@@ -178,6 +193,8 @@ mod tests {
             Just(Action::Approve),
             Just(Action::Reject),
             Just(Action::Withdraw),
+            Just(Action::Archive),
+            Just(Action::Comment),
         ]
     }
 
@@ -189,19 +206,28 @@ mod tests {
         assert_eq!(PendingReview.apply(Approve), Ok(Approved));
         assert_eq!(PendingReview.apply(Reject), Ok(Rejected));
         assert_eq!(Rejected.apply(Submit), Ok(PendingReview));
-        assert!(Approved.apply(Edit).is_err());
+        assert_eq!(Approved.apply(Edit), Ok(Draft));
+        assert_eq!(PendingReview.apply(Archive), Ok(Archived));
+        assert!(Archived.apply(Archive).is_err());
+        assert!(Archived.apply(Edit).is_err());
+        assert!(Archived.apply(Comment).is_err());
         assert!(PendingReview.apply(Edit).is_err());
         assert!(Draft.apply(Approve).is_err());
     }
 
     proptest! {
-        // APPROVED is terminal, and only approve, reject and withdraw leave PENDING_REVIEW.
+        // ARCHIVED is terminal; an approved document only leaves APPROVED by an edit (a
+        // revision) or an archive; PENDING_REVIEW is left by a decision, a withdrawal or an
+        // archive.
         #[test]
-        fn approved_is_terminal_and_pending_only_decides(s in any_status(), a in any_action()) {
+        fn archived_is_terminal_and_pending_only_decides(s in any_status(), a in any_action()) {
             let r = s.apply(a);
-            if s == DocumentStatus::Approved { prop_assert!(r.is_err()); }
+            if s == DocumentStatus::Archived { prop_assert!(r.is_err()); }
+            if s == DocumentStatus::Approved {
+                prop_assert_eq!(r.is_ok(), matches!(a, Action::Edit | Action::Archive | Action::Comment));
+            }
             if s == DocumentStatus::PendingReview {
-                prop_assert_eq!(r.is_ok(), matches!(a, Action::Approve | Action::Reject | Action::Withdraw));
+                prop_assert_eq!(r.is_ok(), matches!(a, Action::Approve | Action::Reject | Action::Withdraw | Action::Archive | Action::Comment));
             }
             if let Err(e) = r { prop_assert_eq!(e.from, s); prop_assert_eq!(e.action, a); }
         }
@@ -215,6 +241,10 @@ mod tests {
                     let allowed = matches!((s, next),
                         (DocumentStatus::Draft, DocumentStatus::Draft)
                         | (DocumentStatus::Rejected, DocumentStatus::Rejected)
+                        | (DocumentStatus::PendingReview, DocumentStatus::PendingReview)
+                        | (DocumentStatus::Approved, DocumentStatus::Approved)
+                        | (DocumentStatus::Approved, DocumentStatus::Draft)
+                        | (_, DocumentStatus::Archived)
                         | (DocumentStatus::Draft, DocumentStatus::PendingReview)
                         | (DocumentStatus::Rejected, DocumentStatus::PendingReview)
                         | (DocumentStatus::PendingReview, DocumentStatus::Approved)

@@ -1,6 +1,7 @@
 //! Rows for the domain's unit and property tests: a document by `alice` and its review.
 
 use chrono::{DateTime, Utc};
+use proptest::prelude::*;
 use uuid::Uuid;
 
 use super::inputs::UserId;
@@ -36,6 +37,9 @@ pub fn doc(status: DocumentStatus, fence: Option<i64>) -> Document {
         fence_token: fence.map(FencingToken::new),
         created_at: Utc::now(),
         updated_at: Utc::now(),
+        published_version: None,
+        published_title: None,
+        published_body: None,
     }
 }
 
@@ -80,4 +84,25 @@ pub fn t0() -> DateTime<Utc> {
     DateTime::parse_from_rfc3339("2026-12-01T09:00:00Z")
         .unwrap()
         .with_timezone(&Utc)
+}
+
+/// Any document status, for properties.
+pub fn any_doc_status() -> impl Strategy<Value = DocumentStatus> {
+    prop_oneof![
+        Just(DocumentStatus::Draft),
+        Just(DocumentStatus::PendingReview),
+        Just(DocumentStatus::Approved),
+        Just(DocumentStatus::Rejected),
+        Just(DocumentStatus::Archived),
+    ]
+}
+
+/// Any review status, for properties.
+pub fn any_review_status() -> impl Strategy<Value = ReviewStatus> {
+    prop_oneof![
+        Just(ReviewStatus::Pending),
+        Just(ReviewStatus::Approved),
+        Just(ReviewStatus::Rejected),
+        Just(ReviewStatus::Withdrawn),
+    ]
 }

@@ -15,8 +15,8 @@ use super::events::{EventData, EventType, OutboxEntry};
 use super::inputs::{Comment, UserId};
 use super::model::{Document, Guard, LockScope, Review, VoteKind};
 use super::plan::{
-    audit, check_fence, transitioned, AuditEntry, Decision, NewVote, Plan, Refusal, ReviewChange,
-    ReviewUpdate, ReviewWrite,
+    audit, check_fence, transitioned, AuditEntry, Decision, DocumentChange, NewVote, Plan,
+    Publication, Refusal, ReviewChange, ReviewUpdate, ReviewWrite,
 };
 use super::state::Action;
 
@@ -167,6 +167,7 @@ fn decide(
             EventData::Approved {
                 title: doc.title.clone(),
                 comment: comment.clone(),
+                replaced_version: doc.published_version,
             },
         ),
         Some(r) => (
@@ -177,8 +178,15 @@ fn decide(
             },
         ),
     };
+    let published = match decided {
+        super::state::ReviewStatus::Approved => Publication::Publish,
+        _ => Publication::Keep,
+    };
     Plan {
-        document: Some(transitioned(doc, status, doc.current_review_id, guard)),
+        document: Some(DocumentChange {
+            published,
+            ..transitioned(doc, status, doc.current_review_id, guard)
+        }),
         review: Some(ReviewChange::Write(ReviewWrite {
             id: review.id,
             vote: Some(vote.clone()),

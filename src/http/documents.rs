@@ -13,9 +13,9 @@ use super::paging;
 use super::post;
 use super::request_id;
 use super::state::AppState;
-use super::views::{DocumentPage, DocumentView, ReviewHistory, ReviewView, TransitionView};
+use super::views::{DocumentPage, DocumentView, TransitionView};
 use crate::domain::{
-    Document, DocumentBody, DocumentStatus, DocumentTitle, PolicyName, Transitioned,
+    Document, DocumentBody, DocumentStatus, DocumentTitle, PolicyName, Reader, Transitioned,
 };
 use crate::usecases::Context;
 
@@ -133,7 +133,7 @@ pub(super) async fn creation(
 ) -> Result<post::Ran<Document>, ApiError> {
     caller.require(Role::Author)?;
     let (st, body) = (state.clone(), bytes.clone());
-    let ctx = state.context(req, &caller.id);
+    let ctx = state.context(req, &caller);
     post::run(req, state, &caller, &bytes, move |held_key| async move {
         let input: CreateDocument = parse_json(&body, false)?;
         let title = input_ok(DocumentTitle::parse(&input.title))?;
@@ -158,7 +158,7 @@ pub struct MineQuery {
     tag = "documents",
     summary = "The caller's own documents, newest first, without bodies (author)",
     params(
-        ("status" = Option<String>, Query, pattern = "^(DRAFT|PENDING_REVIEW|APPROVED|REJECTED)$", description = "only documents in this status"),
+        ("status" = Option<String>, Query, pattern = "^(DRAFT|PENDING_REVIEW|APPROVED|REJECTED|ARCHIVED)$", description = "only documents in this status"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 100, description = "1 to 100, default 20"),
         ("cursor" = Option<String>, Query, pattern = "^[0-9a-f]{32}$", description = "next_cursor of the previous page")
     ),
@@ -189,7 +189,9 @@ pub(super) async fn mine(
     let status = match query.status.as_deref() {
         None => None,
         Some(s) => Some(DocumentStatus::parse(s).ok_or_else(|| {
-            ApiError::validation("status must be one of DRAFT, PENDING_REVIEW, APPROVED, REJECTED")
+            ApiError::validation(
+                "status must be one of DRAFT, PENDING_REVIEW, APPROVED, REJECTED, ARCHIVED",
+            )
         })?),
     };
     let limit = paging::limit(query.limit)?;
@@ -231,10 +233,13 @@ pub(super) async fn mine(
 #[tracing::instrument(skip_all, fields(document_id = %path))]
 pub async fn get(
     path: web::Path<Uuid>,
-    _caller: Caller,
+    caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let read = state.documents.get(*path).await?;
+    let read = state
+        .documents
+        .get(super::lifecycle::reader(&caller)?, *path)
+        .await?;
     let view = DocumentView::from(&read.document);
     Ok(HttpResponse::Ok().json(DocumentView {
         body: Some(read.document.body),
@@ -248,7 +253,7 @@ pub async fn get(
     put,
     path = "/api/v1/documents/{id}",
     tag = "documents",
-    summary = "Edit title, body and/or policy (its author; DRAFT or REJECTED)",
+    summary = "Edit title, body and/or policy (its author; DRAFT, REJECTED, or APPROVED: that starts a revision, the approved version staying published)",
     params(("id" = Uuid, Path, description = "document id")),
     request_body = UpdateDocument,
     responses(
@@ -299,9 +304,13 @@ pub(super) async fn edit(
     let (title, text) = (input_ok(title)?, input_ok(text)?);
     let policy = policy_ok(body.policy)?;
     let request_id = request_id::current();
+    let actor = Reader {
+        id: &caller.id,
+        admin: caller.has(Role::Admin),
+    };
     Ok(state
         .documents
-        .edit(&caller.id, &request_id, id, title, text, policy)
+        .edit(actor, &request_id, id, title, text, policy)
         .await?)
 }
 
@@ -350,37 +359,10 @@ pub(super) async fn submission(
 ) -> Result<post::Ran<Transitioned>, ApiError> {
     caller.require(Role::Author)?;
     let st = state.clone();
-    let ctx = state.context(req, &caller.id);
+    let ctx = state.context(req, &caller);
     post::run(req, state, &caller, &bytes, move |held_key| async move {
         let ctx = Context { held_key, ..ctx };
         Ok(st.reviews.submit(ctx, document_id).await?)
     })
     .await
-}
-
-#[utoipa::path(
-    get,
-    path = "/api/v1/documents/{id}/reviews",
-    tag = "documents",
-    summary = "Review history of a document, oldest first",
-    params(("id" = Uuid, Path, description = "document id")),
-    responses(
-        (status = 200, description = "history", body = ReviewHistory),
-        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
-        (status = 403, description = "FORBIDDEN: the token carries none of the roles author, reviewer, admin", body = ErrorEnvelope),
-        (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
-        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
-    ),
-    security(("bearer" = []))
-)]
-#[tracing::instrument(skip_all, fields(document_id = %path))]
-pub async fn history(
-    path: web::Path<Uuid>,
-    _caller: Caller,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    let items = state.documents.history(*path).await?;
-    Ok(HttpResponse::Ok().json(ReviewHistory {
-        items: items.iter().map(ReviewView::from).collect(),
-    }))
 }

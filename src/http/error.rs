@@ -296,6 +296,12 @@ impl From<Refusal> for ApiError {
             }
             e @ Refusal::UnknownPolicy(_) => ApiError::validation(format!("policy: {e}")),
             e @ Refusal::NoClaim(_) => ApiError::not_found(e.to_string()),
+            e @ Refusal::VersionMoved { .. } => {
+                ApiError::conflict(ErrorCode::InvalidState, e.to_string())
+            }
+            e @ Refusal::ReviewOfAnotherDocument(_) => {
+                ApiError::validation(format!("review_id: {e}"))
+            }
         }
     }
 }

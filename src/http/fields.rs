@@ -7,7 +7,9 @@
 
 use utoipa::openapi::schema::{Array, ArrayBuilder, Object, ObjectBuilder, SchemaType, Type};
 
-use crate::domain::{Comment, DocumentBody, DocumentTitle, RejectReason};
+use crate::domain::{
+    ArchiveReason, Comment, CommentBody, DocumentBody, DocumentTitle, RejectReason,
+};
 
 const LINE: &str = r"^[^\u0000-\u0008\u000A-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u0008\u000A-\u001F\u007F-\u009F]*$";
 const TEXT: &str = r"^[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*$";
@@ -49,6 +51,17 @@ pub fn reason() -> Object {
 pub fn comment() -> Object {
     let doc = "At most 2,000 characters, no control characters but tab and line breaks";
     text(0, Comment::MAX_CHARS, OPTIONAL_TEXT, true, doc)
+}
+
+pub fn archive_reason() -> Object {
+    let doc = "Why it is archived: at most 2,000 characters (1 once trimmed), no control characters but tab and line breaks";
+    text(1, ArchiveReason::MAX_CHARS, TEXT, true, doc)
+}
+
+pub fn comment_body() -> Object {
+    let doc =
+        "At most 10,000 characters (1 once trimmed), no control characters but tab and line breaks";
+    text(1, CommentBody::MAX_CHARS, TEXT, false, doc)
 }
 
 pub fn stage_name() -> Object {

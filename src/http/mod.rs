@@ -12,6 +12,7 @@ pub(crate) mod documents;
 pub mod error;
 mod fields;
 pub(crate) mod health;
+pub(crate) mod lifecycle;
 pub mod metrics;
 pub mod middleware;
 mod openapi;
@@ -71,8 +72,12 @@ routes! {
     get "/api/v1/documents/{id}" => documents::get,
     put "/api/v1/documents/{id}" => documents::update,
     post "/api/v1/documents/{id}/submit" => documents::submit,
-    get "/api/v1/documents/{id}/reviews" => documents::history,
+    get "/api/v1/documents/{id}/reviews" => lifecycle::history,
     post "/api/v1/documents/{id}/withdraw" => workflow::withdraw,
+    post "/api/v1/documents/{id}/archive" => lifecycle::archive,
+    get "/api/v1/documents/{id}/published" => lifecycle::published,
+    post "/api/v1/documents/{id}/comments" => lifecycle::comment,
+    get "/api/v1/documents/{id}/comments" => lifecycle::comments,
     get "/api/v1/reviews" => reviews::list,
     post "/api/v1/reviews/{id}/approve" => reviews::approve,
     post "/api/v1/reviews/{id}/reject" => reviews::reject,

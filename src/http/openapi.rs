@@ -10,11 +10,13 @@ use super::admin::{OutboxPage, OutboxRowView, OutboxStatsView};
 use super::csp::html_page;
 use super::documents::{CreateDocument, UpdateDocument};
 use super::error::{ErrorCode, ErrorEnvelope};
+use super::lifecycle::{ArchiveBody, CommentBodyIn};
 use super::policies::PolicyBody;
 use super::reviews::{ApproveBody, RejectBody};
 use super::views::{
-    ApprovalView, ClaimView, DocumentPage, DocumentView, PolicyList, PolicyView, ReviewHistory,
-    ReviewPage, ReviewView, StageOfPolicy, StageView, TransitionView,
+    ApprovalView, ArchiveView, ClaimView, CommentPage, CommentView, DocumentPage, DocumentView,
+    PolicyList, PolicyView, PublishedView, ReviewHistory, ReviewPage, ReviewView, StageOfPolicy,
+    StageView, TransitionView,
 };
 
 #[derive(OpenApi)]
@@ -30,7 +32,11 @@ use super::views::{
         super::documents::get,
         super::documents::update,
         super::documents::submit,
-        super::documents::history,
+        super::lifecycle::history,
+        super::lifecycle::published,
+        super::lifecycle::archive,
+        super::lifecycle::comment,
+        super::lifecycle::comments,
         super::reviews::list,
         super::reviews::approve,
         super::reviews::reject,
@@ -55,7 +61,8 @@ use super::views::{
         DocumentView, DocumentPage, ReviewView, TransitionView, ReviewPage, ReviewHistory,
         CreateDocument, UpdateDocument, ApproveBody, RejectBody, ErrorEnvelope, ErrorCode,
         OutboxRowView, OutboxPage, OutboxStatsView, super::health::Health, super::health::ReadinessView,
-        PolicyBody, PolicyView, PolicyList, StageOfPolicy, StageView, ApprovalView, ClaimView
+        PolicyBody, PolicyView, PolicyList, StageOfPolicy, StageView, ApprovalView, ClaimView,
+        PublishedView, CommentView, CommentPage, ArchiveView, ArchiveBody, CommentBodyIn
     )),
     modifiers(&BearerAuth, &UpdateNeedsAField),
     tags(

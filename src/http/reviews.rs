@@ -155,7 +155,7 @@ pub(super) async fn decision(
     let (st, body) = (state.clone(), bytes.clone());
     let ctx = Context {
         groups: caller.groups.clone(),
-        ..state.context(req, &caller.id)
+        ..state.context(req, &caller)
     };
     post::run(req, state, &caller, &bytes, move |held_key| async move {
         let decision = parse(&body)?;

@@ -3,11 +3,11 @@
 
 use actix_web::HttpRequest;
 
+use super::auth::{Caller, Role};
 use super::body::BodyLimits;
 use super::metrics::HttpMetrics;
 use super::request_id;
 use super::test_hooks;
-use crate::domain::UserId;
 use crate::usecases::{
     Context, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes, ReviewService,
     TestHooks,
@@ -41,11 +41,13 @@ impl AppState {
         test_hooks::from_request(req)
     }
 
-    /// The context of a use case run for `actor` by this request (holding no idempotency key yet).
-    pub fn context(&self, req: &HttpRequest, actor: &UserId) -> Context {
+    /// The context of a use case run for `caller` by this request (holding no idempotency
+    /// key yet).
+    pub fn context(&self, req: &HttpRequest, caller: &Caller) -> Context {
         Context {
-            actor: actor.clone(),
-            groups: Vec::new(),
+            actor: caller.id.clone(),
+            admin: caller.roles.contains(&Role::Admin),
+            groups: caller.groups.clone(),
             request_id: request_id::current(),
             hooks: self.hooks(req),
             held_key: None,

@@ -6,7 +6,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::domain::{preview_of, Document, Policy, Review, Stage, Transitioned, VoteKind};
+use crate::domain::{
+    preview_of, Archived, Document, Policy, PostedComment, Review, Stage, Transitioned, VoteKind,
+};
 
 /// A document. `body`, `preview` and `body_source` come with GET, create and edit.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -14,7 +16,7 @@ use crate::domain::{preview_of, Document, Policy, Review, Stage, Transitioned, V
 pub struct DocumentView {
     pub id: Uuid,
     pub title: String,
-    /// DRAFT, PENDING_REVIEW, APPROVED or REJECTED
+    /// DRAFT, PENDING_REVIEW, APPROVED, REJECTED or ARCHIVED
     #[schema(example = "DRAFT")]
     pub status: String,
     pub version: i64,
@@ -23,6 +25,10 @@ pub struct DocumentView {
     /// The review policy its next review follows.
     #[schema(example = "default")]
     pub policy: String,
+    /// The version its last approval published (`GET /documents/{id}/published` serves it);
+    /// null before the first approval and after an archive. Less than `version` while a
+    /// revision is in progress.
+    pub published_version: Option<i64>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -45,6 +51,7 @@ impl From<&Document> for DocumentView {
             author_id: d.author_id.clone(),
             current_review_id: d.current_review_id,
             policy: d.policy.clone(),
+            published_version: d.published_version,
             created_at: d.created_at,
             updated_at: d.updated_at,
             body: None,
@@ -288,6 +295,75 @@ pub struct DocumentPage {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ReviewHistory {
     pub items: Vec<ReviewView>,
+    pub next_cursor: Option<String>,
+}
+
+/// The published revision of a document.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct PublishedView {
+    /// The document's id.
+    pub id: Uuid,
+    /// The published version.
+    pub version: i64,
+    pub title: String,
+    pub body: String,
+    pub preview: String,
+    /// "mongodb" when the projection holds this revision, "postgresql" otherwise.
+    pub body_source: &'static str,
+    /// The document's status now (DRAFT or PENDING_REVIEW while a revision is in progress).
+    pub status: String,
+    /// The document's version now: its working copy's.
+    pub working_version: i64,
+}
+
+/// A comment on a document; `seq` counts from 1 per document, oldest first.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct CommentView {
+    pub id: Uuid,
+    pub document_id: Uuid,
+    pub seq: i64,
+    /// The review round it is about, if any.
+    pub review_id: Option<Uuid>,
+    pub author_id: String,
+    pub body: String,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<&PostedComment> for CommentView {
+    fn from(c: &PostedComment) -> Self {
+        Self {
+            id: c.id,
+            document_id: c.document_id,
+            seq: c.seq,
+            review_id: c.review_id,
+            author_id: c.author_id.clone(),
+            body: c.body.clone(),
+            created_at: c.created_at,
+        }
+    }
+}
+
+/// A page of comments, oldest first; pass `next_cursor` as `cursor` for the next one.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct CommentPage {
+    pub items: Vec<CommentView>,
+    pub next_cursor: Option<String>,
+}
+
+/// What an archive answers: the document, and the pending review it withdrew (or null).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ArchiveView {
+    pub document: DocumentView,
+    pub review: Option<ReviewView>,
+}
+
+impl ArchiveView {
+    pub fn of(a: &Archived) -> Self {
+        Self {
+            document: DocumentView::from(&a.document),
+            review: a.review.as_ref().map(ReviewView::from),
+        }
+    }
 }
 
 impl TransitionView {

@@ -70,7 +70,7 @@ pub(super) async fn claiming(
     let (st, body) = (state.clone(), bytes.clone());
     let ctx = Context {
         groups: caller.groups.clone(),
-        ..state.context(req, &caller.id)
+        ..state.context(req, &caller)
     };
     post::run(req, state, &caller, &bytes, move |held_key| async move {
         let _: ClaimBody = parse_json(&body, true)?;
@@ -104,7 +104,7 @@ pub async fn give_back(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Reviewer)?;
-    let ctx = state.context(&req, &caller.id);
+    let ctx = state.context(&req, &caller);
     let review = state.reviews.give_back(ctx, *path).await?;
     Ok(HttpResponse::Ok().json(ReviewView::from(&review)))
 }
@@ -133,7 +133,7 @@ pub async fn end_claim(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Admin)?;
     let (review_id, reviewer) = path.into_inner();
-    let ctx = state.context(&req, &caller.id);
+    let ctx = state.context(&req, &caller);
     let review = state.reviews.end_claim(ctx, review_id, reviewer).await?;
     Ok(HttpResponse::Ok().json(ReviewView::from(&review)))
 }
@@ -186,7 +186,7 @@ pub(super) async fn withdrawal(
 ) -> Result<post::Ran<Transitioned>, ApiError> {
     caller.require(Role::Author)?;
     let st = state.clone();
-    let ctx = state.context(req, &caller.id);
+    let ctx = state.context(req, &caller);
     post::run(req, state, &caller, &bytes, move |held_key| async move {
         let ctx = Context { held_key, ..ctx };
         Ok(st.reviews.withdraw(ctx, document_id).await?)

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::domain::Document;
+use crate::domain::{Document, EventType};
 use crate::store::mongo::MongoProjection;
 use crate::store::{OutboxRow, PgStore, StoreError};
 use publisher::{AmqpPublisher, PublishError};
@@ -152,7 +152,12 @@ impl Dispatcher {
     /// statement. On a failure the row is given back or marked for a retry (or, if even
     /// that fails, left to the dispatchers once its lease ends).
     async fn deliver_owned(&self, document: &Document, row: OutboxRow) {
-        let delivered = match self.project(document).await {
+        let projects = EventType::parse(&row.event_type).is_none_or(EventType::projects);
+        let projected = match projects {
+            true => self.project(document).await,
+            false => Ok(()),
+        };
+        let delivered = match projected {
             Ok(()) => self.publish(&row).await,
             Err(fault) => Err(fault),
         };

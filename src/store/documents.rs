@@ -7,7 +7,7 @@ use uuid::Uuid;
 use super::error::{violates, StoreError, WriteError};
 use super::pg::{PgStore, Statement};
 use super::tx::{write_audit_and_event, Staged, WriteContext};
-use crate::domain::rules::{self, DocumentChange};
+use crate::domain::rules::{self, DocumentChange, Publication};
 use crate::domain::{
     Command, Document, DocumentBody, DocumentStatus, DocumentTitle, FencingToken, Locked, Refusal,
 };
@@ -62,6 +62,9 @@ impl PgStore {
             fence_token: None,
             created_at: row.created_at,
             updated_at: row.updated_at,
+            published_version: None,
+            published_title: None,
+            published_body: None,
         };
         let owned =
             write_audit_and_event(&mut tx, &doc, &new.audit, &new.outbox, ctx, doc.updated_at)
@@ -75,7 +78,7 @@ impl PgStore {
             Document,
             r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
                       current_review_id, policy, fence_token AS "fence_token: FencingToken",
-                      created_at, updated_at
+                      created_at, updated_at, published_version, published_title, published_body
                FROM documents WHERE id = $1"#,
             id
         )
@@ -90,7 +93,7 @@ impl PgStore {
             Document,
             r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
                       current_review_id, policy, fence_token AS "fence_token: FencingToken",
-                      created_at, updated_at
+                      created_at, updated_at, published_version, published_title, published_body
                FROM documents WHERE id = ANY($1)"#,
             ids
         )
@@ -116,7 +119,8 @@ impl PgStore {
                     Document,
                     r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
                           author_id, current_review_id, policy, fence_token AS "fence_token: FencingToken",
-                          created_at, updated_at
+                          created_at, updated_at, published_version,
+                          NULL::text AS published_title, NULL::text AS published_body
                    FROM documents WHERE author_id = $1 AND id < $2
                    ORDER BY id DESC LIMIT $3"#,
                     author,
@@ -132,7 +136,8 @@ impl PgStore {
                     Document,
                     r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
                           author_id, current_review_id, policy, fence_token AS "fence_token: FencingToken",
-                          created_at, updated_at
+                          created_at, updated_at, published_version,
+                          NULL::text AS published_title, NULL::text AS published_body
                    FROM documents WHERE author_id = $1 AND status = $2 AND id < $3
                    ORDER BY id DESC LIMIT $4"#,
                     author,
@@ -176,7 +181,7 @@ impl PgStore {
             body,
             policy,
         };
-        let plan = rules::plan(&locked, ctx.actor, command, ctx.guard)?;
+        let plan = rules::plan(&locked, ctx.reader(), command, ctx.guard)?;
         let before = planned_document(locked.document)?;
         let change = plan
             .document
@@ -207,7 +212,7 @@ pub(super) async fn lock_document(
         Document,
         r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
                   current_review_id, policy, fence_token AS "fence_token: FencingToken",
-                  created_at, updated_at
+                  created_at, updated_at, published_version, published_title, published_body
            FROM documents WHERE id = $1 FOR UPDATE"#,
         id
     )
@@ -224,7 +229,7 @@ pub(super) async fn lock_document_of_review(
         Document,
         r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
                   current_review_id, policy, fence_token AS "fence_token: FencingToken",
-                  created_at, updated_at
+                  created_at, updated_at, published_version, published_title, published_body
            FROM documents
            WHERE id = (SELECT document_id FROM reviews WHERE id = $1) FOR UPDATE"#,
         review_id
@@ -246,10 +251,23 @@ pub(super) async fn write_document(
 ) -> Result<Document, sqlx::Error> {
     let title = change.title.map(DocumentTitle::into_string);
     let body = change.body.map(DocumentBody::into_string);
+    let publication = match change.published {
+        Publication::Keep => "keep",
+        Publication::Publish => "publish",
+        Publication::Withdraw => "withdraw",
+    };
+    // The published revision moves in the same statement: an approval publishes the row as
+    // it now is, an archive clears it.
     let updated_at = sqlx::query_scalar!(
         "UPDATE documents SET title = COALESCE($2, title), body = COALESCE($3, body), \
          status = $4, version = $5, current_review_id = $6, fence_token = $7, \
-         policy = COALESCE($8, policy), updated_at = clock_timestamp() \
+         policy = COALESCE($8, policy), updated_at = clock_timestamp(), \
+         published_version = CASE $9 WHEN 'publish' THEN $5 WHEN 'withdraw' THEN NULL \
+                                     ELSE published_version END, \
+         published_title = CASE $9 WHEN 'publish' THEN COALESCE($2, title) \
+                                   WHEN 'withdraw' THEN NULL ELSE published_title END, \
+         published_body = CASE $9 WHEN 'publish' THEN COALESCE($3, body) \
+                                  WHEN 'withdraw' THEN NULL ELSE published_body END \
          WHERE id = $1 RETURNING updated_at",
         change.id,
         title.as_deref(),
@@ -259,13 +277,29 @@ pub(super) async fn write_document(
         change.current_review_id,
         change.fence_token as Option<FencingToken>,
         change.policy.as_deref(),
+        publication,
     )
     .fetch_one(&mut **tx)
     .await?;
+    let title = title.unwrap_or(before.title);
+    let body = body.unwrap_or(before.body);
+    let (published_version, published_title, published_body) = match change.published {
+        Publication::Keep => (
+            before.published_version,
+            before.published_title,
+            before.published_body,
+        ),
+        Publication::Publish => (
+            Some(change.version),
+            Some(title.clone()),
+            Some(body.clone()),
+        ),
+        Publication::Withdraw => (None, None, None),
+    };
     Ok(Document {
         id: change.id,
-        title: title.unwrap_or(before.title),
-        body: body.unwrap_or(before.body),
+        title,
+        body,
         status: change.status,
         version: change.version,
         author_id: before.author_id,
@@ -274,5 +308,8 @@ pub(super) async fn write_document(
         fence_token: change.fence_token,
         created_at: before.created_at,
         updated_at,
+        published_version,
+        published_title,
+        published_body,
     })
 }

@@ -10,6 +10,7 @@ mod claims;
 mod documents;
 mod error;
 mod idempotency;
+mod lifecycle;
 pub mod mongo;
 mod outbox;
 mod outbox_admin;

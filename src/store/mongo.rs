@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use mongodb::bson::{doc, Document as Bson};
+use mongodb::bson::{doc, Bson as Value, Document as Bson};
 use mongodb::error::{ErrorKind, WriteFailure};
 use mongodb::options::{
     Acknowledgment, ClientOptions, ReadPreference, SelectionCriteria, WriteConcern,
@@ -23,7 +23,7 @@ use serde_with::{serde_as, DurationMilliSeconds};
 use uuid::Uuid;
 
 use crate::breaker::{BreakerState, CircuitBreaker, Permit};
-use crate::domain::{preview_of, Document};
+use crate::domain::{preview_of, Document, DocumentStatus};
 
 /// `[mongo]` in `config/default.toml`.
 #[serde_as]
@@ -86,13 +86,77 @@ pub enum Projected {
     Stale,
 }
 
-/// The fields the API reads back.
+/// One copy of a document in the projection.
 #[derive(Debug, Clone)]
-pub struct ProjectedDocument {
+pub struct ProjectedCopy {
     pub version: i64,
     pub status: String,
     pub body: String,
     pub preview: String,
+}
+
+/// The fields the API reads back: the top-level copy (the published revision while a
+/// revision is in progress, else the document as it is) and the working copy beside it.
+#[derive(Debug, Clone)]
+pub struct ProjectedDocument {
+    pub top: ProjectedCopy,
+    /// The version of the document row this projection was written from.
+    pub head_version: i64,
+    pub published_version: Option<i64>,
+    pub working: Option<ProjectedCopy>,
+}
+
+impl ProjectedDocument {
+    /// The document as it is at `version` (its working copy), if this projection holds it.
+    pub fn current(self, version: i64) -> Option<ProjectedCopy> {
+        if self.head_version != version {
+            return None;
+        }
+        match self.working {
+            Some(w) if w.version == version => Some(w),
+            _ if self.top.version == version => Some(self.top),
+            _ => None,
+        }
+    }
+
+    /// The published revision `version`, if this projection holds it.
+    pub fn published(self, version: i64) -> Option<ProjectedCopy> {
+        (self.published_version == Some(version) && self.top.version == version).then_some(self.top)
+    }
+}
+
+/// The projection of `doc`: see [`MongoProjection::project`].
+fn projection_fields(doc: &Document) -> Bson {
+    let copy = |version: i64, title: &str, body: &str, status: &str| {
+        doc! {
+            "version": version,
+            "title": title,
+            "body": body,
+            "preview": preview_of(body),
+            "status": status,
+        }
+    };
+    let working = copy(doc.version, &doc.title, &doc.body, doc.status.as_str());
+    let published = match (&doc.published_title, &doc.published_body) {
+        (Some(t), Some(b)) if doc.in_revision() => doc
+            .published_version
+            .map(|v| copy(v, t, b, DocumentStatus::Approved.as_str())),
+        _ => None,
+    };
+    let (mut fields, working) = match published {
+        Some(p) => (p, Value::Document(working)),
+        None => (working, Value::Null),
+    };
+    fields.insert("working", working);
+    fields.insert("head_version", doc.version);
+    fields.insert("published_version", doc.published_version);
+    fields.insert("author_id", &doc.author_id);
+    fields.insert(
+        "current_review_id",
+        doc.current_review_id.map(|r| r.to_string()),
+    );
+    fields.insert("updated_at", doc.updated_at.to_rfc3339());
+    fields
 }
 
 /// Why a read of the projection gave no answer.
@@ -204,31 +268,33 @@ impl MongoProjection {
         self.timeout * 3
     }
 
-    /// Writes `doc` unless MongoDB already holds its version or a newer one.
+    /// Writes `doc` unless MongoDB already holds its version or a newer one. While a
+    /// revision is in progress the top-level fields stay the published revision and the
+    /// working copy goes to `working`; `head_version` is the document's own version, the
+    /// write guard (projections written before revisions existed have none: their
+    /// `version` is it).
     #[tracing::instrument(level = "debug", skip_all, fields(document_id = %doc.id, version = doc.version))]
     pub async fn project(&self, doc: &Document) -> anyhow::Result<Projected> {
         let id = doc.id.to_string();
-        let fields = doc! {
-            "title": &doc.title,
-            "body": &doc.body,
-            "preview": preview_of(&doc.body),
-            "status": doc.status.as_str(),
-            "version": doc.version,
-            "author_id": &doc.author_id,
-            "current_review_id": doc.current_review_id.map(|r| r.to_string()),
-            "updated_at": doc.updated_at.to_rfc3339(),
-        };
-        // Update only if the stored version is older, in one atomic write (`{_id, version:
-        // {$lt: v}}`, an `_id` index lookup); insert when the document is absent. Every
-        // document is projected at creation, so later versions take one round trip.
+        let fields = projection_fields(doc);
+        let older = doc! { "$or": [
+            { "head_version": { "$lt": doc.version } },
+            { "head_version": { "$exists": false }, "version": { "$lt": doc.version } },
+        ] };
+        let same_or_newer = doc! { "$or": [
+            { "head_version": { "$gte": doc.version } },
+            { "head_version": { "$exists": false }, "version": { "$gte": doc.version } },
+        ] };
+        // Update only if the stored version is older, in one atomic write (an `_id` index
+        // lookup); insert when the document is absent. Every document is projected at
+        // creation, so later versions take one round trip.
         let work = async {
             for _ in 0..3 {
+                let mut filter = older.clone();
+                filter.insert("_id", &id);
                 let r = self
                     .coll
-                    .update_one(
-                        doc! { "_id": &id, "version": { "$lt": doc.version } },
-                        doc! { "$set": fields.clone() },
-                    )
+                    .update_one(filter, doc! { "$set": fields.clone() })
                     .await
                     .context("mongo update")?;
                 if r.matched_count == 1 {
@@ -243,9 +309,11 @@ impl MongoProjection {
                 }
                 // Present: stale, unless it was written between the two calls with an older
                 // version (then the update goes round again).
+                let mut filter = same_or_newer.clone();
+                filter.insert("_id", &id);
                 let present = self
                     .coll
-                    .find_one(doc! { "_id": &id, "version": { "$gte": doc.version } })
+                    .find_one(filter)
                     .projection(doc! { "version": 1 })
                     .await
                     .context("mongo read")?;
@@ -285,11 +353,20 @@ impl MongoProjection {
                 return Err(e.into());
             }
         };
-        Ok(found.map(|d| ProjectedDocument {
-            version: d.get_i64("version").unwrap_or(0),
-            status: d.get_str("status").unwrap_or_default().to_string(),
-            body: d.get_str("body").unwrap_or_default().to_string(),
-            preview: d.get_str("preview").unwrap_or_default().to_string(),
+        Ok(found.map(|d| {
+            let copy = |d: &Bson| ProjectedCopy {
+                version: d.get_i64("version").unwrap_or(0),
+                status: d.get_str("status").unwrap_or_default().to_string(),
+                body: d.get_str("body").unwrap_or_default().to_string(),
+                preview: d.get_str("preview").unwrap_or_default().to_string(),
+            };
+            let top = copy(&d);
+            ProjectedDocument {
+                head_version: d.get_i64("head_version").unwrap_or(top.version),
+                published_version: d.get_i64("published_version").ok(),
+                working: d.get_document("working").ok().map(copy),
+                top,
+            }
         }))
     }
 

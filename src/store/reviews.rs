@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use super::documents::{lock_document, lock_document_of_review, planned_document, write_document};
 use super::error::{violates, StoreError, WriteError};
+use super::outbox::OutboxRow;
 use super::pg::{PgStore, Statement};
 use super::policies::current_policy;
 use super::review_rows::{lock_review, Flow, ReviewRow};
@@ -44,7 +45,7 @@ impl PgStore {
         let command = Command::Submit {
             new_review_id: Uuid::now_v7(),
         };
-        let plan = rules::plan(&locked, ctx.actor, command, ctx.guard)?;
+        let plan = rules::plan(&locked, ctx.reader(), command, ctx.guard)?;
         write_transition(tx, locked, plan, ctx).await
     }
 
@@ -60,7 +61,7 @@ impl PgStore {
     ) -> Result<Staged<Transitioned>, WriteError> {
         let (tx, locked) = self.lock_review_and_document(review_id).await?;
         let command = Command::Decide { decision, groups };
-        let plan = rules::plan(&locked, ctx.actor, command, ctx.guard)?;
+        let plan = rules::plan(&locked, ctx.reader(), command, ctx.guard)?;
         write_transition(tx, locked, plan, ctx).await
     }
 
@@ -83,7 +84,7 @@ impl PgStore {
             policy: None,
             now,
         };
-        let plan = rules::plan(&locked, ctx.actor, Command::Withdraw, ctx.guard)?;
+        let plan = rules::plan(&locked, ctx.reader(), Command::Withdraw, ctx.guard)?;
         write_transition(tx, locked, plan, ctx).await
     }
 
@@ -125,46 +126,41 @@ impl PgStore {
         .await?;
         Ok(needs.flatten())
     }
-
-    /// Every review of a document, oldest first; `None` when the document does not exist.
-    pub async fn document_reviews(
-        &self,
-        document_id: Uuid,
-    ) -> Result<Option<Vec<Review>>, StoreError> {
-        let exists = sqlx::query_scalar!(
-            r#"SELECT EXISTS (SELECT 1 FROM documents WHERE id = $1) AS "exists!""#,
-            document_id
-        )
-        .fetch_one(&self.pool)
-        .bounded(self)
-        .await?;
-        if !exists {
-            return Ok(None);
-        }
-        let rows = sqlx::query_as!(
-            ReviewRow,
-            r#"SELECT id, document_id, status AS "status: ReviewStatus", document_version,
-                      submitted_by, submitted_at, decided_by, decided_at, comment, reason,
-                      fence_token AS "fence_token: FencingToken", policy, policy_version,
-                      stage, due_at
-               FROM reviews WHERE document_id = $1 ORDER BY queue_seq"#,
-            document_id
-        )
-        .fetch_all(&self.pool)
-        .bounded(self)
-        .await?;
-        Ok(Some(self.with_flows(rows).await?))
-    }
 }
 
 /// Writes a planned transition: the review row first (the document refers to it), then
 /// the document, the audit row and the outbox row.
 async fn write_transition(
-    mut tx: Transaction<'static, Postgres>,
+    tx: Transaction<'static, Postgres>,
     locked: Locked,
     plan: Plan,
     ctx: &WriteContext<'_>,
 ) -> Result<Staged<Transitioned>, WriteError> {
+    if plan.review.is_none() {
+        return Err(anyhow::anyhow!("a transition without a review").into());
+    }
+    let (tx, document, review, owned) = write_planned(tx, locked, plan, ctx).await?;
+    let review = review.ok_or_else(|| anyhow::anyhow!("a transition without a review"))?;
+    Ok(Staged::new(tx, Transitioned { document, review }, owned))
+}
+
+/// What [`write_planned`] wrote: the open transaction, the document as it now is, the
+/// review it wrote (if any) and the outbox row the request owns.
+pub(super) type Written = (
+    Transaction<'static, Postgres>,
+    Document,
+    Option<Review>,
+    Option<OutboxRow>,
+);
+
+/// Writes a plan: its review row first (the document refers to it), then the document, the
+/// audit row and the outbox row.
+pub(super) async fn write_planned(
+    mut tx: Transaction<'static, Postgres>,
+    locked: Locked,
+    plan: Plan,
+    ctx: &WriteContext<'_>,
+) -> Result<Written, WriteError> {
     let Locked {
         document,
         review,
@@ -177,13 +173,13 @@ async fn write_transition(
             Err(e) if violates(&e, "reviews_one_pending_per_document") => {
                 return Err(Refusal::AlreadyPending.into())
             }
-            opened => opened?,
+            opened => Some(opened?),
         },
         Some(ReviewChange::Write(write)) => {
             let review = review.ok_or_else(|| anyhow::anyhow!("a vote without a review"))?;
-            super::votes::write_review(&mut tx, review, write).await?
+            Some(super::votes::write_review(&mut tx, review, write).await?)
         }
-        None => return Err(anyhow::anyhow!("a transition without a review").into()),
+        None => None,
     };
     let (doc, occurred_at) = match plan.document {
         Some(change) => {
@@ -195,14 +191,7 @@ async fn write_transition(
     };
     let owned =
         write_audit_and_event(&mut tx, &doc, &plan.audit, &plan.outbox, ctx, occurred_at).await?;
-    Ok(Staged::new(
-        tx,
-        Transitioned {
-            document: doc,
-            review,
-        },
-        owned,
-    ))
+    Ok((tx, doc, review, owned))
 }
 
 async fn open_review(

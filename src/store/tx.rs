@@ -13,12 +13,14 @@ use super::error::StoreError;
 use super::outbox::OutboxRow;
 use super::pg::PgStore;
 use crate::domain::rules::AuditEntry;
-use crate::domain::{Document, FencingToken, Guard, OutboxEntry, UserId};
+use crate::domain::{Document, FencingToken, Guard, OutboxEntry, Reader, UserId};
 
 /// Who writes, for which request, under which lock.
 #[derive(Debug, Clone, Copy)]
 pub struct WriteContext<'a> {
     pub actor: &'a UserId,
+    /// The actor holds the admin role.
+    pub admin: bool,
     pub request_id: &'a str,
     pub guard: Guard,
     /// Own the outbox row this write adds for this long, from its INSERT: the committing
@@ -71,6 +73,16 @@ impl<T> Staged<T> {
     }
 }
 
+impl WriteContext<'_> {
+    /// The actor, as visibility sees it.
+    pub fn reader(&self) -> Reader<'_> {
+        Reader {
+            id: self.actor,
+            admin: self.admin,
+        }
+    }
+}
+
 impl PgStore {
     /// Opens a write transaction. Its row locks wait at most `lock_timeout`, a setting of
     /// every pooled session (see `PgStore::from_settings`), so it costs no statement here.
@@ -80,7 +92,8 @@ impl PgStore {
 }
 
 /// Writes the audit row and the outbox row of a change to `doc` (as it is after the
-/// change), in one statement, the event as of `occurred_at`. The event body is fixed here. The outbox row
+/// change), in one statement, the event as of `occurred_at` (already projected when its
+/// type moves nothing in MongoDB: [`crate::domain::EventType::projects`]). The event body is fixed here. The outbox row
 /// is held for this request (returned) when `ctx.own_outbox_for` asks for it and no
 /// earlier row of the document is undelivered: the document's row lock, held here, keeps
 /// that answer true until COMMIT.
@@ -115,11 +128,12 @@ pub(super) async fn write_audit_and_event(
              SELECT EXISTS (SELECT 1 FROM outbox WHERE document_id = $2 AND done_at IS NULL)
                     AS waiting)
            INSERT INTO outbox (event_id, document_id, document_version, event_type,
-                               routing_key, payload, claimed_until, claim_token)
+                               routing_key, payload, claimed_until, claim_token, projected_at)
            SELECT $1, $2, $3, $4, $5, $6,
                   CASE WHEN $7::float8 IS NULL OR waiting THEN NULL
                        ELSE now() + make_interval(secs => $7) END,
-                  CASE WHEN $7::float8 IS NULL OR waiting THEN NULL ELSE $8::uuid END
+                  CASE WHEN $7::float8 IS NULL OR waiting THEN NULL ELSE $8::uuid END,
+                  CASE WHEN $17 THEN NULL ELSE now() END
            FROM earlier
            RETURNING id, claim_token"#,
         event_id,
@@ -138,6 +152,7 @@ pub(super) async fn write_audit_and_event(
         ctx.request_id,
         audit.lock_mode,
         audit.fence_token as Option<FencingToken>,
+        entry.event.projects(),
     )
     .fetch_one(&mut **tx)
     .await?;

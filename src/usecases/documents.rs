@@ -8,11 +8,11 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::domain::{
-    preview_of, Document, DocumentBody, DocumentStatus, DocumentTitle, Guard, Refusal, Review,
-    UserId,
+    preview_of, Document, DocumentBody, DocumentStatus, DocumentTitle, Guard, Reader, Refusal,
+    Review, UserId,
 };
 use crate::outbox::Dispatcher;
-use crate::store::mongo::{MongoProjection, ReadError};
+use crate::store::mongo::{MongoProjection, ProjectedDocument, ReadError};
 use crate::store::{Committed, PgStore, WriteContext};
 
 use super::commit::commit;
@@ -48,9 +48,9 @@ pub struct DocumentRead {
 }
 
 pub struct DocumentService {
-    store: PgStore,
+    pub(super) store: PgStore,
     mongo: MongoProjection,
-    dispatcher: Arc<Dispatcher>,
+    pub(super) dispatcher: Arc<Dispatcher>,
     /// The policy of a document created without one (`review.default_policy`).
     default_policy: String,
 }
@@ -82,6 +82,7 @@ impl DocumentService {
         let policy = policy.unwrap_or_else(|| self.default_policy.clone());
         let wctx = WriteContext {
             actor: &ctx.actor,
+            admin: ctx.admin,
             request_id: &ctx.request_id,
             guard: Guard::Unlocked,
             own_outbox_for: self.dispatcher.own_outbox_for(),
@@ -102,11 +103,12 @@ impl DocumentService {
         Ok(doc)
     }
 
-    /// Edits title, body and/or policy (the author, in DRAFT or REJECTED).
+    /// Edits title, body and/or policy (the author, in DRAFT, REJECTED or APPROVED: an edit
+    /// of an approved document starts a revision).
     #[allow(clippy::too_many_arguments)]
     pub async fn edit(
         &self,
-        actor: &UserId,
+        actor: Reader<'_>,
         request_id: &str,
         id: Uuid,
         title: Option<DocumentTitle>,
@@ -114,7 +116,8 @@ impl DocumentService {
         policy: Option<String>,
     ) -> Result<Document, Error> {
         let wctx = WriteContext {
-            actor,
+            actor: actor.id,
+            admin: actor.admin,
             request_id,
             guard: Guard::Unlocked,
             own_outbox_for: self.dispatcher.own_outbox_for(),
@@ -136,35 +139,56 @@ impl DocumentService {
         Ok(committed.value)
     }
 
-    /// The document, with body and preview from MongoDB when it holds this version.
-    pub async fn get(&self, id: Uuid) -> Result<DocumentRead, Error> {
-        let mut document = self.store.document(id).await?.ok_or(Refusal::NotFound)?;
-        match self.mongo.get(id).await {
-            Ok(Some(p)) if p.version == document.version => {
-                document.body = p.body;
+    /// The document as it is (its working copy), with body and preview from MongoDB when
+    /// it holds this version; not found for a reader who may not see it.
+    pub async fn get(&self, reader: Reader<'_>, id: Uuid) -> Result<DocumentRead, Error> {
+        let mut document = self.readable_document(reader, id).await?;
+        match self
+            .projection(id)
+            .await
+            .and_then(|p| p.current(document.version))
+        {
+            Some(copy) => {
+                document.body = copy.body;
                 Ok(DocumentRead {
                     document,
-                    preview: p.preview,
+                    preview: copy.preview,
                     source: BodySource::MongoDb,
                 })
             }
-            other => {
-                match other {
-                    Err(ReadError::Failed(e)) => {
-                        tracing::warn!(error = %e, "mongodb unavailable; serving the body from postgresql")
-                    }
-                    Err(ReadError::Skipped) => {
-                        tracing::debug!(
-                            "mongodb circuit breaker open; serving the body from postgresql"
-                        )
-                    }
-                    Ok(_) => {}
-                }
-                Ok(DocumentRead {
-                    preview: preview_of(&document.body),
-                    document,
-                    source: BodySource::PostgreSql,
-                })
+            None => Ok(DocumentRead {
+                preview: preview_of(&document.body),
+                document,
+                source: BodySource::PostgreSql,
+            }),
+        }
+    }
+
+    /// The document, if `reader` may see it.
+    pub(super) async fn readable_document(
+        &self,
+        reader: Reader<'_>,
+        id: Uuid,
+    ) -> Result<Document, Error> {
+        Ok(self
+            .store
+            .document(id)
+            .await?
+            .filter(|d| d.readable_by(reader))
+            .ok_or(Refusal::NotFound)?)
+    }
+
+    /// What MongoDB holds of the document (`None`: nothing, or MongoDB could not say).
+    pub(super) async fn projection(&self, id: Uuid) -> Option<ProjectedDocument> {
+        match self.mongo.get(id).await {
+            Ok(found) => found,
+            Err(ReadError::Failed(e)) => {
+                tracing::warn!(error = %e, "mongodb unavailable; serving the body from postgresql");
+                None
+            }
+            Err(ReadError::Skipped) => {
+                tracing::debug!("mongodb circuit breaker open; serving the body from postgresql");
+                None
             }
         }
     }
@@ -189,12 +213,24 @@ impl DocumentService {
         Ok(self.store.document_titles(ids).await?.into_iter().collect())
     }
 
-    /// Every review of the document, oldest first.
-    pub async fn history(&self, id: Uuid) -> Result<Vec<Review>, Error> {
-        Ok(self
-            .store
-            .document_reviews(id)
-            .await?
-            .ok_or(Refusal::NotFound)?)
+    /// The document's reviews after the one numbered `after` (0: from the first), oldest
+    /// first, each with its number; not found for a reader who may not see the document.
+    pub async fn history(
+        &self,
+        reader: Reader<'_>,
+        id: Uuid,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<(i64, Review)>, Error> {
+        self.check_readable(reader, id).await?;
+        Ok(self.store.reviews_page(id, after, limit).await?)
+    }
+
+    /// Not found unless the document exists and `reader` may see it.
+    pub(super) async fn check_readable(&self, reader: Reader<'_>, id: Uuid) -> Result<(), Error> {
+        match self.store.readable(id, reader).await? {
+            Some(true) => Ok(()),
+            _ => Err(Refusal::NotFound.into()),
+        }
     }
 }

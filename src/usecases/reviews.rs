@@ -14,33 +14,54 @@ use std::time::Instant;
 use uuid::Uuid;
 
 use crate::breaker::BreakerState;
-use crate::domain::{Decision, Guard, LockScope, Transitioned};
+use futures_util::future::BoxFuture;
+
+use crate::domain::{
+    ArchiveReason, Archived, Decision, Document, Guard, LockScope, Review, Transitioned,
+};
 use crate::lock::gate::{LockGate, Passage};
 use crate::lock::LockKeys;
 use crate::outbox::Dispatcher;
-use crate::store::{Committed, PgStore, WriteContext};
+use crate::store::{Committed, PgStore, Staged, WriteContext, WriteError};
 
 use super::commit::commit;
 use super::context::Context;
 use super::error::Error;
+use super::idempotency::Recordable;
 use super::stage_needs::StageNeeds;
 use super::stats::ReviewStats;
 use super::test_hooks::Point;
 
-/// A transition to run.
-enum Transition {
-    Submit(Uuid),
-    Vote(Uuid, Decision),
-    Withdraw(Uuid),
+/// Stages a transition's write in the transaction of [`ReviewService::guarded`].
+type Stage<T> = Box<
+    dyn for<'w> FnOnce(
+            &'w PgStore,
+            &'w WriteContext<'w>,
+        ) -> BoxFuture<'w, Result<Staged<T>, WriteError>>
+        + Send,
+>;
+
+/// What a guarded transition wrote, as its logs and the stage cache see it.
+pub(super) trait Outcome: Recordable {
+    fn document(&self) -> &Document;
+    fn review(&self) -> Option<&Review>;
 }
 
-impl Transition {
-    fn kind(&self) -> &'static str {
-        match self {
-            Transition::Submit(_) => "submit",
-            Transition::Vote(_, d) => d.action().as_str(),
-            Transition::Withdraw(_) => "withdraw",
-        }
+impl Outcome for Transitioned {
+    fn document(&self) -> &Document {
+        &self.document
+    }
+    fn review(&self) -> Option<&Review> {
+        Some(&self.review)
+    }
+}
+
+impl Outcome for Archived {
+    fn document(&self) -> &Document {
+        &self.document
+    }
+    fn review(&self) -> Option<&Review> {
+        self.review.as_ref()
     }
 }
 
@@ -74,16 +95,35 @@ impl ReviewService {
     /// DRAFT|REJECTED -> PENDING_REVIEW with a new review.
     pub async fn submit(&self, ctx: Context, document_id: Uuid) -> Result<Transitioned, Error> {
         let key = self.keys.for_submit(document_id);
-        let transition = Transition::Submit(document_id);
-        self.guarded(&key, LockScope::Document, ctx, transition)
+        let stage: Stage<Transitioned> =
+            Box::new(move |store, w| Box::pin(store.stage_submit(document_id, w)));
+        self.guarded(&key, LockScope::Document, ctx, "submit", stage)
             .await
     }
 
     /// PENDING_REVIEW -> DRAFT, the pending review withdrawn (the author).
     pub async fn withdraw(&self, ctx: Context, document_id: Uuid) -> Result<Transitioned, Error> {
         let key = self.keys.for_submit(document_id);
-        let transition = Transition::Withdraw(document_id);
-        self.guarded(&key, LockScope::Document, ctx, transition)
+        let stage: Stage<Transitioned> =
+            Box::new(move |store, w| Box::pin(store.stage_withdraw(document_id, w)));
+        self.guarded(&key, LockScope::Document, ctx, "withdraw", stage)
+            .await
+    }
+
+    /// Any status but ARCHIVED -> ARCHIVED (its author or an admin), a pending review
+    /// withdrawn; under the document's own lock, like submit and withdraw.
+    pub async fn archive(
+        &self,
+        ctx: Context,
+        document_id: Uuid,
+        reason: Option<ArchiveReason>,
+        expected_version: Option<i64>,
+    ) -> Result<Archived, Error> {
+        let key = self.keys.for_submit(document_id);
+        let stage: Stage<Archived> = Box::new(move |store, w| {
+            Box::pin(store.stage_archive(document_id, reason, expected_version, w))
+        });
+        self.guarded(&key, LockScope::Document, ctx, "archive", stage)
             .await
     }
 
@@ -115,42 +155,48 @@ impl ReviewService {
             ),
             _ => (self.keys.for_review(review_id), LockScope::Review),
         };
-        self.guarded(&key, scope, ctx, Transition::Vote(review_id, decision))
-            .await
+        let kind = decision.action().as_str();
+        let groups = ctx.groups.clone();
+        let stage: Stage<Transitioned> =
+            Box::new(move |store, w| Box::pin(store.stage_vote(review_id, decision, groups, w)));
+        self.guarded(&key, scope, ctx, kind, stage).await
     }
 
     /// Lock, run the transaction under it, release, deliver.
-    async fn guarded(
+    async fn guarded<T: Outcome>(
         &self,
         key: &str,
         scope: LockScope,
         ctx: Context,
-        transition: Transition,
-    ) -> Result<Transitioned, Error> {
-        let kind = transition.kind();
+        kind: &'static str,
+        stage: Stage<T>,
+    ) -> Result<T, Error> {
         let passage = self.enter(key).await?;
         // Whatever happens once the lock is taken, it is given back below.
         let result = match ctx.hooks.at(Point::Locked(passage.lease())).await {
             Ok(()) => {
-                let transaction = self.transaction(&ctx, scope, transition, &passage);
+                let transaction = self.transaction(&ctx, scope, stage, &passage);
                 self.store.bounded(transaction).await
             }
             Err(e) => Err(e.into()),
         };
         passage.release().await;
         let Committed { value: done, owned } = result?;
-        self.needs.note(&done.review);
+        if let Some(review) = done.review() {
+            self.needs.note(review);
+        }
         self.stats.transition(kind);
         ctx.hooks.at(Point::Committed).await?;
+        let document = done.document();
         tracing::info!(
-            document_id = %done.document.id,
-            review_id = %done.review.id,
-            status = %done.document.status.as_str(),
-            version = done.document.version,
+            document_id = %document.id,
+            review_id = ?done.review().map(|r| r.id),
+            status = %document.status.as_str(),
+            version = document.version,
             "transition committed"
         );
         if ctx.hooks.delivers_inline() {
-            self.dispatcher.after_commit(&done.document, owned).await;
+            self.dispatcher.after_commit(document, owned).await;
         }
         Ok(done)
     }
@@ -169,16 +215,17 @@ impl ReviewService {
     }
 
     /// Stage, then commit (idempotency record and lease check first).
-    async fn transaction(
+    async fn transaction<T: Outcome>(
         &self,
         ctx: &Context,
         scope: LockScope,
-        transition: Transition,
+        stage: Stage<T>,
         passage: &Passage,
-    ) -> Result<Committed<Transitioned>, Error> {
+    ) -> Result<Committed<T>, Error> {
         let lease = passage.lease();
         let wctx = WriteContext {
             actor: &ctx.actor,
+            admin: ctx.admin,
             request_id: &ctx.request_id,
             guard: match lease {
                 Some(l) => Guard::Outer(scope, l.fencing_token()),
@@ -186,16 +233,7 @@ impl ReviewService {
             },
             own_outbox_for: ctx.hooks.own_outbox(self.dispatcher.own_outbox_for()),
         };
-        let staged = match transition {
-            Transition::Submit(document_id) => self.store.stage_submit(document_id, &wctx).await?,
-            Transition::Vote(review_id, d) => {
-                let groups = ctx.groups.clone();
-                self.store.stage_vote(review_id, d, groups, &wctx).await?
-            }
-            Transition::Withdraw(document_id) => {
-                self.store.stage_withdraw(document_id, &wctx).await?
-            }
-        };
+        let staged = stage(&self.store, &wctx).await?;
         ctx.hooks.at(Point::Staged).await?;
         commit(staged, lease, ctx.held_key.as_ref()).await
     }

@@ -73,6 +73,7 @@ impl ReviewService {
     async fn claim_op(&self, ctx: Context, review_id: Uuid, op: ClaimOp) -> Result<Review, Error> {
         let wctx = WriteContext {
             actor: &ctx.actor,
+            admin: ctx.admin,
             request_id: &ctx.request_id,
             guard: Guard::Unlocked,
             own_outbox_for: None,
@@ -140,6 +141,7 @@ pub async fn sweep_overdue(store: PgStore, every: Duration, batch: i64, stop: Ca
         }
         let ctx = WriteContext {
             actor: &actor,
+            admin: false,
             request_id: "overdue-sweep",
             guard: Guard::Unlocked,
             own_outbox_for: None,

@@ -78,8 +78,23 @@ pub async fn render(
     id: Uuid,
     flash: Option<String>,
 ) -> Result<HttpResponse, Shown> {
-    let read = state.documents.get(id).await.map_err(ApiError::from)?;
-    let history = state.documents.history(id).await.map_err(ApiError::from)?;
+    let reader = crate::domain::Reader {
+        id: &caller.id,
+        admin: caller.has(Role::Admin),
+    };
+    let read = state
+        .documents
+        .get(reader, id)
+        .await
+        .map_err(ApiError::from)?;
+    let history: Vec<_> = state
+        .documents
+        .history(reader, id, 0, 100)
+        .await
+        .map_err(ApiError::from)?
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
     let DocumentRead {
         document: d,
         preview,

@@ -186,8 +186,16 @@ fn decided_flash(verb: &str, done: &Transitioned) -> String {
 /// is now (who holds the seats, how the caller voted, who votes in the stage, who decided).
 async fn explain(state: &AppState, caller: &Caller, doc: Uuid, review: Uuid, e: ApiError) -> Shown {
     let mut shown = Shown::action(e);
-    let history = state.documents.history(doc).await.unwrap_or_default();
-    if let Some(r) = history.iter().find(|r| r.id == review) {
+    let reader = crate::domain::Reader {
+        id: &caller.id,
+        admin: caller.has(Role::Admin),
+    };
+    let history = state
+        .documents
+        .history(reader, doc, 0, 100)
+        .await
+        .unwrap_or_default();
+    if let Some((_, r)) = history.iter().find(|(_, r)| r.id == review) {
         let (code, me) = (shown.error.code, caller.id.as_str());
         shown.message = sentence(code, r, me, Utc::now());
     }
@@ -232,7 +240,7 @@ pub async fn give_back(
     let caller = caller.map_err(Shown::action)?;
     caller.require(Role::Reviewer).map_err(Shown::action)?;
     let (doc, review) = (super::parse_id(&path.0)?, super::parse_id(&path.1)?);
-    let ctx = state.context(&req, &caller.id);
+    let ctx = state.context(&req, &caller);
     state
         .reviews
         .give_back(ctx, review)

@@ -16,7 +16,7 @@ const GETS: usize = 20;
 
 /// The median time of `GETS` sequential GETs of `doc`, each asserted to come from `source`.
 async fn p50_of_gets(app: &TestApp, doc: &str, source: &str) -> Duration {
-    let (path, token) = (format!("/api/v1/documents/{doc}"), app.reviewer());
+    let (path, token) = (format!("/api/v1/documents/{doc}"), app.author());
     let mut took = Vec::with_capacity(GETS);
     for _ in 0..GETS {
         let started = Instant::now();
@@ -74,7 +74,7 @@ async fn with_mongodb_cut_gets_stay_fast_and_answer_from_postgresql() {
         "GETs from MongoDB again",
         Duration::from_secs(15),
         || async {
-            let v: Value = app.get(&path, &app.reviewer()).await.json().await.ok()?;
+            let v: Value = app.get(&path, &app.author()).await.json().await.ok()?;
             (v["body_source"] == "mongodb").then_some(())
         },
     )

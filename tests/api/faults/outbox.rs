@@ -172,6 +172,9 @@ async fn a_stale_projection_never_overwrites_a_newer_one() {
         fence_token: None,
         created_at: chrono::Utc::now(),
         updated_at: chrono::Utc::now(),
+        published_version: None,
+        published_title: None,
+        published_body: None,
     };
     let projection = kh_review::store::mongo::MongoProjection::new(
         &mongo_url(),

@@ -299,3 +299,59 @@ async fn a_due_review_is_overdue_once_with_three_instances_one_restarted() {
     }
     a.finish().await;
 }
+
+/// An archive (of the version its author saw) against the approval of that version: the
+/// first to commit wins, the other is refused, and the events say what happened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn archive_and_the_approval_at_once_one_wins_every_time() {
+    let app = spawn_app().await;
+    let mut archives_won = 0;
+    for _ in 0..12 {
+        let (doc_id, review_id) = app.pending_review().await;
+        let version = app.document_version_in_db(&doc_id).await;
+        let path = format!("/api/v1/documents/{doc_id}/archive");
+        let body = serde_json::json!({"reason": "superseded", "version": version});
+        let (author, reviewer) = (app.author(), app.reviewer());
+        let (a, v) = tokio::join!(
+            app.post(&path, &author, body),
+            app.approve(&review_id, &reviewer)
+        );
+        let (a, v) = (code_of(a).await, code_of(v).await);
+        let oks = [&a, &v]
+            .iter()
+            .filter(|(s, _)| *s == StatusCode::OK)
+            .count();
+        assert_eq!(oks, 1, "exactly one 200: archive {a:?}, approve {v:?}");
+        let loser = if a.0 == StatusCode::OK { &v } else { &a };
+        assert_eq!(
+            (loser.0, loser.1.as_str()),
+            (StatusCode::CONFLICT, "INVALID_STATE")
+        );
+        let events = |t: &'static str| {
+            let sql = format!(
+                "SELECT count(*) FROM outbox WHERE document_id = '{doc_id}' AND event_type = '{t}'"
+            );
+            let app = &app;
+            async move { app.count(&sql).await }
+        };
+        let (approved, archived) = (
+            events("document.approved").await,
+            events("document.archived").await,
+        );
+        let status = app
+            .count(&format!(
+                "SELECT count(*) FROM documents WHERE id = '{doc_id}' AND status = 'ARCHIVED'"
+            ))
+            .await;
+        if a.0 == StatusCode::OK {
+            archives_won += 1;
+            assert_eq!((approved, archived, status), (0, 1, 1));
+            assert_eq!(app.review_status_in_db(&review_id).await, "WITHDRAWN");
+        } else {
+            assert_eq!((approved, archived, status), (1, 0, 0));
+            assert_eq!(app.review_status_in_db(&review_id).await, "APPROVED");
+        }
+    }
+    eprintln!("archive won {archives_won} of 12");
+    app.finish().await;
+}

@@ -33,7 +33,7 @@ async fn create_get_edit_and_history() {
     })
     .await;
     let r = app
-        .get(&format!("/api/v1/documents/{id}"), &app.reviewer())
+        .get(&format!("/api/v1/documents/{id}"), &app.author())
         .await;
     assert_eq!(r.status(), StatusCode::OK);
     let got: Document = r.json().await.unwrap();

@@ -4,11 +4,13 @@
 mod auth;
 mod bad_input;
 mod claims;
+mod comments;
 pub(crate) mod concurrency;
 mod console;
 mod documents;
 mod headers;
 mod idempotency;
+mod lifecycle;
 mod listing;
 mod operations;
 mod outbox_admin;

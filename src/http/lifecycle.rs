@@ -1,0 +1,320 @@
+//! A document's life after its first review: its published revision (`GET
+//! /api/v1/documents/{id}/published`), the archive (`POST .../archive`), comments (`POST` and
+//! `GET .../comments`) and the paged review history (`GET .../reviews`). Every read honours
+//! private drafts: a document never submitted is not found by anyone but its author and
+//! admins.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::auth::{Caller, Role};
+use super::body::{parse_json, read_body};
+use super::error::{ApiError, ErrorEnvelope};
+use super::fields;
+use super::paging;
+use super::post;
+use super::state::AppState;
+use super::views::{
+    ArchiveView, CommentPage, CommentView, PublishedView, ReviewHistory, ReviewView,
+};
+use crate::domain::{ArchiveReason, Archived, CommentBody, Commented, Reader};
+use crate::usecases::Context;
+
+const ANY_ROLE: [Role; 3] = [Role::Author, Role::Reviewer, Role::Admin];
+
+/// The caller as visibility sees it, if it holds any role at all.
+pub(super) fn reader(caller: &Caller) -> Result<Reader<'_>, ApiError> {
+    if !ANY_ROLE.iter().any(|r| caller.has(*r)) {
+        return Err(ApiError::forbidden(
+            "this needs one of the roles author, reviewer, admin",
+        ));
+    }
+    Ok(Reader {
+        id: &caller.id,
+        admin: caller.has(Role::Admin),
+    })
+}
+
+/// An archive's optional body.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveBody {
+    #[schema(schema_with = fields::archive_reason)]
+    reason: Option<String>,
+    /// Archive only if the document is still at this version (what the caller saw); 409
+    /// INVALID_STATE otherwise.
+    #[schema(minimum = 1)]
+    version: Option<i64>,
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CommentBodyIn {
+    #[schema(schema_with = fields::comment_body)]
+    body: String,
+    /// The review round (a review of this document) the comment is about.
+    review_id: Option<Uuid>,
+}
+
+#[derive(Deserialize, Default)]
+pub struct PageQuery {
+    pub limit: Option<i64>,
+    pub cursor: Option<String>,
+}
+
+/// Where a page starts: after the item numbered by `cursor` (a number this service issued).
+pub(super) fn after(cursor: Option<&str>) -> Result<i64, ApiError> {
+    match cursor {
+        None => Ok(0),
+        Some(c) => c
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n >= 1 && c.len() <= 18 && c.bytes().all(|b| b.is_ascii_digit()))
+            .ok_or_else(|| ApiError::validation("cursor is not one this service issued")),
+    }
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/documents/{id}/published",
+    tag = "documents",
+    summary = "The published revision: what the last approval published, live while a revision is drafted",
+    params(("id" = Uuid, Path, description = "document id")),
+    responses(
+        (status = 200, description = "the published revision", body = PublishedView),
+        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: the token carries none of the roles author, reviewer, admin", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND: no such document (or a draft of someone else's), never approved, or archived", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
+#[tracing::instrument(skip_all, fields(document_id = %path))]
+pub async fn published(
+    path: web::Path<Uuid>,
+    caller: Caller,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let read = state.documents.published(reader(&caller)?, *path).await?;
+    Ok(HttpResponse::Ok().json(PublishedView {
+        id: read.document.id,
+        version: read.version,
+        title: read.title,
+        body: read.body,
+        preview: read.preview,
+        body_source: read.source.as_str(),
+        status: read.document.status.as_str().to_string(),
+        working_version: read.document.version,
+    }))
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/documents/{id}/archive",
+    tag = "documents",
+    summary = "Archive a document (its author or an admin): terminal, a pending review withdrawn, out of the published set",
+    params(("id" = Uuid, Path, description = "document id"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    request_body = Option<ArchiveBody>,
+    responses(
+        (status = 200, description = "archived", body = ArchiveView),
+        (status = 400, description = "VALIDATION_FAILED: malformed JSON", body = ErrorEnvelope),
+        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: neither its author nor an admin", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
+        (status = 409, description = "INVALID_STATE (archived already, or not at the version given), LOCK_NOT_ACQUIRED (with Retry-After), LOCK_LOST or IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
+        (status = 408, description = "REQUEST_TIMEOUT: the request body did not arrive within server.body_timeout_ms", body = ErrorEnvelope),
+        (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
+        (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
+#[tracing::instrument(skip_all, fields(document_id = %path))]
+pub async fn archive(
+    req: HttpRequest,
+    path: web::Path<Uuid>,
+    payload: web::Payload,
+    caller: Caller,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    reader(&caller)?;
+    let bytes = read_body(&req, payload, state.body).await?;
+    let ran = archiving(&req, &state, caller, *path, bytes).await?;
+    Ok(post::respond(ran, StatusCode::OK, ArchiveView::of))
+}
+
+/// Archives a document; the JSON API and the console both archive here.
+pub(super) async fn archiving(
+    req: &HttpRequest,
+    state: &web::Data<AppState>,
+    caller: Caller,
+    document_id: Uuid,
+    bytes: Vec<u8>,
+) -> Result<post::Ran<Archived>, ApiError> {
+    reader(&caller)?;
+    let (st, body) = (state.clone(), bytes.clone());
+    let ctx = state.context(req, &caller);
+    post::run(req, state, &caller, &bytes, move |held_key| async move {
+        let input: ArchiveBody = parse_json(&body, true)?;
+        let reason = input
+            .reason
+            .as_deref()
+            .map(ArchiveReason::parse)
+            .transpose()
+            .map_err(|e| ApiError::validation(e.to_string()))?;
+        if input.version.is_some_and(|v| v < 1) {
+            return Err(ApiError::validation("version: must be at least 1"));
+        }
+        let ctx = Context { held_key, ..ctx };
+        Ok(st
+            .reviews
+            .archive(ctx, document_id, reason, input.version)
+            .await?)
+    })
+    .await
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/documents/{id}/comments",
+    tag = "documents",
+    summary = "Comment on a document (anyone who may read it; not on an archived one)",
+    params(("id" = Uuid, Path, description = "document id"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    request_body = CommentBodyIn,
+    responses(
+        (status = 201, description = "the comment", body = CommentView),
+        (status = 400, description = "VALIDATION_FAILED: malformed JSON", body = ErrorEnvelope),
+        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: the token carries none of the roles author, reviewer, admin", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
+        (status = 409, description = "INVALID_STATE (the document is archived) or IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
+        (status = 408, description = "REQUEST_TIMEOUT: the request body did not arrive within server.body_timeout_ms", body = ErrorEnvelope),
+        (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
+        (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED (review_id not a review of this document too), or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
+#[tracing::instrument(skip_all, fields(document_id = %path))]
+pub async fn comment(
+    req: HttpRequest,
+    path: web::Path<Uuid>,
+    payload: web::Payload,
+    caller: Caller,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    reader(&caller)?;
+    let bytes = read_body(&req, payload, state.body).await?;
+    let ran = commenting(&req, &state, caller, *path, bytes).await?;
+    Ok(post::respond(ran, StatusCode::CREATED, |c: &Commented| {
+        CommentView::from(&c.comment)
+    }))
+}
+
+/// Adds a comment; the JSON API and the console both comment here.
+pub(super) async fn commenting(
+    req: &HttpRequest,
+    state: &web::Data<AppState>,
+    caller: Caller,
+    document_id: Uuid,
+    bytes: Vec<u8>,
+) -> Result<post::Ran<Commented>, ApiError> {
+    reader(&caller)?;
+    let (st, body) = (state.clone(), bytes.clone());
+    let ctx = state.context(req, &caller);
+    post::run(req, state, &caller, &bytes, move |held_key| async move {
+        let input: CommentBodyIn = parse_json(&body, false)?;
+        let text =
+            CommentBody::parse(&input.body).map_err(|e| ApiError::validation(e.to_string()))?;
+        let ctx = Context { held_key, ..ctx };
+        Ok(st
+            .documents
+            .comment(ctx, document_id, text, input.review_id)
+            .await?)
+    })
+    .await
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/documents/{id}/comments",
+    tag = "documents",
+    summary = "A document's comments, oldest first",
+    params(
+        ("id" = Uuid, Path, description = "document id"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 100, description = "1 to 100, default 20"),
+        ("cursor" = Option<String>, Query, pattern = "^[1-9][0-9]{0,17}$", description = "next_cursor of the previous page")
+    ),
+    responses(
+        (status = 200, description = "a page", body = CommentPage),
+        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: the token carries none of the roles author, reviewer, admin", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED: a parameter out of its range, or a cursor this service did not issue", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
+#[tracing::instrument(skip_all, fields(document_id = %path))]
+pub async fn comments(
+    path: web::Path<Uuid>,
+    query: web::Query<PageQuery>,
+    caller: Caller,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let limit = paging::limit(query.limit)?;
+    let after = after(query.cursor.as_deref())?;
+    let mut items = state
+        .documents
+        .comments(reader(&caller)?, *path, after, limit + 1)
+        .await?;
+    let next_cursor = paging::cut(&mut items, limit, |c| c.seq.to_string());
+    Ok(HttpResponse::Ok().json(CommentPage {
+        items: items.iter().map(CommentView::from).collect(),
+        next_cursor,
+    }))
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/documents/{id}/reviews",
+    tag = "documents",
+    summary = "Review history of a document (every round), oldest first",
+    params(
+        ("id" = Uuid, Path, description = "document id"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 100, description = "1 to 100, default 20"),
+        ("cursor" = Option<String>, Query, pattern = "^[1-9][0-9]{0,17}$", description = "next_cursor of the previous page")
+    ),
+    responses(
+        (status = 200, description = "a page of the history", body = ReviewHistory),
+        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: the token carries none of the roles author, reviewer, admin", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED: a parameter out of its range, or a cursor this service did not issue", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
+#[tracing::instrument(skip_all, fields(document_id = %path))]
+pub async fn history(
+    path: web::Path<Uuid>,
+    query: web::Query<PageQuery>,
+    caller: Caller,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let limit = paging::limit(query.limit)?;
+    let after = after(query.cursor.as_deref())?;
+    let mut items = state
+        .documents
+        .history(reader(&caller)?, *path, after, limit + 1)
+        .await?;
+    let next_cursor = paging::cut(&mut items, limit, |(seq, _)| seq.to_string());
+    Ok(HttpResponse::Ok().json(ReviewHistory {
+        items: items.iter().map(|(_, r)| ReviewView::from(r)).collect(),
+        next_cursor,
+    }))
+}
