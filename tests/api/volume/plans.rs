@@ -54,7 +54,7 @@ const VOTES_AND_CLAIMS: [&str; 5] = [
             now() - interval '90 minutes' FROM ids WHERE g % 5 = 1",
 ];
 
-/// `n` approved documents with their approved review, votes, audit row, delivered outbox
+/// `n` approved (and published) documents with their approved review, votes, audit row, delivered outbox
 /// row (one a second, back from now) and replayable idempotency key; plus a few hundred
 /// pending reviews (with votes, claims, due dates, some overdue and some of those marked)
 /// and undelivered rows. Policies as in [`POLICIES`].
@@ -93,6 +93,13 @@ async fn fill(pg: &PgPool, n: i64) {
     statements.extend(VOTES_AND_CLAIMS);
     statements.extend([
         "UPDATE documents SET current_review_id = ids.r FROM ids WHERE documents.id = ids.d",
+        // Every approved document published; three comments on every tenth document.
+        "UPDATE documents SET published_version = 3, published_title = title, \
+         published_body = body WHERE status = 'APPROVED'",
+        "INSERT INTO comments (document_id, seq, id, review_id, author_id, body) \
+         SELECT d, c, gen_random_uuid(), CASE WHEN c = 1 THEN r END, 'reviewer', 'A comment' \
+         FROM ids CROSS JOIN generate_series(1, 3) AS c WHERE g % 10 = 0",
+        "UPDATE documents SET comment_count = 3 FROM ids WHERE documents.id = ids.d AND g % 10 = 0",
         "INSERT INTO audit_log (document_id, review_id, action, actor_id, to_status, document_version, lock_mode) \
          SELECT d, r, 'approve', 'reviewer', 'APPROVED', 3, 'redis' FROM ids",
         "INSERT INTO outbox (event_id, document_id, document_version, event_type, routing_key, payload, \
