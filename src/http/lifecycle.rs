@@ -46,6 +46,7 @@ pub struct ArchiveBody {
     /// Archive only if the document is still at this version (what the caller saw); 409
     /// INVALID_STATE otherwise.
     #[schema(minimum = 1)]
+    #[serde(default, deserialize_with = "super::policies::whole_number")]
     version: Option<i64>,
 }
 
