@@ -1,5 +1,5 @@
-//! The author's pages: my documents by status; create (with a review policy), edit, submit,
-//! resubmit and withdraw.
+//! The author's pages: my documents by status; create (with a review policy), edit (an
+//! approved document's edit starts a revision), submit, resubmit and withdraw.
 
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -154,10 +154,17 @@ pub async fn edit(
     let f: DocumentForm = form(&req, payload, &state).await?;
     let id = super::parse_id(&path)?;
     let bytes = f.json();
-    documents::edit(&state, &caller, id, &bytes)
+    let doc = documents::edit(&state, &caller, id, &bytes)
         .await
         .map_err(Shown::action)?;
-    document::render(&state, &caller, id, Some("Saved.".into())).await
+    let flash = match doc.published_version.filter(|_| doc.in_revision()) {
+        Some(p) => format!(
+            "Saved as version {}, a revision: version {p} stays published until it is approved.",
+            doc.version
+        ),
+        None => "Saved.".to_string(),
+    };
+    document::render(&state, &caller, id, Some(flash)).await
 }
 
 /// POST `/console/f/documents/{id}/submit`: the JSON API's submit.

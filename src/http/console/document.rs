@@ -1,4 +1,5 @@
-//! The document fragment: the document with its preview and body, its pending review's
+//! The document fragment: the document with its preview and body; while a revision is in
+//! progress, the published and the working copy side by side; its pending review's
 //! workflow, its review history, and the forms its reader may use (the author's edit,
 //! submit and withdraw; a reviewer's claim, give back and decision).
 
@@ -8,7 +9,8 @@ use uuid::Uuid;
 
 use super::render::{rendered, when, Shown};
 use super::review::ReviewPanel;
-use crate::domain::DocumentStatus;
+use super::revision::{Copy, RevisionPanel};
+use crate::domain::{Document, DocumentStatus, Reader};
 use crate::http::auth::{Caller, Role};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
@@ -32,6 +34,9 @@ struct DocumentFragment {
     title: String,
     status: &'static str,
     version: i64,
+    published_version: Option<i64>,
+    /// A revision is in progress: the published version is behind this one.
+    revising: bool,
     author: String,
     /// The policy its next review follows.
     policy: String,
@@ -39,6 +44,8 @@ struct DocumentFragment {
     preview: String,
     body: String,
     body_source: &'static str,
+    /// The published copy beside the working one, while a revision is in progress.
+    revision: Option<RevisionPanel>,
     history: Vec<HistoryRow>,
     /// The pending review's workflow.
     review: Option<ReviewPanel>,
@@ -46,8 +53,11 @@ struct DocumentFragment {
     decide: Option<Uuid>,
     /// Why the reader, a reviewer, may not decide it.
     own_document: bool,
-    /// The author may edit and submit (DRAFT) or resubmit (REJECTED).
+    /// The author may edit (DRAFT, REJECTED; APPROVED, which starts a revision).
     editable: bool,
+    starts_revision: bool,
+    /// The author may submit (DRAFT) or resubmit (REJECTED).
+    submittable: bool,
     resubmit: bool,
     /// The author may withdraw the pending review.
     withdrawable: bool,
@@ -68,6 +78,30 @@ pub async fn fragment(
     let caller = caller?;
     let id = super::parse_id(&path)?;
     render(&state, &caller, id, None).await
+}
+
+/// The published copy of `d` beside its working copy (its body as read), while a revision
+/// is in progress.
+async fn revision(
+    state: &AppState,
+    reader: Reader<'_>,
+    d: &Document,
+) -> Result<Option<RevisionPanel>, ApiError> {
+    if !d.in_revision() {
+        return Ok(None);
+    }
+    let published = state.documents.published(reader, d.id).await?;
+    let working = Copy {
+        version: d.version,
+        title: &d.title,
+        body: &d.body,
+    };
+    let copy = Copy {
+        version: published.version,
+        title: &published.title,
+        body: &published.body,
+    };
+    Ok(Some(RevisionPanel::of(copy, working)))
 }
 
 /// The document fragment of `id` as `caller` sees it, with `flash` (an action's outcome)
@@ -95,6 +129,7 @@ pub async fn render(
         .into_iter()
         .map(|(_, r)| r)
         .collect();
+    let revision = revision(state, reader, &read.document).await?;
     let DocumentRead {
         document: d,
         preview,
@@ -103,9 +138,11 @@ pub async fn render(
     let mine = d.author_id == caller.id.as_str();
     let pending = d.status == DocumentStatus::PendingReview;
     let reviewer = caller.has(Role::Reviewer);
-    let editable = mine
-        && caller.has(Role::Author)
-        && matches!(d.status, DocumentStatus::Draft | DocumentStatus::Rejected);
+    let author = mine && caller.has(Role::Author);
+    let submittable =
+        author && matches!(d.status, DocumentStatus::Draft | DocumentStatus::Rejected);
+    let starts_revision = d.status == DocumentStatus::Approved;
+    let revising = d.in_revision();
     let current = history
         .iter()
         .find(|r| pending && Some(r.id) == d.current_review_id);
@@ -117,12 +154,15 @@ pub async fn render(
         title: d.title,
         status: d.status.as_str(),
         version: d.version,
+        published_version: d.published_version,
+        revising,
         author: d.author_id,
         policy: d.policy,
         updated_at: when(d.updated_at),
         preview,
         body: d.body,
         body_source: source.as_str(),
+        revision,
         history: history
             .iter()
             .map(|r| HistoryRow {
@@ -139,7 +179,9 @@ pub async fn render(
             .current_review_id
             .filter(|_| pending && reviewer && !mine && !voted),
         own_document: pending && reviewer && mine,
-        editable,
+        editable: submittable || (author && starts_revision),
+        starts_revision,
+        submittable,
         resubmit: d.status == DocumentStatus::Rejected,
         withdrawable: pending && mine && caller.has(Role::Author),
         key_approve: Uuid::new_v4(),

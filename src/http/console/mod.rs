@@ -10,12 +10,14 @@
 //! own to a store.
 
 mod author;
+mod diff;
 mod document;
 mod operator;
 mod policies;
 mod render;
 mod review;
 mod reviewer;
+mod revision;
 
 use actix_web::http::header;
 use actix_web::{guard, web, HttpResponse, Route};
