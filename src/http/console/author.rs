@@ -43,11 +43,12 @@ struct Mine {
     key_create: Uuid,
 }
 
-const GROUPS: [(&str, &str); 4] = [
+const GROUPS: [(&str, &str); 5] = [
     ("DRAFT", "Drafts"),
     ("REJECTED", "Rejected: edit and resubmit"),
     ("PENDING_REVIEW", "Waiting for review"),
     ("APPROVED", "Approved"),
+    ("ARCHIVED", "Archived"),
 ];
 
 /// GET `/console/f/mine`: the caller's documents, newest first, in one group per status.

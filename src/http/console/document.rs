@@ -1,12 +1,15 @@
 //! The document fragment: the document with its preview and body; while a revision is in
 //! progress, the published and the working copy side by side; its pending review's
-//! workflow, its review history, and the forms its reader may use (the author's edit,
-//! submit and withdraw; a reviewer's claim, give back and decision).
+//! workflow, its review history and its comments, a page of each; and the forms its reader
+//! may use (the author's edit, submit and withdraw; the author's or an admin's archive; a
+//! reviewer's claim, give back and decision; anyone's comment).
 
 use actix_web::{web, HttpResponse};
 use askama::Template;
 use uuid::Uuid;
 
+use super::comments::{self, CommentRow};
+use super::history::{HistoryRow, Rounds};
 use super::render::{rendered, when, Shown};
 use super::review::ReviewPanel;
 use super::revision::{Copy, RevisionPanel};
@@ -16,14 +19,25 @@ use crate::http::error::ApiError;
 use crate::http::state::AppState;
 use crate::usecases::DocumentRead;
 
-/// One review of the history, as shown.
-pub struct HistoryRow {
-    pub status: String,
-    pub submitted_by: String,
-    pub submitted_at: String,
-    pub decided_by: String,
-    pub decided_at: String,
-    pub note: String,
+/// The review round a new comment may be about: the document's current one.
+pub struct RoundNow {
+    pub id: Uuid,
+    /// "round 2, pending".
+    pub label: String,
+}
+
+/// What the reader may do with the document.
+struct Forms {
+    /// The author may edit (DRAFT, REJECTED; APPROVED, which starts a revision).
+    editable: bool,
+    starts_revision: bool,
+    /// The author may submit (DRAFT) or resubmit (REJECTED).
+    submittable: bool,
+    resubmit: bool,
+    /// The author may withdraw the pending review.
+    withdrawable: bool,
+    /// The author or an admin may archive it (any status but ARCHIVED).
+    archivable: bool,
 }
 
 #[derive(Template)]
@@ -37,6 +51,10 @@ struct DocumentFragment {
     published_version: Option<i64>,
     /// A revision is in progress: the published version is behind this one.
     revising: bool,
+    archived: bool,
+    pending: bool,
+    /// Never submitted: its author's and the admins' alone.
+    private: bool,
     author: String,
     /// The policy its next review follows.
     policy: String,
@@ -47,26 +65,25 @@ struct DocumentFragment {
     /// The published copy beside the working one, while a revision is in progress.
     revision: Option<RevisionPanel>,
     history: Vec<HistoryRow>,
+    history_next: Option<String>,
+    comments: Vec<CommentRow>,
+    comments_next: Option<String>,
+    round_now: Option<RoundNow>,
     /// The pending review's workflow.
     review: Option<ReviewPanel>,
     /// The pending review a reviewer may decide (never the author's own, nor one voted on).
     decide: Option<Uuid>,
     /// Why the reader, a reviewer, may not decide it.
     own_document: bool,
-    /// The author may edit (DRAFT, REJECTED; APPROVED, which starts a revision).
-    editable: bool,
-    starts_revision: bool,
-    /// The author may submit (DRAFT) or resubmit (REJECTED).
-    submittable: bool,
-    resubmit: bool,
-    /// The author may withdraw the pending review.
-    withdrawable: bool,
+    forms: Forms,
     /// Idempotency keys of this rendering's forms: a double click sends one key twice.
     key_approve: Uuid,
     key_reject: Uuid,
     key_submit: Uuid,
     key_withdraw: Uuid,
     key_claim: Uuid,
+    key_archive: Uuid,
+    key_comment: Uuid,
 }
 
 /// GET `/console/f/documents/{id}`.
@@ -78,6 +95,26 @@ pub async fn fragment(
     let caller = caller?;
     let id = super::parse_id(&path)?;
     render(&state, &caller, id, None).await
+}
+
+/// The forms `caller` may use on `d`.
+fn forms(d: &Document, caller: &Caller) -> Forms {
+    let mine = d.author_id == caller.id.as_str();
+    let author = mine && caller.has(Role::Author);
+    let status = d.status;
+    Forms {
+        editable: author
+            && matches!(
+                status,
+                DocumentStatus::Draft | DocumentStatus::Rejected | DocumentStatus::Approved
+            ),
+        starts_revision: status == DocumentStatus::Approved,
+        submittable: author && matches!(status, DocumentStatus::Draft | DocumentStatus::Rejected),
+        resubmit: status == DocumentStatus::Rejected,
+        withdrawable: author && status == DocumentStatus::PendingReview,
+        archivable: (mine || caller.roles.contains(&Role::Admin))
+            && status != DocumentStatus::Archived,
+    }
 }
 
 /// The published copy of `d` beside its working copy (its body as read), while a revision
@@ -112,23 +149,18 @@ pub async fn render(
     id: Uuid,
     flash: Option<String>,
 ) -> Result<HttpResponse, Shown> {
-    let reader = crate::domain::Reader {
-        id: &caller.id,
-        admin: caller.has(Role::Admin),
-    };
+    let reader = crate::http::lifecycle::reader(caller)?;
     let read = state
         .documents
         .get(reader, id)
         .await
         .map_err(ApiError::from)?;
-    let history: Vec<_> = state
-        .documents
-        .history(reader, id, 0, 100)
-        .await
-        .map_err(ApiError::from)?
-        .into_iter()
-        .map(|(_, r)| r)
-        .collect();
+    let mut rounds = Rounds::first(state, reader, id).await?;
+    let current = read.document.current_review_id;
+    rounds
+        .find(state, reader, id, &current.into_iter().collect::<Vec<_>>())
+        .await?;
+    let comments = comments::page_of(state, reader, id, 0, &mut rounds).await?;
     let revision = revision(state, reader, &read.document).await?;
     let DocumentRead {
         document: d,
@@ -138,56 +170,47 @@ pub async fn render(
     let mine = d.author_id == caller.id.as_str();
     let pending = d.status == DocumentStatus::PendingReview;
     let reviewer = caller.has(Role::Reviewer);
-    let author = mine && caller.has(Role::Author);
-    let submittable =
-        author && matches!(d.status, DocumentStatus::Draft | DocumentStatus::Rejected);
-    let starts_revision = d.status == DocumentStatus::Approved;
-    let revising = d.in_revision();
-    let current = history
-        .iter()
-        .find(|r| pending && Some(r.id) == d.current_review_id);
-    let review = current.map(|r| ReviewPanel::of(r, &d, caller, chrono::Utc::now()));
+    let now = current.and_then(|c| rounds.get(c));
+    let review = now
+        .filter(|_| pending)
+        .map(|(_, r)| ReviewPanel::of(r, &d, caller, chrono::Utc::now()));
     let voted = review.as_ref().is_some_and(|r| r.voted.is_some());
     rendered(&DocumentFragment {
         flash,
         id: d.id,
-        title: d.title,
         status: d.status.as_str(),
         version: d.version,
         published_version: d.published_version,
-        revising,
-        author: d.author_id,
-        policy: d.policy,
+        revising: d.in_revision(),
+        archived: d.status == DocumentStatus::Archived,
+        pending,
+        private: !d.ever_submitted(),
+        author: d.author_id.clone(),
+        policy: d.policy.clone(),
         updated_at: when(d.updated_at),
         preview,
-        body: d.body,
         body_source: source.as_str(),
         revision,
-        history: history
-            .iter()
-            .map(|r| HistoryRow {
-                status: r.status.as_str().to_string(),
-                submitted_by: r.submitted_by.clone(),
-                submitted_at: when(r.submitted_at),
-                decided_by: r.decided_by.clone().unwrap_or_default(),
-                decided_at: r.decided_at.map(when).unwrap_or_default(),
-                note: r.reason.clone().or(r.comment.clone()).unwrap_or_default(),
-            })
-            .collect(),
+        history: rounds.rows(),
+        history_next: rounds.next(),
+        comments: comments.rows,
+        comments_next: comments.next,
+        round_now: now.map(|(n, r)| RoundNow {
+            id: r.id,
+            label: format!("round {n}, {}", r.status.as_str().to_lowercase()),
+        }),
         review,
-        decide: d
-            .current_review_id
-            .filter(|_| pending && reviewer && !mine && !voted),
+        decide: current.filter(|_| pending && reviewer && !mine && !voted),
         own_document: pending && reviewer && mine,
-        editable: submittable || (author && starts_revision),
-        starts_revision,
-        submittable,
-        resubmit: d.status == DocumentStatus::Rejected,
-        withdrawable: pending && mine && caller.has(Role::Author),
+        forms: forms(&d, caller),
         key_approve: Uuid::new_v4(),
         key_reject: Uuid::new_v4(),
         key_submit: Uuid::new_v4(),
         key_withdraw: Uuid::new_v4(),
         key_claim: Uuid::new_v4(),
+        key_archive: Uuid::new_v4(),
+        key_comment: Uuid::new_v4(),
+        title: d.title,
+        body: d.body,
     })
 }

@@ -10,8 +10,11 @@
 //! own to a store.
 
 mod author;
+mod comments;
 mod diff;
 mod document;
+mod history;
+mod lifecycle;
 mod operator;
 mod policies;
 mod render;
@@ -54,6 +57,10 @@ pub const PATHS: &[(&str, &str)] = &[
         "/console/f/documents/{id}/reviews/{review}/give-back",
     ),
     ("post", "/console/f/documents/{id}/withdraw"),
+    ("post", "/console/f/documents/{id}/archive"),
+    ("get", "/console/f/documents/{id}/history"),
+    ("get", "/console/f/documents/{id}/comments"),
+    ("post", "/console/f/documents/{id}/comments/add"),
     ("post", "/console/f/outbox/{id}/retry"),
     ("post", "/console/f/outbox/{id}/skip"),
 ];
@@ -85,6 +92,10 @@ fn route(path: &str) -> Route {
             web::route().to(reviewer::give_back)
         }
         "/console/f/documents/{id}/withdraw" => web::route().to(author::withdraw),
+        "/console/f/documents/{id}/archive" => web::route().to(lifecycle::archive),
+        "/console/f/documents/{id}/history" => web::route().to(history::page),
+        "/console/f/documents/{id}/comments" => web::route().to(comments::page),
+        "/console/f/documents/{id}/comments/add" => web::route().to(lifecycle::comment),
         "/console/f/outbox/{id}/retry" => web::route().to(operator::retry),
         "/console/f/outbox/{id}/skip" => web::route().to(operator::skip),
         other => unreachable!("no console handler for {other}"),

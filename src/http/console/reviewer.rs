@@ -9,11 +9,13 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::document;
+use super::history::Rounds;
 use super::render::{clock, form, rendered, waited, when, Shown};
 use super::review::sentence;
 use crate::domain::{Review, Transitioned};
 use crate::http::auth::{Caller, Role};
 use crate::http::error::ApiError;
+use crate::http::lifecycle;
 use crate::http::post::Ran;
 use crate::http::reviews::{self, ReviewQuery};
 use crate::http::state::AppState;
@@ -186,16 +188,16 @@ fn decided_flash(verb: &str, done: &Transitioned) -> String {
 /// is now (who holds the seats, how the caller voted, who votes in the stage, who decided).
 async fn explain(state: &AppState, caller: &Caller, doc: Uuid, review: Uuid, e: ApiError) -> Shown {
     let mut shown = Shown::action(e);
-    let reader = crate::domain::Reader {
-        id: &caller.id,
-        admin: caller.has(Role::Admin),
+    let Ok(reader) = lifecycle::reader(caller) else {
+        return shown;
     };
-    let history = state
-        .documents
-        .history(reader, doc, 0, 100)
-        .await
-        .unwrap_or_default();
-    if let Some((_, r)) = history.iter().find(|(_, r)| r.id == review) {
+    let Ok(mut rounds) = Rounds::first(state, reader, doc).await else {
+        return shown;
+    };
+    if rounds.find(state, reader, doc, &[review]).await.is_err() {
+        return shown;
+    }
+    if let Some((_, r)) = rounds.get(review) {
         let (code, me) = (shown.error.code, caller.id.as_str());
         shown.message = sentence(code, r, me, Utc::now());
     }
