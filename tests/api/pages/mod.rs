@@ -3,5 +3,7 @@
 
 mod console;
 mod docs;
+mod lifecycle;
+mod lifecycle_lists;
 mod operator;
 mod workflow;
