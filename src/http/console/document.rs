@@ -15,7 +15,7 @@ use super::review::ReviewPanel;
 use super::revision::{Copy, RevisionPanel};
 use crate::domain::{Document, DocumentStatus, Reader};
 use crate::http::auth::{Caller, Role};
-use crate::http::error::ApiError;
+use crate::http::error::{ApiError, ErrorCode};
 use crate::http::state::AppState;
 use crate::usecases::DocumentRead;
 
@@ -127,7 +127,16 @@ async fn revision(
     if !d.in_revision() {
         return Ok(None);
     }
-    let published = state.documents.published(reader, d.id).await?;
+    // Archived since `d` was read: nothing is published any more, and no revision shows.
+    let published = match state
+        .documents
+        .published(reader, d.id)
+        .await
+        .map_err(ApiError::from)
+    {
+        Err(e) if e.code == ErrorCode::NotFound => return Ok(None),
+        other => other?,
+    };
     let working = Copy {
         version: d.version,
         title: &d.title,
