@@ -17,11 +17,15 @@ use actix_web::HttpResponse;
 ///   (widths, display toggles), which no hash can allow. Attributes only: they cannot load
 ///   anything, as every fetching directive stays `'self'`.
 ///
+/// - `img-src 'self' data:`: RapiDoc draws the arrow of its `<select>`s (the operations
+///   with a nullable request body or field bring one) as an inline `data:` SVG in its
+///   script. A `data:` image is in the page already: it fetches nothing from anywhere.
+///
 /// RapiDoc's own web fonts, on a font host, are switched off in the page
 /// (`load-fonts="false"`); `font-src 'self'` would refuse them anyway.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
      style-src 'self' 'sha256-NolJvpLT1T5e8QBkz4jdiH1sL721JFKC74rleMr1A7w='; \
-     style-src-attr 'unsafe-inline'; img-src 'self'; font-src 'self'; \
+     style-src-attr 'unsafe-inline'; img-src 'self' data:; font-src 'self'; \
      connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; \
      form-action 'self'";
 
