@@ -16,9 +16,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bench_support::{
-    approve_load, console_rows, cost_row, data_size_row, drain_row, drive, interleaved, rounds,
-    starvation_row, sustained_row, workflow_rows, ApproveFigures, BenchEnv, Figures, Goals,
-    Measure, Rec, Report, Service,
+    approve_load, console_rows, cost_row, data_size_row, drain_row, drive, interleaved,
+    lifecycle_rows, rounds, starvation_row, sustained_row, workflow_rows, ApproveFigures, BenchEnv,
+    Figures, Goals, Measure, Rec, Report, Service,
 };
 use kh_review::lock::redis::RedisLockProvider;
 use kh_review::lock::{Attempt, LockProvider, Ttl};
@@ -31,18 +31,10 @@ async fn main() -> anyhow::Result<()> {
     env.clear_redis().await?;
     let mut report = Report::default();
     // A quick look at one row while working on it; writes no report.
-    match std::env::var("KH_BENCH_ONLY").as_deref() {
-        Ok("drain") => return drain_row(&mut report, &env).await.map(|_| ()),
-        Ok("cost") => return cost_row(&mut report, &env).await.map(|_| ()),
-        Ok("lock") => return lock_rows(&mut report, &env).await.map(|_| ()),
-        Ok("console") => return console_rows(&mut report, &env).await.map(|_| ()),
-        Ok(only @ ("workflow" | "two" | "claim" | "queue" | "overdue")) => {
-            let only = Some(only).filter(|o| *o != "workflow");
-            let workflow = workflow_rows(&mut report, &env, only).await?;
-            workflow.report(&mut report);
+    if let Ok(only) = std::env::var("KH_BENCH_ONLY") {
+        if one_row(&mut report, &env, &only).await? {
             return Ok(());
         }
-        _ => {}
     }
 
     let lock_ratio = lock_rows(&mut report, &env).await?;
@@ -77,6 +69,7 @@ async fn main() -> anyhow::Result<()> {
     report.note(format!(
         "console pages: the slowest p50 is {console:.2}x that of the JSON calls it wraps (goal: within 2x)"
     ));
+    let lifecycle = lifecycle_rows(&mut report, &env, None).await?;
     let drain = drain_row(&mut report, &env).await?;
     let grown = data_size_row(&mut report, &env, approve.p50_c1).await?;
     // Last: the overdue row leaves 100,000 reviews behind (withdrawn).
@@ -92,6 +85,7 @@ async fn main() -> anyhow::Result<()> {
         starved,
         peak_rss_mib,
         workflow,
+        lifecycle,
     };
     goals.report(&mut report);
     env.clear_redis().await?;
@@ -101,6 +95,26 @@ async fn main() -> anyhow::Result<()> {
     ));
     report.write(peak_rss_mib)?;
     Ok(())
+}
+
+/// The row (or rows) `KH_BENCH_ONLY` names, alone; false when it names none.
+async fn one_row(report: &mut Report, env: &BenchEnv, only: &str) -> anyhow::Result<bool> {
+    match only {
+        "drain" => drain_row(report, env).await.map(|_| ())?,
+        "cost" => cost_row(report, env).await.map(|_| ())?,
+        "lock" => lock_rows(report, env).await.map(|_| ())?,
+        "console" => console_rows(report, env).await.map(|_| ())?,
+        "workflow" | "two" | "claim" | "queue" | "overdue" => {
+            let only = Some(only).filter(|o| *o != "workflow");
+            workflow_rows(report, env, only).await?.report(report);
+        }
+        "lifecycle" | "revision" | "published" | "comment" => {
+            let only = Some(only).filter(|o| *o != "lifecycle");
+            lifecycle_rows(report, env, only).await?.report(report);
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
 }
 
 /// 1. Lock floor: raw SET NX PX + DEL, then the provider's acquire + release.

@@ -2,7 +2,7 @@
 
 use super::cost::CostPer;
 use super::sustained::Sustained;
-use super::{Report, WorkflowFigures};
+use super::{LifecycleFigures, Report, WorkflowFigures};
 
 /// The approve rows' figures the goals use.
 #[derive(Debug, Clone, Copy, Default)]
@@ -26,12 +26,14 @@ pub struct Goals {
     pub starved: f64,
     pub peak_rss_mib: f64,
     pub workflow: WorkflowFigures,
+    pub lifecycle: LifecycleFigures,
 }
 
 impl Goals {
     pub fn report(&self, r: &mut Report) {
         self.review_path(r);
         self.volume_and_cost(r);
+        self.lifecycle.report(r);
         self.workflow.report(r);
     }
 
@@ -170,6 +172,49 @@ impl WorkflowFigures {
                 format!("{:.2} s", self.overdue_all_secs),
                 "≤ 10 s",
                 self.overdue_all_secs <= 10.0,
+            );
+        }
+    }
+}
+
+impl LifecycleFigures {
+    /// The lifecycle rows' goals (and their ratios that have none), for the rows that ran.
+    pub fn report(&self, r: &mut Report) {
+        let x = |v: f64| format!("{v:.2}x");
+        if self.revision_c1 > 0.0 {
+            for (conc, v) in [(1, self.revision_c1), (16, self.revision_c16)] {
+                r.goal(
+                    &format!("approval of a revision p50 ÷ first approval p50, concurrency {conc}"),
+                    x(v),
+                    "≤ 1.1x",
+                    v <= 1.1,
+                );
+            }
+        }
+        if self.published_c1 > 0.0 {
+            r.goal(
+                "GET /documents/{id}/published (revision in progress) p50 ÷ GET /documents/{id} (approved) p50, concurrency 1",
+                x(self.published_c1),
+                "≤ 1.1x",
+                self.published_c1 <= 1.1,
+            );
+            r.ratio(
+                "GET /documents/{id}/published ÷ GET /documents/{id}, p50 at 16",
+                self.published_c16,
+            );
+        }
+        if self.comment_c1 > 0.0 {
+            r.goal(
+                "comment p50 ÷ approve p50, concurrency 1",
+                x(self.comment_c1),
+                "≤ 0.5x",
+                self.comment_c1 <= 0.5,
+            );
+            r.goal(
+                "approvals per second ÷ comments per second, concurrency 16",
+                x(self.comment_cost_c16),
+                "≤ 0.5x",
+                self.comment_cost_c16 <= 0.5,
             );
         }
     }

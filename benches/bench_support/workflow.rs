@@ -45,6 +45,24 @@ impl Caller {
         Ok((status, r.json().await.unwrap_or_default()))
     }
 
+    /// Sends `body` to `path` with `method`; its status and JSON body (null when none).
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: &Value,
+    ) -> anyhow::Result<(reqwest::StatusCode, Value)> {
+        let r = self
+            .client
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .json(body)
+            .send()
+            .await?;
+        let status = r.status();
+        Ok((status, r.json().await.unwrap_or_default()))
+    }
+
     pub async fn approve(&self, review: Uuid) -> anyhow::Result<bool> {
         let path = format!("/api/v1/reviews/{review}/approve");
         Ok(self.post(&path, &json!({})).await? == reqwest::StatusCode::OK)
