@@ -16,6 +16,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use super::event_docs::as_documented;
 use crate::support::app::{spawn_app, TestApp};
 use kh_review_testkit::stores::{amqp_url, mongo_url};
 
@@ -127,11 +128,19 @@ async fn bound_queue(app: &TestApp, queue: &str) {
     .unwrap();
 }
 
-async fn delete_queue(app: &TestApp, queue: &str) {
+/// Deletes the consumer's queue, checks every event the test's own queue got (and those
+/// in `taken`, got earlier) against docs/events.md, and tears the app down.
+async fn wrap_up(app: TestApp, queue: &str, taken: Vec<Value>) {
     app.amqp
         .queue_delete(queue.into(), QueueDeleteOptions::default())
         .await
         .unwrap();
+    app.outbox_drained(Duration::from_secs(10)).await;
+    let rest = app.take_events().await.into_iter().map(|(e, _)| e);
+    for event in taken.into_iter().chain(rest) {
+        as_documented(&event);
+    }
+    app.finish().await;
 }
 
 /// What each line says was done: (event type, action).
@@ -198,8 +207,7 @@ async fn the_example_consumer_processes_each_event_once() {
     );
     assert_eq!(index[&doc_id]["version"], 3);
     assert_eq!(index[&doc_id]["body"], "Numbers and words.");
-    delete_queue(&app, &queue).await;
-    app.finish().await;
+    wrap_up(app, &queue, events.into_iter().map(|(e, _)| e).collect()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -270,9 +278,7 @@ async fn a_late_approval_indexes_the_published_text_never_the_draft() {
     assert_eq!(index.as_object().unwrap().len(), 1);
     let entry = json!({ "version": 6, "title": "Quarterly report", "body": draft });
     assert_eq!(index[&doc_id], entry, "the index holds version 6 alone");
-    delete_queue(&app, &queue).await;
-    app.take_events().await;
-    app.finish().await;
+    wrap_up(app, &queue, Vec::new()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -317,8 +323,5 @@ async fn an_archive_removes_the_document_from_the_index() {
     assert_eq!(of_gone[3]["document_version"], 4, "the archived version");
     let ids: Vec<&String> = index.as_object().unwrap().keys().collect();
     assert_eq!(ids, [&kept], "only the document not archived is left");
-    delete_queue(&app, &queue).await;
-    app.outbox_drained(Duration::from_secs(10)).await;
-    app.take_events().await;
-    app.finish().await;
+    wrap_up(app, &queue, Vec::new()).await;
 }

@@ -1,7 +1,9 @@
 //! Checks of the code and the harness themselves: the architecture's layering read from the
-//! sources, the example consumer, and the test harness's own clean-up. Part of the parallel run.
+//! sources, the example consumer, the event schemas of docs/events.md against real events,
+//! and the test harness's own clean-up. Part of the parallel run.
 
 mod architecture;
 mod consumer;
+mod event_docs;
 mod harness;
 mod versions;
