@@ -61,7 +61,11 @@ impl BenchEnv {
     }
 
     /// `n` documents at `stage`, made 16 at a time; (document, its latest review). Their
-    /// events are checked (exactly `stage.events()` each) and taken off the queue.
+    /// events are checked (exactly `stage.events()` each) and taken off the queue, and the
+    /// dead row versions their requests left are vacuumed: a timed request that follows
+    /// should not walk past them (a revision's five requests leave more than a first
+    /// version's two, which a revision's approval paid for, seconds later, in a trial run:
+    /// 1.20x a first approval's p50 without the vacuum, 1.06x with it).
     pub async fn documents_at(
         &self,
         w: &Writer,
@@ -81,6 +85,9 @@ impl BenchEnv {
         .await?;
         anyhow::ensure!(f.errors == 0, "{} documents not made", f.errors);
         self.expect_delivered(n * stage.events()).await?;
+        sqlx::query("VACUUM ANALYZE documents, reviews, outbox, audit_log")
+            .execute(&self.pg)
+            .await?;
         let made = made.lock().unwrap().clone();
         Ok(made)
     }
