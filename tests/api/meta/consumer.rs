@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use lapin::options::{
     BasicPublishOptions, QueueBindOptions, QueueDeclareOptions, QueueDeleteOptions,
@@ -39,10 +39,47 @@ fn example_binary() -> std::path::PathBuf {
 }
 
 /// A running example consumer: its stdout lines as they come, its stderr at the end.
+/// Killed when dropped, so that a test that fails leaves no consumer running.
 struct Consumer {
-    child: Child,
+    child: Option<Child>,
     lines: mpsc::UnboundedReceiver<Value>,
     stderr: BufReader<std::process::ChildStderr>,
+}
+
+impl Drop for Consumer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The consumer's durable queue, `<the test's queue>.<suffix>`: deleted when dropped, also
+/// when the test fails (the harness deletes only the test's own queue).
+struct OwnQueue {
+    amqp: lapin::Channel,
+    name: String,
+}
+
+impl OwnQueue {
+    fn of(app: &TestApp, suffix: &str) -> Self {
+        let name = format!("{}.{suffix}", app.shared.queue);
+        OwnQueue {
+            amqp: app.amqp.clone(),
+            name,
+        }
+    }
+}
+
+impl Drop for OwnQueue {
+    fn drop(&mut self) {
+        let delete = self
+            .amqp
+            .queue_delete(self.name.as_str().into(), QueueDeleteOptions::default());
+        let handle = tokio::runtime::Handle::current();
+        let _ = tokio::task::block_in_place(|| handle.block_on(delete));
+    }
 }
 
 impl Consumer {
@@ -72,7 +109,7 @@ impl Consumer {
             }
         });
         Consumer {
-            child,
+            child: Some(child),
             lines,
             stderr,
         }
@@ -88,20 +125,26 @@ impl Consumer {
         out
     }
 
-    /// Waits for it to exit (after its `max` messages): its index, and its stderr.
+    /// Waits (up to 20 s) for it to exit after its `max` messages: its index, and its
+    /// stderr.
     async fn finish(mut self) -> (Value, String) {
-        let status = tokio::task::spawn_blocking(move || {
-            let status = self.child.wait().unwrap();
-            let mut rest = String::new();
-            self.stderr.read_to_string(&mut rest).unwrap();
-            (status, rest, self.lines)
-        });
-        let (status, rest, mut lines) = status.await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let child = self.child.as_mut().unwrap();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "the consumer did not exit");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        self.child = None;
+        let mut rest = String::new();
+        self.stderr.read_to_string(&mut rest).unwrap();
         assert!(
             status.success(),
             "the consumer exits after its messages: {rest}"
         );
-        let last = lines.recv().await.expect("the index, printed at exit");
+        let last = self.lines.recv().await.expect("the index, printed at exit");
         (last["index"].clone(), rest)
     }
 }
@@ -130,11 +173,8 @@ async fn bound_queue(app: &TestApp, queue: &str) {
 
 /// Deletes the consumer's queue, checks every event the test's own queue got (and those
 /// in `taken`, got earlier) against docs/events.md, and tears the app down.
-async fn wrap_up(app: TestApp, queue: &str, taken: Vec<Value>) {
-    app.amqp
-        .queue_delete(queue.into(), QueueDeleteOptions::default())
-        .await
-        .unwrap();
+async fn wrap_up(app: TestApp, queue: OwnQueue, taken: Vec<Value>) {
+    drop(queue);
     app.outbox_drained(Duration::from_secs(10)).await;
     let rest = app.take_events().await.into_iter().map(|(e, _)| e);
     for event in taken.into_iter().chain(rest) {
@@ -167,8 +207,8 @@ async fn approved_document(app: &TestApp) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_consumer_processes_each_event_once() {
     let app = spawn_app().await;
-    let queue = format!("{}.example", app.shared.queue);
-    let mut consumer = Consumer::start(&app, &queue, 3);
+    let queue = OwnQueue::of(&app, "example");
+    let mut consumer = Consumer::start(&app, &queue.name, 3);
     let doc_id = approved_document(&app).await;
     app.outbox_drained(Duration::from_secs(10)).await;
     // Redeliver the approval, as an at-least-once broker may.
@@ -207,14 +247,14 @@ async fn the_example_consumer_processes_each_event_once() {
     );
     assert_eq!(index[&doc_id]["version"], 3);
     assert_eq!(index[&doc_id]["body"], "Numbers and words.");
-    wrap_up(app, &queue, events.into_iter().map(|(e, _)| e).collect()).await;
+    wrap_up(app, queue, events.into_iter().map(|(e, _)| e).collect()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_approval_indexes_the_published_text_never_the_draft() {
     let app = spawn_app().await;
-    let queue = format!("{}.late", app.shared.queue);
-    bound_queue(&app, &queue).await;
+    let queue = OwnQueue::of(&app, "late");
+    bound_queue(&app, &queue.name).await;
     let doc_id = approved_document(&app).await;
     // The author starts a revision before the consumer has seen the approval (version 3).
     let draft = "Draft of the next revision.";
@@ -240,7 +280,7 @@ async fn a_late_approval_indexes_the_published_text_never_the_draft() {
         draft
     );
 
-    let mut consumer = Consumer::start(&app, &queue, 4);
+    let mut consumer = Consumer::start(&app, &queue.name, 4);
     let first = consumer.next(2).await;
     assert_eq!(
         actions(&first),
@@ -278,15 +318,15 @@ async fn a_late_approval_indexes_the_published_text_never_the_draft() {
     assert_eq!(index.as_object().unwrap().len(), 1);
     let entry = json!({ "version": 6, "title": "Quarterly report", "body": draft });
     assert_eq!(index[&doc_id], entry, "the index holds version 6 alone");
-    wrap_up(app, &queue, Vec::new()).await;
+    wrap_up(app, queue, Vec::new()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_archive_removes_the_document_from_the_index() {
     let app = spawn_app().await;
-    let queue = format!("{}.archive", app.shared.queue);
+    let queue = OwnQueue::of(&app, "archive");
     // Two documents approved; one is commented on and archived, the other stays.
-    let mut consumer = Consumer::start(&app, &queue, 6);
+    let mut consumer = Consumer::start(&app, &queue.name, 6);
     let kept = approved_document(&app).await;
     let gone = approved_document(&app).await;
     let comment = json!({ "body": "Superseded by the new runbook." });
@@ -323,5 +363,5 @@ async fn an_archive_removes_the_document_from_the_index() {
     assert_eq!(of_gone[3]["document_version"], 4, "the archived version");
     let ids: Vec<&String> = index.as_object().unwrap().keys().collect();
     assert_eq!(ids, [&kept], "only the document not archived is left");
-    wrap_up(app, &queue, Vec::new()).await;
+    wrap_up(app, queue, Vec::new()).await;
 }
