@@ -15,7 +15,7 @@ use super::request_id;
 use super::state::AppState;
 use super::views::{DocumentPage, DocumentView, TransitionView};
 use crate::domain::{
-    Document, DocumentBody, DocumentStatus, DocumentTitle, PolicyName, Reader, Transitioned,
+    Document, DocumentBody, DocumentStatus, DocumentTitle, PolicyName, Transitioned,
 };
 use crate::usecases::Context;
 
@@ -236,10 +236,7 @@ pub async fn get(
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let read = state
-        .documents
-        .get(super::lifecycle::reader(&caller)?, *path)
-        .await?;
+    let read = state.documents.get(caller.reader(), *path).await?;
     let view = DocumentView::from(&read.document);
     Ok(HttpResponse::Ok().json(DocumentView {
         body: Some(read.document.body),
@@ -304,13 +301,9 @@ pub(super) async fn edit(
     let (title, text) = (input_ok(title)?, input_ok(text)?);
     let policy = policy_ok(body.policy)?;
     let request_id = request_id::current();
-    let actor = Reader {
-        id: &caller.id,
-        admin: caller.has(Role::Admin),
-    };
     Ok(state
         .documents
-        .edit(actor, &request_id, id, title, text, policy)
+        .edit(caller.reader(), &request_id, id, title, text, policy)
         .await?)
 }
 

@@ -9,7 +9,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::auth::{Caller, Role};
+use super::auth::Caller;
 use super::body::{parse_json, read_body};
 use super::error::{ApiError, ErrorEnvelope};
 use super::fields;
@@ -19,23 +19,8 @@ use super::state::AppState;
 use super::views::{
     ArchiveView, CommentPage, CommentView, PublishedView, ReviewHistory, ReviewView,
 };
-use crate::domain::{ArchiveReason, Archived, CommentBody, Commented, Reader};
+use crate::domain::{ArchiveReason, Archived, CommentBody, Commented};
 use crate::usecases::Context;
-
-const ANY_ROLE: [Role; 3] = [Role::Author, Role::Reviewer, Role::Admin];
-
-/// The caller as visibility sees it, if it holds any role at all.
-pub(super) fn reader(caller: &Caller) -> Result<Reader<'_>, ApiError> {
-    if !ANY_ROLE.iter().any(|r| caller.has(*r)) {
-        return Err(ApiError::forbidden(
-            "this needs one of the roles author, reviewer, admin",
-        ));
-    }
-    Ok(Reader {
-        id: &caller.id,
-        admin: caller.has(Role::Admin),
-    })
-}
 
 /// An archive's optional body.
 #[derive(Deserialize, Default, utoipa::ToSchema)]
@@ -98,7 +83,7 @@ pub async fn published(
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let read = state.documents.published(reader(&caller)?, *path).await?;
+    let read = state.documents.published(caller.reader(), *path).await?;
     Ok(HttpResponse::Ok().json(PublishedView {
         id: read.document.id,
         version: read.version,
@@ -141,7 +126,6 @@ pub async fn archive(
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    reader(&caller)?;
     let bytes = read_body(&req, payload, state.body).await?;
     let ran = archiving(&req, &state, caller, *path, bytes).await?;
     Ok(post::respond(ran, StatusCode::OK, ArchiveView::of))
@@ -155,7 +139,6 @@ pub(super) async fn archiving(
     document_id: Uuid,
     bytes: Vec<u8>,
 ) -> Result<post::Ran<Archived>, ApiError> {
-    reader(&caller)?;
     let (st, body) = (state.clone(), bytes.clone());
     let ctx = state.context(req, &caller);
     post::run(req, state, &caller, &bytes, move |held_key| async move {
@@ -208,7 +191,6 @@ pub async fn comment(
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    reader(&caller)?;
     let bytes = read_body(&req, payload, state.body).await?;
     let ran = commenting(&req, &state, caller, *path, bytes).await?;
     Ok(post::respond(ran, StatusCode::CREATED, |c: &Commented| {
@@ -224,7 +206,6 @@ pub(super) async fn commenting(
     document_id: Uuid,
     bytes: Vec<u8>,
 ) -> Result<post::Ran<Commented>, ApiError> {
-    reader(&caller)?;
     let (st, body) = (state.clone(), bytes.clone());
     let ctx = state.context(req, &caller);
     post::run(req, state, &caller, &bytes, move |held_key| async move {
@@ -271,7 +252,7 @@ pub async fn comments(
     let after = after(query.cursor.as_deref())?;
     let mut items = state
         .documents
-        .comments(reader(&caller)?, *path, after, limit + 1)
+        .comments(caller.reader(), *path, after, limit + 1)
         .await?;
     let next_cursor = paging::cut(&mut items, limit, |c| c.seq.to_string());
     Ok(HttpResponse::Ok().json(CommentPage {
@@ -311,7 +292,7 @@ pub async fn history(
     let after = after(query.cursor.as_deref())?;
     let mut items = state
         .documents
-        .history(reader(&caller)?, *path, after, limit + 1)
+        .history(caller.reader(), *path, after, limit + 1)
         .await?;
     let next_cursor = paging::cut(&mut items, limit, |(seq, _)| seq.to_string());
     Ok(HttpResponse::Ok().json(ReviewHistory {

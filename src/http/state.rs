@@ -3,7 +3,7 @@
 
 use actix_web::HttpRequest;
 
-use super::auth::{Caller, Role};
+use super::auth::Caller;
 use super::body::BodyLimits;
 use super::metrics::HttpMetrics;
 use super::request_id;
@@ -46,7 +46,7 @@ impl AppState {
     pub fn context(&self, req: &HttpRequest, caller: &Caller) -> Context {
         Context {
             actor: caller.id.clone(),
-            admin: caller.roles.contains(&Role::Admin),
+            admin: caller.reader().admin,
             groups: caller.groups.clone(),
             request_id: request_id::current(),
             hooks: self.hooks(req),

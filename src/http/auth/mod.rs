@@ -15,7 +15,7 @@ use actix_web::{dev::Payload, web, FromRequest, HttpRequest};
 use serde::{Deserialize, Serialize};
 
 use super::error::ApiError;
-use crate::domain::UserId;
+use crate::domain::{Reader, UserId};
 pub use claims::{sign, Claims};
 pub use jwks::Jwks;
 pub use verifier::JwtVerifier;
@@ -41,6 +41,14 @@ pub struct Caller {
 impl Caller {
     pub fn has(&self, role: Role) -> bool {
         self.roles.contains(&role) || self.roles.contains(&Role::Admin)
+    }
+
+    /// The caller as visibility sees it (who may read a draft never submitted).
+    pub fn reader(&self) -> Reader<'_> {
+        Reader {
+            id: &self.id,
+            admin: self.roles.contains(&Role::Admin),
+        }
     }
 
     pub fn require(&self, role: Role) -> Result<(), ApiError> {

@@ -85,7 +85,7 @@ pub async fn page(
 ) -> Result<HttpResponse, Shown> {
     let caller = caller?;
     let id = super::parse_id(&path)?;
-    let reader = crate::http::lifecycle::reader(&caller)?;
+    let reader = caller.reader();
     let mut rounds = Rounds::first(&state, reader, id).await?;
     let after = query.after()?;
     let page = page_of(&state, reader, id, after, &mut rounds).await?;

@@ -112,8 +112,7 @@ fn forms(d: &Document, caller: &Caller) -> Forms {
         submittable: author && matches!(status, DocumentStatus::Draft | DocumentStatus::Rejected),
         resubmit: status == DocumentStatus::Rejected,
         withdrawable: author && status == DocumentStatus::PendingReview,
-        archivable: (mine || caller.roles.contains(&Role::Admin))
-            && status != DocumentStatus::Archived,
+        archivable: (mine || caller.reader().admin) && status != DocumentStatus::Archived,
     }
 }
 
@@ -158,7 +157,7 @@ pub async fn render(
     id: Uuid,
     flash: Option<String>,
 ) -> Result<HttpResponse, Shown> {
-    let reader = crate::http::lifecycle::reader(caller)?;
+    let reader = caller.reader();
     let read = state
         .documents
         .get(reader, id)

@@ -178,7 +178,7 @@ pub async fn page(
     let id = super::parse_id(&path)?;
     let after = lifecycle::after(query.cursor.as_deref())?;
     let before = query.rounds.max(0);
-    let reader = lifecycle::reader(&caller)?;
+    let reader = caller.reader();
     let mut page = state
         .documents
         .history(reader, id, after, PAGE + 1)

@@ -92,10 +92,7 @@ async fn refused_archive(
     let code = shown.error.code;
     shown.message = match code {
         ErrorCode::InvalidState => {
-            let now = match lifecycle::reader(caller) {
-                Ok(reader) => state.documents.get(reader, id).await.ok(),
-                Err(_) => None,
-            };
+            let now = state.documents.get(caller.reader(), id).await.ok();
             now.and_then(|read| moved_on(&read.document, seen))
         }
         ErrorCode::LockNotAcquired => Some(format!(

@@ -15,7 +15,6 @@ use super::review::sentence;
 use crate::domain::{Review, Transitioned};
 use crate::http::auth::{Caller, Role};
 use crate::http::error::ApiError;
-use crate::http::lifecycle;
 use crate::http::post::Ran;
 use crate::http::reviews::{self, ReviewQuery};
 use crate::http::state::AppState;
@@ -188,13 +187,14 @@ fn decided_flash(verb: &str, done: &Transitioned) -> String {
 /// is now (who holds the seats, how the caller voted, who votes in the stage, who decided).
 async fn explain(state: &AppState, caller: &Caller, doc: Uuid, review: Uuid, e: ApiError) -> Shown {
     let mut shown = Shown::action(e);
-    let Ok(reader) = lifecycle::reader(caller) else {
+    let Ok(mut rounds) = Rounds::first(state, caller.reader(), doc).await else {
         return shown;
     };
-    let Ok(mut rounds) = Rounds::first(state, reader, doc).await else {
-        return shown;
-    };
-    if rounds.find(state, reader, doc, &[review]).await.is_err() {
+    if rounds
+        .find(state, caller.reader(), doc, &[review])
+        .await
+        .is_err()
+    {
         return shown;
     }
     if let Some((_, r)) = rounds.get(review) {
