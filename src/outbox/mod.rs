@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::domain::{Document, EventType};
+use crate::domain::Document;
 use crate::store::mongo::MongoProjection;
 use crate::store::{OutboxRow, PgStore, StoreError};
 use publisher::{AmqpPublisher, PublishError};
@@ -152,10 +152,9 @@ impl Dispatcher {
     /// statement. On a failure the row is given back or marked for a retry (or, if even
     /// that fails, left to the dispatchers once its lease ends).
     async fn deliver_owned(&self, document: &Document, row: OutboxRow) {
-        let projects = EventType::parse(&row.event_type).is_none_or(EventType::projects);
-        let projected = match projects {
-            true => self.project(document).await,
-            false => Ok(()),
+        let projected = match row.projected {
+            false => self.project(document).await,
+            true => Ok(()),
         };
         let delivered = match projected {
             Ok(()) => self.publish(&row).await,

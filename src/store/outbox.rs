@@ -24,6 +24,8 @@ pub struct OutboxRow {
     /// The ticket the row was taken with (column `claim_token`): marks only touch rows still
     /// held with it.
     pub ticket: Uuid,
+    /// Its projection is done, or was never needed (its event moves nothing in MongoDB).
+    pub projected: bool,
 }
 
 impl PgStore {
@@ -69,7 +71,8 @@ impl PgStore {
                UPDATE outbox SET claimed_until = now() + make_interval(secs => $3), claim_token = $4
                WHERE id IN (SELECT id FROM due UNION SELECT id FROM fresh)
                RETURNING id, event_id, document_id, document_version, event_type, routing_key,
-                         payload, attempts, claim_token AS "ticket!""#,
+                         payload, attempts, claim_token AS "ticket!",
+                         projected_at IS NOT NULL AS "projected!""#,
             only_document,
             limit,
             take_for.as_secs_f64(),
@@ -113,7 +116,8 @@ impl PgStore {
                UPDATE outbox SET claimed_until = now() + make_interval(secs => $3), claim_token = $4
                WHERE id IN (SELECT id FROM due UNION SELECT id FROM fresh)
                RETURNING id, event_id, document_id, document_version, event_type, routing_key,
-                         payload, attempts, claim_token AS "ticket!""#,
+                         payload, attempts, claim_token AS "ticket!",
+                         projected_at IS NOT NULL AS "projected!""#,
             only_document,
             limit,
             take_for.as_secs_f64(),

@@ -166,6 +166,7 @@ pub(super) async fn write_audit_and_event(
         payload,
         attempts: 0,
         ticket,
+        projected: !entry.event.projects(),
     }))
 }
 
