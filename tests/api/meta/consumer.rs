@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use lapin::options::{
     BasicPublishOptions, QueueBindOptions, QueueDeclareOptions, QueueDeleteOptions,
@@ -126,25 +126,25 @@ impl Consumer {
     }
 
     /// Waits (up to 20 s) for it to exit after its `max` messages: its index, and its
-    /// stderr.
+    /// stderr. Its output ends when it exits, which closes the channel of its lines.
     async fn finish(mut self) -> (Value, String) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let child = self.child.as_mut().unwrap();
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(Instant::now() < deadline, "the consumer did not exit");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
-        self.child = None;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        let mut tail = Vec::new();
+        while let Some(line) = tokio::time::timeout_at(deadline, self.lines.recv())
+            .await
+            .expect("the consumer did not exit")
+        {
+            tail.push(line);
+        }
+        let mut child = self.child.take().unwrap();
+        let status = tokio::task::block_in_place(|| child.wait()).unwrap();
         let mut rest = String::new();
         self.stderr.read_to_string(&mut rest).unwrap();
         assert!(
             status.success(),
             "the consumer exits after its messages: {rest}"
         );
-        let last = self.lines.recv().await.expect("the index, printed at exit");
+        let last = tail.pop().expect("the index, printed at exit");
         (last["index"].clone(), rest)
     }
 }
