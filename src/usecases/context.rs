@@ -1,7 +1,9 @@
 //! What every use case is told about the request that runs it.
 
-use crate::domain::{Reader, UserId};
-use crate::store::HeldKey;
+use std::time::Duration;
+
+use crate::domain::{Guard, Reader, UserId};
+use crate::store::{HeldKey, WriteContext};
 
 use super::test_hooks::TestHooks;
 
@@ -20,6 +22,22 @@ pub struct Context {
 }
 
 impl Context {
+    /// What a write of this request runs with: its actor, request id, `guard`, and how long
+    /// it owns the outbox row it adds.
+    pub(super) fn writing(
+        &self,
+        guard: Guard,
+        own_outbox_for: Option<Duration>,
+    ) -> WriteContext<'_> {
+        WriteContext {
+            actor: &self.actor,
+            admin: self.admin,
+            request_id: &self.request_id,
+            guard,
+            own_outbox_for,
+        }
+    }
+
     /// The caller, as visibility sees it.
     pub fn reader(&self) -> Reader<'_> {
         Reader {

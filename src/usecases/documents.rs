@@ -80,13 +80,7 @@ impl DocumentService {
     ) -> Result<Document, Error> {
         let id = Uuid::now_v7();
         let policy = policy.unwrap_or_else(|| self.default_policy.clone());
-        let wctx = WriteContext {
-            actor: &ctx.actor,
-            admin: ctx.admin,
-            request_id: &ctx.request_id,
-            guard: Guard::Unlocked,
-            own_outbox_for: self.dispatcher.own_outbox_for(),
-        };
+        let wctx = ctx.writing(Guard::Unlocked, self.dispatcher.own_outbox_for());
         let Committed { value: doc, owned } = self
             .store
             .bounded(async {

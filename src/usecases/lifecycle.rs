@@ -4,8 +4,10 @@
 
 use uuid::Uuid;
 
-use crate::domain::{preview_of, CommentBody, Commented, Document, PostedComment, Reader, Refusal};
-use crate::store::{Committed, WriteContext};
+use crate::domain::{
+    preview_of, CommentBody, Commented, Document, Guard, PostedComment, Reader, Refusal,
+};
+use crate::store::Committed;
 
 use super::commit::commit;
 use super::context::Context;
@@ -78,13 +80,7 @@ impl DocumentService {
         body: CommentBody,
         review_id: Option<Uuid>,
     ) -> Result<Commented, Error> {
-        let wctx = WriteContext {
-            actor: &ctx.actor,
-            admin: ctx.admin,
-            request_id: &ctx.request_id,
-            guard: crate::domain::Guard::Unlocked,
-            own_outbox_for: self.dispatcher.own_outbox_for(),
-        };
+        let wctx = ctx.writing(Guard::Unlocked, self.dispatcher.own_outbox_for());
         let Committed { value, owned } = self
             .store
             .bounded(async {

@@ -223,16 +223,14 @@ impl ReviewService {
         passage: &Passage,
     ) -> Result<Committed<T>, Error> {
         let lease = passage.lease();
-        let wctx = WriteContext {
-            actor: &ctx.actor,
-            admin: ctx.admin,
-            request_id: &ctx.request_id,
-            guard: match lease {
-                Some(l) => Guard::Outer(scope, l.fencing_token()),
-                None => Guard::RowLockOnly,
-            },
-            own_outbox_for: ctx.hooks.own_outbox(self.dispatcher.own_outbox_for()),
+        let guard = match lease {
+            Some(l) => Guard::Outer(scope, l.fencing_token()),
+            None => Guard::RowLockOnly,
         };
+        let wctx = ctx.writing(
+            guard,
+            ctx.hooks.own_outbox(self.dispatcher.own_outbox_for()),
+        );
         let staged = stage(&self.store, &wctx).await?;
         ctx.hooks.at(Point::Staged).await?;
         commit(staged, lease, ctx.held_key.as_ref()).await

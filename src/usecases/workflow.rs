@@ -71,13 +71,7 @@ impl ReviewService {
     }
 
     async fn claim_op(&self, ctx: Context, review_id: Uuid, op: ClaimOp) -> Result<Review, Error> {
-        let wctx = WriteContext {
-            actor: &ctx.actor,
-            admin: ctx.admin,
-            request_id: &ctx.request_id,
-            guard: Guard::Unlocked,
-            own_outbox_for: None,
-        };
+        let wctx = ctx.writing(Guard::Unlocked, None);
         let Committed { value, .. } = self
             .store
             .bounded(async {
