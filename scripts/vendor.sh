@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   "htmx.org-2.0.11 htmx.org@2.0.11 dist/htmx.min.js LICENSE"
   "rapidoc-9.3.8 rapidoc@9.3.8 dist/rapidoc-min.js dist/rapidoc-min.js.LICENSE.txt LICENSE.txt"
+  "uplot-1.6.32 uplot@1.6.32 dist/uPlot.iife.min.js dist/uPlot.min.css LICENSE"
 )
 [ "${1:-check}" = check ] || { echo "usage: scripts/vendor.sh check" >&2; exit 2; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT

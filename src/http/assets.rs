@@ -15,6 +15,7 @@ pub const PATH: &str = "/assets/{dir}/{file}";
 const CACHE_FOR_EVER: &str = "public, max-age=31536000, immutable";
 const JAVASCRIPT: &str = "text/javascript; charset=utf-8";
 const TEXT: &str = "text/plain; charset=utf-8";
+const CSS: &str = "text/css; charset=utf-8";
 
 /// One vendored file: its folder and name under `assets/vendor/`, and its media type.
 struct Asset {
@@ -47,6 +48,9 @@ const ASSETS: &[Asset] = &[
     asset!("rapidoc-9.3.8", "rapidoc-min.js", JAVASCRIPT),
     asset!("rapidoc-9.3.8", "rapidoc-min.js.LICENSE.txt", TEXT),
     asset!("rapidoc-9.3.8", "LICENSE.txt", TEXT),
+    asset!("uplot-1.6.32", "uPlot.iife.min.js", JAVASCRIPT),
+    asset!("uplot-1.6.32", "uPlot.min.css", CSS),
+    asset!("uplot-1.6.32", "LICENSE", TEXT),
 ];
 
 /// Registers [`PATH`]: GET and HEAD, any other method 405.

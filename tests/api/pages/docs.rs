@@ -171,6 +171,12 @@ async fn vendored_assets_are_served_cached_for_good_and_nothing_else() {
         ("/assets/rapidoc-9.3.8/rapidoc-min.js.LICENSE.txt", text),
         ("/assets/htmx.org-2.0.11/htmx.min.js", js),
         ("/assets/htmx.org-2.0.11/LICENSE", text),
+        ("/assets/uplot-1.6.32/uPlot.iife.min.js", js),
+        (
+            "/assets/uplot-1.6.32/uPlot.min.css",
+            "text/css; charset=utf-8",
+        ),
+        ("/assets/uplot-1.6.32/LICENSE", text),
     ] {
         let on_disk = std::fs::read(format!(
             "{}/assets/vendor/{}",
