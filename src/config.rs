@@ -167,6 +167,7 @@ impl Settings {
                 .with_list_parse_key("redis.nodes")
                 .with_list_parse_key("redis.sentinels")
                 .with_list_parse_key("amqp.urls")
+                .with_list_parse_key("amqp.required_queues")
                 .with_list_parse_key("auth.algorithms"),
         );
         for (key, value) in overrides {
@@ -305,6 +306,12 @@ impl Settings {
         if self.outbox.inline_lease.is_zero() {
             bad("outbox.inline_lease_ms", "must be greater than zero");
         }
+        if self.outbox.purge_batch <= 0 {
+            bad("outbox.purge_batch", "must be greater than zero");
+        }
+        if self.outbox.purge_interval.is_zero() {
+            bad("outbox.purge_interval_ms", "must be greater than zero");
+        }
         if self.outbox.max_attempts < 1 {
             bad("outbox.max_attempts", "must be at least 1");
         }
@@ -322,6 +329,9 @@ impl Settings {
         }
         if self.mongo.breaker_failure_threshold == 0 {
             bad("mongo.breaker_failure_threshold", "must be at least 1");
+        }
+        if let Some(problem) = self.amqp.required_queues_problem() {
+            bad("amqp.required_queues", &problem);
         }
         if self.amqp.exchange.trim().is_empty() {
             bad("amqp.exchange", "must not be empty");

@@ -328,3 +328,23 @@ fn a_deployment_needs_an_issuer_and_an_audience() {
     s.auth.max_token_lifetime = Duration::ZERO;
     assert_eq!(problems(&s), ["auth.max_token_lifetime_secs"]);
 }
+
+#[test]
+fn retention_and_required_queues_are_checked() {
+    let mut s = defaults();
+    assert!(s.amqp.required_queues.is_empty(), "off by default");
+    assert_eq!(s.outbox.purge_batch, 1000);
+    s.outbox.purge_batch = 0;
+    s.outbox.purge_interval = Duration::ZERO;
+    assert_eq!(
+        problems(&s),
+        ["outbox.purge_batch", "outbox.purge_interval_ms"]
+    );
+    let mut s = defaults();
+    for bad in [vec![""], vec!["a", "a"], vec!["kh.document.events.archive"]] {
+        s.amqp.required_queues = bad.iter().map(|q| q.to_string()).collect();
+        assert_eq!(problems(&s), ["amqp.required_queues"], "{bad:?}");
+    }
+    s.amqp.required_queues = vec!["search-indexer".into(), "audit-sink".into()];
+    assert!(problems(&s).is_empty());
+}

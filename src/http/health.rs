@@ -1,5 +1,6 @@
-//! `/healthz` (the process answers) and `/readyz` (PostgreSQL required; Redis, MongoDB and
-//! RabbitMQ reported one by one; an optional one down means degraded, not unready).
+//! `/healthz` (the process answers) and `/readyz` (PostgreSQL required; Redis, MongoDB,
+//! RabbitMQ and the required queues reported one by one; an optional one down means
+//! degraded, not unready).
 
 use actix_web::{web, HttpResponse};
 use serde::Serialize;
@@ -41,6 +42,20 @@ pub struct Checks {
     pub redis: BreakerCheck,
     pub mongodb: BreakerCheck,
     pub rabbitmq: DependencyCheck,
+    pub required_queues: RequiredQueuesCheck,
+}
+
+/// The consumer queues that must receive every event (`amqp.required_queues`): down while
+/// one of them is missing (its events wait in the outbox), or while the broker cannot be
+/// asked. Up when none is configured.
+#[derive(Serialize, ToSchema)]
+pub struct RequiredQueuesCheck {
+    pub status: UpDown,
+    pub required: bool,
+    /// The queues configured.
+    pub queues: Vec<String>,
+    /// Those that do not exist now.
+    pub missing: Vec<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -150,7 +165,8 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
 /// Every dependency's state now; `/readyz` and the console's operator page both ask here.
 pub async fn readiness(state: &AppState) -> ReadinessView {
     let r = state.probes.readiness().await;
-    let optional_down = !(r.redis.up && r.mongodb.up && r.rabbitmq.up);
+    let queues = &r.required_queues;
+    let optional_down = !(r.redis.up && r.mongodb.up && r.rabbitmq.up && queues.up());
     let status = if !r.postgresql.up {
         ReadyState::NotReady
     } else if optional_down {
@@ -169,6 +185,9 @@ pub async fn readiness(state: &AppState) -> ReadinessView {
             tracing::warn!(dependency = name, state = check.status(), reason = %why, "readiness probe");
         }
     }
+    if !queues.missing.is_empty() {
+        tracing::warn!(missing = ?queues.missing, "readiness probe: required queues missing; their events wait");
+    }
     let guarded = |up: bool, state: BreakerState| {
         let c = check(up, false);
         BreakerCheck {
@@ -184,6 +203,12 @@ pub async fn readiness(state: &AppState) -> ReadinessView {
             redis: guarded(r.redis.up, r.breaker),
             mongodb: guarded(r.mongodb.up, r.mongo_breaker),
             rabbitmq: check(r.rabbitmq.up, false),
+            required_queues: RequiredQueuesCheck {
+                status: check(queues.up(), false).status,
+                required: false,
+                queues: queues.names.clone(),
+                missing: queues.missing.clone(),
+            },
         },
     }
 }

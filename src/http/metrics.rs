@@ -56,6 +56,13 @@ impl HttpMetrics {
         }
     }
 
+    /// Registers more collectors (a background task's counters) beside the others.
+    pub fn register(&self, collectors: Vec<Box<dyn Collector>>) {
+        for c in collectors {
+            self.registry.register(c).expect("unique metric names");
+        }
+    }
+
     pub fn observe_http(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
         self.http_requests
             .with_label_values(&[method, route, &status.to_string()])

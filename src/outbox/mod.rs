@@ -12,6 +12,7 @@
 
 mod passes;
 pub mod publisher;
+mod required;
 mod settings;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,6 +26,7 @@ use crate::domain::Document;
 use crate::store::mongo::MongoProjection;
 use crate::store::{OutboxRow, PgStore, StoreError};
 use publisher::{AmqpPublisher, PublishError};
+use required::RequiredQueues;
 pub use settings::{AmqpSettings, OutboxSettings, QueueType};
 
 #[derive(Debug, Default)]
@@ -44,6 +46,8 @@ pub struct Dispatcher {
     /// do not each pay a down dependency's timeout.
     inline_paused_until: Mutex<Option<Instant>>,
     stats: DispatchStats,
+    /// `amqp.required_queues`: each gets its own copy of every event.
+    required: RequiredQueues,
 }
 
 /// A phase of a delivery: the projection, then the publish.
@@ -109,7 +113,25 @@ impl Dispatcher {
             settings,
             inline_paused_until: Mutex::new(None),
             stats: DispatchStats::default(),
+            required: RequiredQueues::new(Vec::new()),
         }
+    }
+
+    /// Delivers every event to each of `queues` as well (`amqp.required_queues`).
+    pub fn with_required_queues(mut self, queues: Vec<String>) -> Self {
+        self.required = RequiredQueues::new(queues);
+        self
+    }
+
+    /// The required queues, and those missing now (at most a second old); an error when
+    /// the broker could not be asked.
+    pub async fn required_queues(&self) -> (Vec<String>, anyhow::Result<Vec<String>>) {
+        let names = self.required_queue_names();
+        (names, self.required.missing(&self.publisher).await)
+    }
+
+    pub fn required_queue_names(&self) -> Vec<String> {
+        self.required.names().to_vec()
     }
 
     pub fn stats(&self) -> &DispatchStats {
@@ -229,10 +251,9 @@ impl Dispatcher {
         };
         let body = serde_json::to_vec(&row.payload)
             .map_err(|e| Fault::Refused(Phase::Publish, e.to_string()))?;
-        let published = self
-            .publisher
-            .publish(rk, &row.event_id.to_string(), &row.event_type, &body)
-            .await;
+        let (id, kind) = (row.event_id.to_string(), &row.event_type);
+        let published =
+            required::publish(&self.publisher, &self.required, rk, &id, kind, &body).await;
         match published {
             Ok(()) => {
                 self.stats.published.fetch_add(1, Ordering::Relaxed);

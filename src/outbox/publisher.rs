@@ -269,6 +269,21 @@ impl AmqpPublisher {
             .is_some_and(|(c, ch)| c.status().connected() && ch.status().connected())
     }
 
+    /// A new plain channel (no confirms) on the live connection, for a declare that may
+    /// close its channel (a passive declare of a missing queue) without touching the
+    /// publishing one.
+    pub async fn side_channel(&self) -> anyhow::Result<Channel> {
+        self.channel().await?;
+        let live = self.live.lock().await;
+        let (conn, _) = live.as_ref().context("rabbitmq connection lost")?;
+        conn.create_channel().await.context("amqp channel")
+    }
+
+    /// How long one publish may take (`amqp.timeout_ms`).
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     pub async fn ping(&self) -> anyhow::Result<()> {
         self.channel().await.map(|_| ())
     }

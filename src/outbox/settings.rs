@@ -55,6 +55,29 @@ pub struct AmqpSettings {
     /// A larger event body is refused without being sent: the broker would close the
     /// channel (and so fail every publish pipelined on it), not refuse that one message.
     pub max_message_bytes: usize,
+    /// Consumer queues that must receive every event: each gets its own copy through the
+    /// default exchange, and an event is delivered only once each of them took it.
+    #[serde(default)]
+    pub required_queues: Vec<String>,
+}
+
+impl AmqpSettings {
+    /// What is wrong with `amqp.required_queues`, if anything: a name must be 1 to 255
+    /// bytes, named once, and not the archive queue (which is bound to the exchange).
+    pub fn required_queues_problem(&self) -> Option<String> {
+        let mut seen = std::collections::HashSet::new();
+        self.required_queues.iter().find_map(|q| {
+            if q.trim().is_empty() || q.len() > 255 {
+                Some(format!("{q:?}: a queue name is 1 to 255 bytes"))
+            } else if !seen.insert(q.as_str()) {
+                Some(format!("{q:?} is named twice"))
+            } else if *q == self.bind_queue {
+                Some(format!("{q:?} is the archive queue (amqp.bind_queue)"))
+            } else {
+                None
+            }
+        })
+    }
 }
 
 #[serde_as]
@@ -83,6 +106,16 @@ pub struct OutboxSettings {
     pub run_dispatcher: bool,
     /// Delivered outbox rows are deleted after this many hours.
     pub retention_hours: u64,
+    /// How often an instance tries to purge (only the one holding the purge lock does).
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "purge_interval_ms")]
+    pub purge_interval: Duration,
+    /// Rows one purge statement deletes at most.
+    pub purge_batch: i64,
+    /// The pause between two purge statements, so a long purge leaves the disk to others.
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "purge_pause_ms")]
+    pub purge_pause: Duration,
 }
 
 impl OutboxSettings {

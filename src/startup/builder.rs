@@ -17,13 +17,13 @@ use crate::lock::gate::LockGate;
 use crate::lock::redis::RedisLockProvider;
 use crate::lock::{LockKeys, LockProvider};
 use crate::outbox::publisher::AmqpPublisher;
-use crate::outbox::Dispatcher;
+use crate::outbox::{Dispatcher, OutboxSettings};
 use crate::store::mongo::MongoProjection;
 use crate::store::PgStore;
 use crate::tasks::{Backoff, Supervisor};
 use crate::usecases::{
-    sweep_overdue, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes, ReviewService,
-    ReviewStats,
+    sweep_overdue, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes, Retention,
+    RetentionSettings, ReviewService, ReviewStats,
 };
 
 /// What `serve` and `dispatch` run on: the state the handlers share, the dispatcher, and
@@ -91,13 +91,13 @@ impl<'a> CoreBuilder<'a> {
         if let Err(e) = publisher.ping().await {
             tracing::warn!(error = %e, "rabbitmq unreachable at start-up: events wait in the outbox");
         }
-        let dispatcher = Arc::new(Dispatcher::new(
-            store.clone(),
-            mongo.clone(),
-            publisher,
-            s.outbox.clone(),
-        ));
+        let dispatcher = Arc::new(
+            Dispatcher::new(store.clone(), mongo.clone(), publisher, s.outbox.clone())
+                .with_required_queues(s.amqp.required_queues.clone()),
+        );
         let stats = Arc::new(ReviewStats::new());
+        let metrics = HttpMetrics::new(&stats);
+        spawn_purger(&tasks, &store, &s.outbox, &metrics);
         let keys = LockKeys::new(s.redis.key_prefix.clone());
         let state = AppState {
             documents: DocumentService::new(
@@ -124,7 +124,7 @@ impl<'a> CoreBuilder<'a> {
                 s.server.probe_cache,
             ),
             outbox_admin: OutboxAdmin::new(store.clone()),
-            metrics: HttpMetrics::new(&stats),
+            metrics,
             body: BodyLimits {
                 max_bytes: s.server.json_limit_bytes,
                 timeout: s.server.body_timeout,
@@ -132,8 +132,6 @@ impl<'a> CoreBuilder<'a> {
             runtime: tokio::runtime::Handle::current(),
             test_hooks: s.test_hooks(),
         };
-        let (purged, keep) = (store.clone(), s.outbox.retention());
-        tasks.spawn("purger", move |stop| purge(purged.clone(), keep, stop));
         let (swept, every, batch) = (
             store.clone(),
             s.review.overdue_sweep,
@@ -181,23 +179,14 @@ impl<'a> CoreBuilder<'a> {
     }
 }
 
-/// Deletes expired idempotency records and old delivered outbox rows once a minute, until
-/// `shutdown`.
-async fn purge(store: PgStore, keep_outbox: Duration, shutdown: CancellationToken) {
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tokio::time::sleep(Duration::from_secs(60)) => {}
-        }
-        match store.purge_expired_keys().await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(purged = n, "expired idempotency records deleted"),
-            Err(e) => tracing::warn!(error = %e, "could not purge idempotency records"),
-        }
-        match store.purge_delivered(keep_outbox).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(purged = n, "old delivered outbox rows deleted"),
-            Err(e) => tracing::warn!(error = %e, "could not purge the outbox"),
-        }
-    }
+/// The purger (`usecases::Retention`) under `tasks`, its counters registered with
+/// `metrics`.
+fn spawn_purger(tasks: &Supervisor, store: &PgStore, s: &OutboxSettings, metrics: &HttpMetrics) {
+    let settings = RetentionSettings::from_outbox(s);
+    let retention = Arc::new(Retention::new(store.clone(), settings));
+    metrics.register(retention.stats().collectors());
+    tasks.spawn("purger", move |stop| {
+        let retention = retention.clone();
+        async move { retention.run(stop).await }
+    });
 }

@@ -174,17 +174,6 @@ impl PgStore {
         .await?;
         Ok(())
     }
-
-    /// Deletes expired records; returns how many.
-    pub async fn purge_expired_keys(&self) -> Result<u64, StoreError> {
-        Ok(
-            sqlx::query!("DELETE FROM idempotency_keys WHERE expires_at < now()")
-                .execute(&self.pool)
-                .bounded(self)
-                .await?
-                .rows_affected(),
-        )
-    }
 }
 
 impl<T> Staged<T> {

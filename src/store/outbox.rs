@@ -258,17 +258,4 @@ impl PgStore {
         .await?;
         Ok((row.rows, row.age.unwrap_or(0.0)))
     }
-
-    /// Deletes delivered rows older than `keep`; returns how many.
-    pub async fn purge_delivered(&self, keep: Duration) -> Result<u64, StoreError> {
-        Ok(sqlx::query!(
-            "DELETE FROM outbox WHERE done_at IS NOT NULL \
-             AND done_at < now() - make_interval(secs => $1)",
-            keep.as_secs_f64()
-        )
-        .execute(&self.pool)
-        .bounded(self)
-        .await?
-        .rows_affected())
-    }
 }

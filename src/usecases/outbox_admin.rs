@@ -90,6 +90,14 @@ impl OutboxAdmin {
         })
     }
 
+    /// Events published in each of the last `minutes` minutes, over every instance.
+    pub async fn published_per_minute(
+        &self,
+        minutes: i32,
+    ) -> Result<Vec<(chrono::DateTime<chrono::Utc>, i64)>, StoreError> {
+        self.store.published_per_minute(minutes).await
+    }
+
     /// Retries or skips the parked row `id` for `admin`; returns the row as it is now. With
     /// `held`, the row is recorded under that idempotency key in the action's transaction.
     pub async fn act(

@@ -44,6 +44,24 @@ pub struct Readiness {
     pub breaker: BreakerState,
     /// The MongoDB read breaker.
     pub mongo_breaker: BreakerState,
+    /// `amqp.required_queues` and which of them exist.
+    pub required_queues: QueuesCheck,
+}
+
+/// The required queues (`amqp.required_queues`): up when each exists.
+#[derive(Debug, Clone, Default)]
+pub struct QueuesCheck {
+    pub names: Vec<String>,
+    /// Those the broker says do not exist.
+    pub missing: Vec<String>,
+    /// Why the broker could not be asked (it is down): their state is not known.
+    pub unknown: Option<String>,
+}
+
+impl QueuesCheck {
+    pub fn up(&self) -> bool {
+        self.names.is_empty() || (self.missing.is_empty() && self.unknown.is_none())
+    }
 }
 
 /// The outbox figures of `/metrics`: undelivered and parked rows, each with an age; None
@@ -156,12 +174,30 @@ impl Probes {
     }
 
     async fn check_all(&self) -> Readiness {
-        let (postgresql, redis, mongodb, rabbitmq) = tokio::join!(
+        let (postgresql, redis, mongodb, rabbitmq, queues) = tokio::join!(
             check(self.store.ping()),
             check(self.gate.ping()),
             check(self.mongo.ping()),
             check(self.dispatcher.publisher().ping()),
+            tokio::time::timeout(CHECK_TIMEOUT, self.dispatcher.required_queues()),
         );
+        let required_queues = match queues {
+            Ok((names, Ok(missing))) => QueuesCheck {
+                names,
+                missing,
+                unknown: None,
+            },
+            Ok((names, Err(e))) => QueuesCheck {
+                names,
+                missing: Vec::new(),
+                unknown: Some(format!("{e:#}")),
+            },
+            Err(_) => QueuesCheck {
+                names: self.dispatcher.required_queue_names(),
+                missing: Vec::new(),
+                unknown: Some("timed out".into()),
+            },
+        };
         Readiness {
             postgresql,
             redis,
@@ -169,6 +205,7 @@ impl Probes {
             rabbitmq,
             breaker: self.gate.breaker_state(),
             mongo_breaker: self.mongo.breaker_state(),
+            required_queues,
         }
     }
 

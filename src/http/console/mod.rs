@@ -10,6 +10,7 @@
 //! own to a store.
 
 mod author;
+mod charts;
 mod comments;
 mod diff;
 mod document;
@@ -172,11 +173,13 @@ fn parse_id(s: &str) -> Result<uuid::Uuid, Shown> {
 
 const CONSOLE_JS: &str = include_str!("../../../assets/console/console.js");
 const CONSOLE_CSS: &str = include_str!("../../../assets/console/console.css");
+const CHARTS_JS: &str = include_str!("../../../assets/console/charts.js");
 
 async fn static_file(path: web::Path<String>) -> Result<HttpResponse, ApiError> {
     let (body, kind) = match path.as_str() {
         "console.js" => (CONSOLE_JS, "text/javascript; charset=utf-8"),
         "console.css" => (CONSOLE_CSS, "text/css; charset=utf-8"),
+        "charts.js" => (CHARTS_JS, "text/javascript; charset=utf-8"),
         _ => return Err(ApiError::not_found("no such console file")),
     };
     Ok(HttpResponse::Ok()

@@ -6,6 +6,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use uuid::Uuid;
 
+use super::charts::{self, Charts};
 use super::render::{duration, rendered, waited, when, Shown};
 use crate::http::admin::{self, OutboxQuery, OutboxStatsView};
 use crate::http::auth::{Caller, Role};
@@ -49,6 +50,7 @@ struct Overview {
     parked: Vec<Parked>,
     more_parked: bool,
     checked_at: String,
+    charts: Charts,
 }
 
 fn dependencies(r: &ReadinessView) -> Vec<Dependency> {
@@ -79,6 +81,20 @@ fn dependencies(r: &ReadinessView) -> Vec<Dependency> {
             breaker: "",
         },
     ]
+    .into_iter()
+    .chain(required_queues_line(r))
+    .collect()
+}
+
+/// The required queues' line, when some are configured (`amqp.required_queues`).
+fn required_queues_line(r: &ReadinessView) -> Option<Dependency> {
+    let c = &r.checks.required_queues;
+    (!c.queues.is_empty()).then(|| Dependency {
+        name: "Required queues",
+        status: c.status.as_str(),
+        required: c.required,
+        breaker: "",
+    })
 }
 
 /// GET `/console/f/operator`.
@@ -103,6 +119,7 @@ async fn render(
         cursor: None,
     };
     let found = admin::outbox_page(state, caller, &query).await?;
+    let charts = charts::charts(state, &stats, &ready).await?;
     let now = chrono::Utc::now();
     let parked = found
         .items
@@ -128,6 +145,7 @@ async fn render(
         parked,
         more_parked: found.next_cursor.is_some(),
         checked_at: when(now),
+        charts,
     })
 }
 

@@ -16,6 +16,7 @@ mod outbox;
 pub(crate) mod parked;
 mod probes;
 mod read_only;
+mod required_queues;
 mod startup;
 mod tasks;
 mod workflow_races;

@@ -4,3 +4,4 @@
 
 mod backlog;
 mod plans;
+mod retention;
