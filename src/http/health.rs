@@ -188,6 +188,9 @@ pub async fn readiness(state: &AppState) -> ReadinessView {
     if !queues.missing.is_empty() {
         tracing::warn!(missing = ?queues.missing, "readiness probe: required queues missing; their events wait");
     }
+    if let Some(why) = &queues.unknown {
+        tracing::warn!(queues = ?queues.names, reason = %why, "readiness probe: could not ask for the required queues");
+    }
     let guarded = |up: bool, state: BreakerState| {
         let c = check(up, false);
         BreakerCheck {
