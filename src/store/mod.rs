@@ -31,5 +31,5 @@ pub use outbox::OutboxRow;
 pub use outbox_admin::{OutboxAction, OutboxFilter, OutboxRecord};
 pub use pg::{migrate, migration_lock_id, DatabaseSettings, PgStore, PoolFigures};
 pub use queue::{QueueFilter, QueueOrder};
-pub use retention::{PurgeSession, PURGE_LOCK};
+pub use retention::{cancelled_by_statement_timeout, PurgeSession, PURGE_LOCK};
 pub use tx::{Committed, Staged, WriteContext};

@@ -19,6 +19,12 @@ use super::pg::{PgStore, Statement};
 /// purges, and so released when that session ends, whatever becomes of its instance.
 pub const PURGE_LOCK: (i32, i32) = (7002, 1);
 
+/// Whether `e` is a statement cancelled by `statement_timeout` (SQLSTATE 57014): a batch too
+/// large for the moment (a loaded server), which a smaller one may pass.
+pub fn cancelled_by_statement_timeout(e: &StoreError) -> bool {
+    matches!(e, StoreError::Unavailable(sqlx::Error::Database(db)) if db.code().as_deref() == Some("57014"))
+}
+
 /// A session of its own holding the purge lock. The lock is released with the session
 /// ([`PurgeSession::close`], or the connection's end).
 pub struct PurgeSession {

@@ -4,7 +4,8 @@
 //! `outbox.purge_batch`, `outbox.purge_pause_ms` apart, until a batch comes back short.
 //! The others skip that round. A batch is one short statement, so a large backlog never
 //! meets `statement_timeout` as one unbatched DELETE does: it is worked off over as many
-//! batches as it takes.
+//! batches as it takes. A batch that meets it all the same (a server loaded for a moment)
+//! is tried again at half the size, up to 8 times in a row.
 //!
 //! Never deletes an undelivered row (parked ones included).
 
@@ -15,7 +16,54 @@ use prometheus::{IntCounterVec, Opts};
 use tokio_util::sync::CancellationToken;
 
 use crate::outbox::OutboxSettings;
-use crate::store::{PgStore, PurgeSession, StoreError};
+use crate::store::{cancelled_by_statement_timeout, PgStore, PurgeSession, StoreError};
+
+/// Statements in a row cancelled by `statement_timeout` (each at half the rows of the one
+/// before) after which a round gives up until the next.
+const MAX_TIMEOUTS: u32 = 8;
+
+/// One table's progress in a round: its batch size (halved after a statement that met
+/// `statement_timeout`, for the rest of the round), whether rows may be left, and how many
+/// statements in a row were cancelled.
+struct Table {
+    name: &'static str,
+    limit: i64,
+    left: bool,
+    timeouts: u32,
+}
+
+impl Table {
+    fn new(name: &'static str, limit: i64) -> Self {
+        Self {
+            name,
+            limit,
+            left: true,
+            timeouts: 0,
+        }
+    }
+
+    /// What one statement did: rows deleted, or 0 after a timeout it may survive.
+    fn note(&mut self, done: Result<u64, StoreError>) -> Result<u64, StoreError> {
+        match done {
+            Ok(n) => {
+                self.timeouts = 0;
+                self.left = n as i64 >= self.limit;
+                Ok(n)
+            }
+            Err(e) if cancelled_by_statement_timeout(&e) && self.timeouts < MAX_TIMEOUTS => {
+                self.timeouts += 1;
+                self.limit = (self.limit / 2).max(1);
+                tracing::warn!(
+                    table = self.name,
+                    batch = self.limit,
+                    "a purge statement met statement_timeout: going on with smaller batches"
+                );
+                Ok(0)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
 
 /// What one round did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,25 +171,23 @@ impl Retention {
         session: &mut PurgeSession,
         shutdown: &CancellationToken,
     ) -> Result<PurgeRound, StoreError> {
-        let (keep, limit) = (self.settings.keep, self.settings.batch);
+        let keep = self.settings.keep;
+        let mut outbox = Table::new("outbox", self.settings.batch);
+        let mut keys = Table::new("idempotency_keys", self.settings.batch);
         let (mut outbox_rows, mut idempotency_records, mut batches) = (0, 0, 0);
-        let mut outbox_left = true;
-        let mut keys_left = true;
-        while (outbox_left || keys_left) && !shutdown.is_cancelled() {
-            if outbox_left {
-                let n = session.delete_delivered(keep, limit).await?;
+        while (outbox.left || keys.left) && !shutdown.is_cancelled() {
+            if outbox.left {
+                let n = outbox.note(session.delete_delivered(keep, outbox.limit).await)?;
                 self.stats.purged.with_label_values(&["outbox"]).inc_by(n);
                 (outbox_rows, batches) = (outbox_rows + n, batches + 1);
-                outbox_left = n as i64 >= limit;
             }
-            if keys_left {
-                let n = session.delete_expired_keys(limit).await?;
+            if keys.left {
+                let n = keys.note(session.delete_expired_keys(keys.limit).await)?;
                 let table = self.stats.purged.with_label_values(&["idempotency_keys"]);
                 table.inc_by(n);
                 (idempotency_records, batches) = (idempotency_records + n, batches + 1);
-                keys_left = n as i64 >= limit;
             }
-            if outbox_left || keys_left {
+            if outbox.left || keys.left {
                 tokio::select! {
                     _ = shutdown.cancelled() => {}
                     _ = tokio::time::sleep(self.settings.pause) => {}
