@@ -10,8 +10,11 @@
 //! Never publish an event before MongoDB holds its version, and never mark a row done
 //! before its publish is confirmed. Delivery is at least once.
 
+pub mod asyncapi;
+pub mod envelope;
 mod passes;
 pub mod publisher;
+pub mod schemas;
 mod settings;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,7 +27,8 @@ use uuid::Uuid;
 use crate::domain::Document;
 use crate::store::mongo::MongoProjection;
 use crate::store::{OutboxRow, PgStore, StoreError};
-use publisher::{AmqpPublisher, PublishError};
+pub use envelope::EventSettings;
+use publisher::{AmqpPublisher, Destination, PublishError};
 pub use settings::{AmqpSettings, OutboxSettings, QueueType};
 
 #[derive(Debug, Default)]
@@ -40,6 +44,8 @@ pub struct Dispatcher {
     mongo: MongoProjection,
     publisher: Arc<AmqpPublisher>,
     settings: OutboxSettings,
+    /// What the CloudEvents headers of every message say of the service.
+    events: EventSettings,
     /// After a failure, requests leave delivery to the background loop for a while, so they
     /// do not each pay a down dependency's timeout.
     inline_paused_until: Mutex<Option<Instant>>,
@@ -101,12 +107,14 @@ impl Dispatcher {
         mongo: MongoProjection,
         publisher: Arc<AmqpPublisher>,
         settings: OutboxSettings,
+        events: EventSettings,
     ) -> Self {
         Self {
             store,
             mongo,
             publisher,
             settings,
+            events,
             inline_paused_until: Mutex::new(None),
             stats: DispatchStats::default(),
         }
@@ -222,16 +230,25 @@ impl Dispatcher {
         }
     }
 
-    /// Publishes the row's event (if it has one) and waits for the broker's confirm.
+    /// Publishes the row's event (if it has one), with its CloudEvents headers (rebuilt
+    /// from the row on every try), and waits for the broker's confirm.
     async fn publish(&self, row: &OutboxRow) -> Result<(), Fault> {
         let Some(rk) = &row.routing_key else {
             return Ok(());
         };
         let body = serde_json::to_vec(&row.payload)
             .map_err(|e| Fault::Refused(Phase::Publish, e.to_string()))?;
+        let headers = envelope::cloudevent_headers(row, &self.events);
+        let to = Destination::topic(rk);
         let published = self
             .publisher
-            .publish(rk, &row.event_id.to_string(), &row.event_type, &body)
+            .publish(
+                &to,
+                &row.event_id.to_string(),
+                &row.event_type,
+                headers,
+                &body,
+            )
             .await;
         match published {
             Ok(()) => {

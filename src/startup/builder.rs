@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Settings;
 use crate::http::body::BodyLimits;
 use crate::http::metrics::HttpMetrics;
-use crate::http::AppState;
+use crate::http::{AppState, EventDocs};
 use crate::lock::gate::LockGate;
 use crate::lock::redis::RedisLockProvider;
 use crate::lock::{LockKeys, LockProvider};
@@ -96,6 +96,7 @@ impl<'a> CoreBuilder<'a> {
             mongo.clone(),
             publisher,
             s.outbox.clone(),
+            s.events.clone(),
         ));
         let stats = Arc::new(ReviewStats::new());
         let keys = LockKeys::new(s.redis.key_prefix.clone());
@@ -131,6 +132,7 @@ impl<'a> CoreBuilder<'a> {
             },
             runtime: tokio::runtime::Handle::current(),
             test_hooks: s.test_hooks(),
+            events: EventDocs::new(&s.amqp.exchange, &s.events),
         };
         let (purged, keep) = (store.clone(), s.outbox.retention());
         tasks.spawn("purger", move |stop| purge(purged.clone(), keep, stop));
