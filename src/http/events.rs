@@ -4,44 +4,10 @@
 //! names in its `ce-dataschema` header). Both are made once, at start-up, from the one
 //! source of the schemas (`outbox::schemas`).
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
 use actix_web::{web, HttpResponse};
-use serde_json::Value;
 
 use super::error::ApiError;
 use super::state::AppState;
-use crate::outbox::{asyncapi, schemas, EventSettings};
-
-/// The documents the two routes answer with, serialised once.
-#[derive(Clone)]
-pub struct EventDocs {
-    asyncapi: Arc<Vec<u8>>,
-    schemas: Arc<HashMap<String, Vec<u8>>>,
-}
-
-impl EventDocs {
-    /// The documents for the exchange `exchange` (`amqp.exchange`) and `events`.
-    pub fn new(exchange: &str, events: &EventSettings) -> Self {
-        let doc = asyncapi::document(exchange, events);
-        let schemas = schemas::event_types()
-            .into_iter()
-            .filter_map(|ty| {
-                let schema = schemas::served_schema(ty, &events.schema_url(ty))?;
-                Some((ty.to_string(), to_bytes(&schema)))
-            })
-            .collect();
-        Self {
-            asyncapi: Arc::new(to_bytes(&doc)),
-            schemas: Arc::new(schemas),
-        }
-    }
-}
-
-fn to_bytes(v: &Value) -> Vec<u8> {
-    serde_json::to_vec_pretty(v).expect("a JSON value serialises")
-}
 
 fn json(body: &[u8]) -> HttpResponse {
     HttpResponse::Ok()
@@ -62,7 +28,7 @@ fn json(body: &[u8]) -> HttpResponse {
     responses((status = 200, description = "AsyncAPI 3.0 JSON", content_type = "application/json"))
 )]
 pub async fn asyncapi_json(state: web::Data<AppState>) -> HttpResponse {
-    json(&state.events.asyncapi)
+    json(state.events.asyncapi())
 }
 
 /// One event type's JSON Schema: the envelope with that type's `data`.
@@ -82,7 +48,7 @@ pub async fn event_schema(
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let ty = path.into_inner();
-    match state.events.schemas.get(&ty) {
+    match state.events.schema(&ty) {
         Some(body) => Ok(json(body)),
         None => Err(ApiError::not_found("no such event type")),
     }

@@ -10,6 +10,7 @@ mod console;
 pub mod csp;
 pub(crate) mod documents;
 pub mod error;
+mod event_docs;
 pub(crate) mod events;
 mod fields;
 pub(crate) mod health;
@@ -29,7 +30,7 @@ pub mod views;
 pub(crate) mod workflow;
 
 pub use console::PATHS as CONSOLE_PATHS;
-pub use events::EventDocs;
+pub use event_docs::EventDocs;
 pub use settings::{AuthSettings, ServerSettings};
 pub use state::AppState;
 

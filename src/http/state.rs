@@ -5,7 +5,7 @@ use actix_web::HttpRequest;
 
 use super::auth::Caller;
 use super::body::BodyLimits;
-use super::events::EventDocs;
+use super::event_docs::EventDocs;
 use super::metrics::HttpMetrics;
 use super::request_id;
 use super::test_hooks;

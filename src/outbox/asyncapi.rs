@@ -133,7 +133,8 @@ fn message(ty: &str, events: &EventSettings) -> Value {
 }
 
 /// The headers of a message of `ty`: every `ce-` header, and the optional trace context
-/// and replay id. Nothing else is sent.
+/// and replay id. Nothing else is sent; a consumer may also find the broker's own `x-`
+/// headers.
 fn headers_schema(ty: &str, events: &EventSettings) -> Value {
     let long_string = |description: &str| json!({"type": "string", "description": description});
     json!({
@@ -155,6 +156,9 @@ fn headers_schema(ty: &str, events: &EventSettings) -> Value {
             },
             "tracestate": long_string("W3C tracestate, beside traceparent"),
             "kh-replay-id": long_string("Only on a replayed message: the replay's id")
+        },
+        "patternProperties": {
+            "^x-": {"description": "Headers the broker adds on delivery (x-delivery-count from a quorum queue, x-death after dead-lettering), never the service"}
         }
     })
 }

@@ -87,10 +87,7 @@ impl<'a> CoreBuilder<'a> {
         ));
         let gate = self.lock_gate(&tasks).await?;
         let mongo = MongoProjection::from_settings(&s.mongo).await?;
-        let publisher = Arc::new(AmqpPublisher::from_settings(&s.amqp));
-        if let Err(e) = publisher.ping().await {
-            tracing::warn!(error = %e, "rabbitmq unreachable at start-up: events wait in the outbox");
-        }
+        let publisher = self.publisher().await;
         let dispatcher = Arc::new(Dispatcher::new(
             store.clone(),
             mongo.clone(),
@@ -152,6 +149,15 @@ impl<'a> CoreBuilder<'a> {
             store,
             tasks_grace: s.server.shutdown_grace,
         })
+    }
+
+    /// The AMQP publisher, connected if the broker answers (if not, events wait in the outbox).
+    async fn publisher(&self) -> Arc<AmqpPublisher> {
+        let publisher = Arc::new(AmqpPublisher::from_settings(&self.settings.amqp));
+        if let Err(e) = publisher.ping().await {
+            tracing::warn!(error = %e, "rabbitmq unreachable at start-up: events wait in the outbox");
+        }
+        publisher
     }
 
     /// The Redis lock behind its gate, with the breaker's prober running under `tasks`.
