@@ -37,7 +37,8 @@ migrate: services
 # 100,000-document database) on their own, so that their load does not skew the timing of
 # the others, then the Redis topology tests (a Redis Cluster and a Sentinel set-up, which
 # they start with scripts/services.sh and whose nodes they kill), then the page tests in a
-# headless Chromium (test-ui). Examples and the binary hold no tests.
+# headless Chromium (test-ui). Examples and the binary hold no tests. The Python consumer
+# test's virtualenv (the CloudEvents SDK, pika) comes from scripts/events_venv.sh.
 # Each run is a folder of tests/api/ (a module of the one test binary `api`), selected by
 # its module path, so a test joins the run of the folder it is in, whatever its name: the
 # parallel run is everything else (routes::, faults::, meta::).
@@ -46,6 +47,7 @@ TOPOLOGY_TESTS := topologies::
 UI_TESTS := pages::
 test: services
 	cargo build --example consumer
+	scripts/events_venv.sh >/dev/null
 	$(WITH_ENV) cargo test --lib --test api -- --test-threads=$(TEST_THREADS) $(addprefix --skip ,$(VOLUME_TESTS) $(TOPOLOGY_TESTS) $(UI_TESTS))
 	$(MAKE) --no-print-directory test-volume
 	$(MAKE) --no-print-directory test-topologies
@@ -81,12 +83,15 @@ bench: services
 
 # Formatting, then clippy over every target, built with the queries checked against a schema
 # database made from migrations/: fails on a lint, or when .sqlx/ (the offline query data
-# builds use) no longer matches the queries and migrations (scripts/sqlx.sh). LINT_BUILD is
+# builds use) no longer matches the queries and migrations (scripts/sqlx.sh). The AsyncAPI
+# document (docs/asyncapi.json, the one the service serves) is validated offline with the
+# AsyncAPI parser (scripts/asyncapi.sh; a test keeps the file equal to the served one). LINT_BUILD is
 # the build it checks: CI builds every target for the tests through clippy-driver instead,
 # so that lints and tests share one build (.ci/run).
 LINT_BUILD ?= cargo clippy --workspace --all-targets -- -D warnings
 lint: services deps
 	cargo fmt --all -- --check
+	scripts/asyncapi.sh docs/asyncapi.json
 	scripts/sqlx.sh check $(LINT_BUILD)
 
 # Every package's licence against an allow-list, and the direct dependencies a major version

@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use crate::http::{AuthSettings, ServerSettings};
 use crate::lock::{LockSettings, RedisMode, RedisSettings};
-use crate::outbox::{AmqpSettings, OutboxSettings};
+use crate::outbox::{AmqpSettings, EventSettings, OutboxSettings};
 use crate::store::mongo::MongoSettings;
 use crate::store::DatabaseSettings;
 use crate::telemetry::LogSettings;
@@ -36,6 +36,10 @@ pub struct Settings {
     #[serde(default)]
     pub review: ReviewSettings,
     pub log: LogSettings,
+    /// `[events]`: the CloudEvents source and where the event schemas are served; every
+    /// key has a default.
+    #[serde(default)]
+    pub events: EventSettings,
 }
 
 /// One problem found in the configuration, naming its key.
@@ -193,6 +197,7 @@ impl Settings {
         self.check_lock(&mut bad);
         self.check_rest(&mut bad);
         self.check_auth(&mut bad);
+        self.events.check(&mut bad);
         if problems.is_empty() {
             Ok(())
         } else {

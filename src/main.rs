@@ -35,6 +35,9 @@ enum Command {
         #[arg(long, default_value_t = 8080)]
         port: u16,
     },
+    /// Print the AsyncAPI document `/asyncapi.json` serves with this configuration (what
+    /// docs/asyncapi.json holds for the default one).
+    Asyncapi,
     /// Print a signed JWT for local use (development environment only).
     Token {
         /// The user id (`sub`).
@@ -75,6 +78,7 @@ async fn main() -> ExitCode {
             ttl_secs,
         } => token(&settings, &sub, &roles, ttl_secs),
         Command::Probe { port } => probe(port),
+        Command::Asyncapi => asyncapi(&settings),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -141,6 +145,12 @@ fn token(settings: &Settings, sub: &str, roles: &str, ttl_secs: u64) -> anyhow::
         .collect::<Result<_, _>>()
         .map_err(|_| anyhow::anyhow!("roles must be among author, reviewer, admin"))?;
     println!("{}", sign(&settings.auth.jwt_secret, sub, &roles, ttl_secs));
+    Ok(())
+}
+
+fn asyncapi(settings: &Settings) -> anyhow::Result<()> {
+    let doc = kh_review::outbox::asyncapi::document(&settings.amqp.exchange, &settings.events);
+    println!("{}", serde_json::to_string_pretty(&doc)?);
     Ok(())
 }
 

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use kh_review::config::Settings;
 use kh_review::domain::{Decision, Guard, UserId};
-use kh_review::outbox::publisher::AmqpPublisher;
+use kh_review::outbox::envelope::{cloudevent_headers, EventSettings};
+use kh_review::outbox::publisher::{AmqpPublisher, Destination};
 use kh_review::store::mongo::MongoProjection;
 use kh_review::store::{Committed, PgStore, WriteContext, WriteError};
 use uuid::Uuid;
@@ -63,6 +64,7 @@ pub struct Floor {
     store: PgStore,
     mongo: MongoProjection,
     publisher: AmqpPublisher,
+    events: EventSettings,
     actor: UserId,
 }
 
@@ -74,6 +76,7 @@ impl Floor {
             store: PgStore::from_settings(&database)?,
             mongo: MongoProjection::from_settings(&settings.mongo).await?,
             publisher: AmqpPublisher::from_settings(&settings.amqp),
+            events: settings.events.clone(),
             actor: UserId::parse("floor").map_err(|e| anyhow::anyhow!("{e}"))?,
         }))
     }
@@ -114,11 +117,14 @@ impl Floor {
         let routing_key = (row.routing_key.as_deref())
             .ok_or_else(|| anyhow::anyhow!("an approval's outbox row without an event"))?;
         let body = serde_json::to_vec(&row.payload)?;
+        // The same headers as the service's publishes, so the floor sends what it sends.
+        let headers = cloudevent_headers(&row, &self.events);
         (self.publisher)
             .publish(
-                routing_key,
+                &Destination::topic(routing_key),
                 &row.event_id.to_string(),
                 &row.event_type,
+                headers,
                 &body,
             )
             .await?;

@@ -10,6 +10,8 @@ mod console;
 pub mod csp;
 pub(crate) mod documents;
 pub mod error;
+mod event_docs;
+pub(crate) mod events;
 mod fields;
 pub(crate) mod health;
 pub(crate) mod lifecycle;
@@ -28,6 +30,7 @@ pub mod views;
 pub(crate) mod workflow;
 
 pub use console::PATHS as CONSOLE_PATHS;
+pub use event_docs::EventDocs;
 pub use settings::{AuthSettings, ServerSettings};
 pub use state::AppState;
 
@@ -67,6 +70,8 @@ routes! {
     get "/openapi.json" => openapi::openapi_json,
     get "/api/v1/openapi.json" => openapi::openapi_json,
     get "/docs" => openapi::docs,
+    get "/asyncapi.json" => events::asyncapi_json,
+    get "/schemas/events/{type}.json" => events::event_schema,
     post "/api/v1/documents" => documents::create,
     get "/api/v1/documents" => documents::list,
     get "/api/v1/documents/{id}" => documents::get,

@@ -56,6 +56,8 @@ use super::views::{
         super::health::metrics,
         openapi_json,
         docs,
+        super::events::asyncapi_json,
+        super::events::event_schema,
     ),
     components(schemas(
         DocumentView, DocumentPage, ReviewView, TransitionView, ReviewPage, ReviewHistory,

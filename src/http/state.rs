@@ -5,6 +5,7 @@ use actix_web::HttpRequest;
 
 use super::auth::Caller;
 use super::body::BodyLimits;
+use super::event_docs::EventDocs;
 use super::metrics::HttpMetrics;
 use super::request_id;
 use super::test_hooks;
@@ -30,6 +31,8 @@ pub struct AppState {
     /// than on the HTTP worker thread: each store call then wakes a task on the same
     /// scheduler instead of handing over to another thread and back.
     pub runtime: tokio::runtime::Handle,
+    /// `/asyncapi.json` and the event schemas, made at start-up.
+    pub events: EventDocs,
 }
 
 impl AppState {

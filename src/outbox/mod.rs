@@ -10,9 +10,12 @@
 //! Never publish an event before MongoDB holds its version, and never mark a row done
 //! before its publish is confirmed. Delivery is at least once.
 
+pub mod asyncapi;
+pub mod envelope;
 mod passes;
 pub mod publisher;
 mod required;
+pub mod schemas;
 mod settings;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,7 +28,8 @@ use uuid::Uuid;
 use crate::domain::Document;
 use crate::store::mongo::MongoProjection;
 use crate::store::{OutboxRow, PgStore, StoreError};
-use publisher::{AmqpPublisher, PublishError};
+pub use envelope::EventSettings;
+use publisher::{AmqpPublisher, Destination, PublishError};
 use required::RequiredQueues;
 pub use settings::{AmqpSettings, OutboxSettings, QueueType};
 
@@ -42,6 +46,8 @@ pub struct Dispatcher {
     mongo: MongoProjection,
     publisher: Arc<AmqpPublisher>,
     settings: OutboxSettings,
+    /// What the CloudEvents headers of every message say of the service.
+    events: EventSettings,
     /// After a failure, requests leave delivery to the background loop for a while, so they
     /// do not each pay a down dependency's timeout.
     inline_paused_until: Mutex<Option<Instant>>,
@@ -105,12 +111,14 @@ impl Dispatcher {
         mongo: MongoProjection,
         publisher: Arc<AmqpPublisher>,
         settings: OutboxSettings,
+        events: EventSettings,
     ) -> Self {
         Self {
             store,
             mongo,
             publisher,
             settings,
+            events,
             inline_paused_until: Mutex::new(None),
             stats: DispatchStats::default(),
             required: RequiredQueues::new(Vec::new()),
@@ -244,16 +252,20 @@ impl Dispatcher {
         }
     }
 
-    /// Publishes the row's event (if it has one) and waits for the broker's confirm.
+    /// Publishes the row's event (if it has one), with its CloudEvents headers (rebuilt
+    /// from the row on every try), and waits for the broker's confirm.
     async fn publish(&self, row: &OutboxRow) -> Result<(), Fault> {
         let Some(rk) = &row.routing_key else {
             return Ok(());
         };
         let body = serde_json::to_vec(&row.payload)
             .map_err(|e| Fault::Refused(Phase::Publish, e.to_string()))?;
+        let headers = envelope::cloudevent_headers(row, &self.events);
+        let to = Destination::topic(rk);
         let (id, kind) = (row.event_id.to_string(), &row.event_type);
         let published =
-            required::publish(&self.publisher, &self.required, rk, &id, kind, &body).await;
+            required::publish(&self.publisher, &self.required, &to, &id, kind, headers, &body)
+                .await;
         match published {
             Ok(()) => {
                 self.stats.published.fetch_add(1, Ordering::Relaxed);

@@ -32,6 +32,32 @@ pub enum PublishError {
     Unavailable(anyhow::Error),
 }
 
+/// Where a message goes: an exchange (None: the service's own topic exchange; `""`: the
+/// default exchange, which routes to the queue named by the routing key) and a routing key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Destination {
+    pub exchange: Option<String>,
+    pub routing_key: String,
+}
+
+impl Destination {
+    /// The service's topic exchange, with `routing_key`.
+    pub fn topic(routing_key: &str) -> Self {
+        Self {
+            exchange: None,
+            routing_key: routing_key.to_string(),
+        }
+    }
+
+    /// One queue only, through the default exchange.
+    pub fn queue(name: &str) -> Self {
+        Self {
+            exchange: Some(String::new()),
+            routing_key: name.to_string(),
+        }
+    }
+}
+
 /// Most messages the archive queue keeps (the oldest are dropped first).
 const ARCHIVE_MAX_LENGTH: i64 = 100_000;
 
@@ -190,14 +216,18 @@ impl AmqpPublisher {
         }
     }
 
-    /// Publishes one persistent event and waits for the broker's confirm.
+    /// Publishes one persistent event to `to`, with `headers` (the caller builds them from
+    /// the outbox row), and waits for the broker's confirm.
     pub async fn publish(
         &self,
-        routing_key: &str,
+        to: &Destination,
         message_id: &str,
         event_type: &str,
+        headers: FieldTable,
         body: &[u8],
     ) -> Result<(), PublishError> {
+        let exchange = to.exchange.as_deref().unwrap_or(&self.exchange);
+        let routing_key = to.routing_key.as_str();
         if body.len() > self.max_message_bytes {
             return Err(PublishError::Refused(format!(
                 "too large: {} bytes, more than amqp.max_message_bytes ({})",
@@ -213,22 +243,17 @@ impl AmqpPublisher {
                 .with_message_id(message_id.into())
                 .with_type(event_type.into())
                 .with_app_id("kh-review".into())
-                .with_timestamp(chrono::Utc::now().timestamp() as u64);
+                .with_timestamp(chrono::Utc::now().timestamp() as u64)
+                .with_headers(headers);
             let options = BasicPublishOptions {
                 mandatory: true,
                 ..Default::default()
             };
-            ch.basic_publish(
-                self.exchange.as_str().into(),
-                routing_key.into(),
-                options,
-                body,
-                props,
-            )
-            .await
-            .context("amqp publish")?
-            .await
-            .context("amqp confirm")
+            ch.basic_publish(exchange.into(), routing_key.into(), options, body, props)
+                .await
+                .context("amqp publish")?
+                .await
+                .context("amqp confirm")
         })
         .await
         .map_err(|_| anyhow!("rabbitmq did not confirm within {:?}", self.timeout))
@@ -238,7 +263,10 @@ impl AmqpPublisher {
             Ok(Confirmation::Ack(None)) => Ok(()),
             Ok(Confirmation::Ack(Some(_))) => Err(PublishError::Refused(format!(
                 "unroutable: no queue is bound to {} for {routing_key}",
-                self.exchange
+                match exchange {
+                    "" => "the default exchange",
+                    named => named,
+                }
             ))),
             Ok(Confirmation::Nack(_)) => Err(PublishError::Refused(
                 "broker refused the message (nack)".into(),

@@ -22,7 +22,7 @@ use lapin::types::FieldTable;
 use lapin::{BasicProperties, Confirmation, ErrorKind};
 use tokio::sync::Mutex;
 
-use super::publisher::{AmqpPublisher, PublishError};
+use super::publisher::{AmqpPublisher, Destination, PublishError};
 
 /// How long a look-up of the queues' existence is reused.
 pub const FRESH_FOR: Duration = Duration::from_secs(1);
@@ -35,17 +35,18 @@ const NOT_FOUND: u16 = 404;
 pub(super) async fn publish(
     publisher: &AmqpPublisher,
     required: &RequiredQueues,
-    routing_key: &str,
+    to: &Destination,
     message_id: &str,
     event_type: &str,
+    headers: FieldTable,
     body: &[u8],
 ) -> Result<(), PublishError> {
     required.check(publisher).await?;
     publisher
-        .publish(routing_key, message_id, event_type, body)
+        .publish(to, message_id, event_type, headers.clone(), body)
         .await?;
     required
-        .send_copies(publisher, message_id, event_type, body)
+        .send_copies(publisher, message_id, event_type, headers, body)
         .await
 }
 
@@ -142,6 +143,7 @@ impl RequiredQueues {
         publisher: &AmqpPublisher,
         message_id: &str,
         event_type: &str,
+        headers: FieldTable,
         body: &[u8],
     ) -> Result<(), PublishError> {
         if self.names.is_empty() {
@@ -150,7 +152,7 @@ impl RequiredQueues {
         let timeout = publisher.timeout();
         let sent = tokio::time::timeout(
             timeout,
-            self.publish_all(publisher, message_id, event_type, body),
+            self.publish_all(publisher, message_id, event_type, headers, body),
         )
         .await
         .map_err(|_| anyhow!("rabbitmq did not confirm within {timeout:?}"))
@@ -188,17 +190,19 @@ impl RequiredQueues {
         publisher: &AmqpPublisher,
         message_id: &str,
         event_type: &str,
+        headers: FieldTable,
         body: &[u8],
     ) -> anyhow::Result<Vec<Confirmation>> {
         let ch = publisher.channel().await?;
-        // The properties of the exchange publish (`AmqpPublisher::publish`).
+        // The properties and headers of the exchange publish (`AmqpPublisher::publish`).
         let props = BasicProperties::default()
             .with_delivery_mode(2)
             .with_content_type("application/json".into())
             .with_message_id(message_id.into())
             .with_type(event_type.into())
             .with_app_id("kh-review".into())
-            .with_timestamp(chrono::Utc::now().timestamp() as u64);
+            .with_timestamp(chrono::Utc::now().timestamp() as u64)
+            .with_headers(headers);
         let options = BasicPublishOptions {
             mandatory: true,
             ..Default::default()

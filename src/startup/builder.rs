@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Settings;
 use crate::http::body::BodyLimits;
 use crate::http::metrics::HttpMetrics;
-use crate::http::AppState;
+use crate::http::{AppState, EventDocs};
 use crate::lock::gate::LockGate;
 use crate::lock::redis::RedisLockProvider;
 use crate::lock::{LockKeys, LockProvider};
@@ -87,13 +87,16 @@ impl<'a> CoreBuilder<'a> {
         ));
         let gate = self.lock_gate(&tasks).await?;
         let mongo = MongoProjection::from_settings(&s.mongo).await?;
-        let publisher = Arc::new(AmqpPublisher::from_settings(&s.amqp));
-        if let Err(e) = publisher.ping().await {
-            tracing::warn!(error = %e, "rabbitmq unreachable at start-up: events wait in the outbox");
-        }
+        let publisher = self.publisher().await;
         let dispatcher = Arc::new(
-            Dispatcher::new(store.clone(), mongo.clone(), publisher, s.outbox.clone())
-                .with_required_queues(s.amqp.required_queues.clone()),
+            Dispatcher::new(
+                store.clone(),
+                mongo.clone(),
+                publisher,
+                s.outbox.clone(),
+                s.events.clone(),
+            )
+            .with_required_queues(s.amqp.required_queues.clone()),
         );
         let stats = Arc::new(ReviewStats::new());
         let metrics = HttpMetrics::new(&stats);
@@ -131,6 +134,7 @@ impl<'a> CoreBuilder<'a> {
             },
             runtime: tokio::runtime::Handle::current(),
             test_hooks: s.test_hooks(),
+            events: EventDocs::new(&s.amqp.exchange, &s.events),
         };
         let (swept, every, batch) = (
             store.clone(),
@@ -148,6 +152,15 @@ impl<'a> CoreBuilder<'a> {
             store,
             tasks_grace: s.server.shutdown_grace,
         })
+    }
+
+    /// The AMQP publisher, connected if the broker answers (if not, events wait in the outbox).
+    async fn publisher(&self) -> Arc<AmqpPublisher> {
+        let publisher = Arc::new(AmqpPublisher::from_settings(&self.settings.amqp));
+        if let Err(e) = publisher.ping().await {
+            tracing::warn!(error = %e, "rabbitmq unreachable at start-up: events wait in the outbox");
+        }
+        publisher
     }
 
     /// The Redis lock behind its gate, with the breaker's prober running under `tasks`.

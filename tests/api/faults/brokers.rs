@@ -11,6 +11,7 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 use crate::support::app::{spawn_app_with, AppOptions, TestApp};
+use crate::support::events::conforming;
 use kh_review_testkit::amqp::amqp_connection;
 use kh_review_testkit::proxy::dead_port;
 
@@ -56,15 +57,16 @@ async fn declares_as(queue: &str, with: FieldTable) -> bool {
         .is_ok()
 }
 
-/// Every event now on `queue`.
-async fn drain(ch: &Channel, queue: &str) -> Vec<Value> {
+/// Every event now on `queue`, each checked against `/asyncapi.json`.
+async fn drain(app: &TestApp, ch: &Channel, queue: &str) -> Vec<Value> {
     let mut out = Vec::new();
     while let Some(m) = ch
         .basic_get(queue.into(), BasicGetOptions { no_ack: true })
         .await
         .unwrap()
     {
-        out.push(serde_json::from_slice(&m.delivery.data).unwrap());
+        let (data, props) = (&m.delivery.data, &m.delivery.properties);
+        out.push(conforming(&app.settings, data, props));
     }
     out
 }
@@ -105,7 +107,7 @@ async fn publishes_to_an_archive_made_elsewhere(existing: FieldTable, wanted: Qu
     let r = app.approve(&review_id, &app.reviewer()).await;
     assert_eq!(r.status(), StatusCode::OK);
     app.outbox_drained(Duration::from_secs(10)).await;
-    let archived = drain(&ch, &archive).await;
+    let archived = drain(&app, &ch, &archive).await;
     let types: Vec<&str> = archived
         .iter()
         .map(|e| e["event_type"].as_str().unwrap())

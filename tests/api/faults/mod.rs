@@ -6,6 +6,7 @@
 mod bounds;
 mod brokers;
 mod degraded;
+mod envelope;
 mod instances;
 mod jwks;
 mod leases;

@@ -11,7 +11,6 @@ use lapin::options::{
     BasicPublishOptions, QueueBindOptions, QueueDeclareOptions, QueueDeleteOptions,
 };
 use lapin::types::FieldTable;
-use lapin::BasicProperties;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -213,17 +212,18 @@ async fn the_example_consumer_processes_each_event_once() {
     app.outbox_drained(Duration::from_secs(10)).await;
     // Redeliver the approval, as an at-least-once broker may.
     let events = app.take_events().await;
-    let (approved, _) = events
+    let (approved, props) = events
         .iter()
         .find(|(e, _)| e["event_type"] == "document.approved")
         .unwrap();
+    // The same message again: its body and properties (headers included) as first sent.
     app.amqp
         .basic_publish(
             app.shared.exchange.as_str().into(),
             "document.approved".into(),
             BasicPublishOptions::default(),
             &serde_json::to_vec(approved).unwrap(),
-            BasicProperties::default(),
+            props.clone(),
         )
         .await
         .unwrap()

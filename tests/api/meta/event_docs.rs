@@ -1,16 +1,21 @@
-//! The event schemas of `docs/events.md`, read from the page: the envelope's JSON Schema and
-//! each type's `data` row. The consumer tests check the events the service published
-//! against them ([`as_documented`]), so the page cannot drift from the events.
+//! The event schemas of `docs/events.md` are those of their one source,
+//! `docs/schemas/events.json` (which the service compiles in, serves and describes in
+//! `/asyncapi.json`): the page's envelope block and each type's `data` row are read from
+//! the page and compared with the source, so the page cannot drift from the events. The
+//! consumer tests check the events the service published against the source's schemas
+//! ([`as_documented`]), besides the check every read message gets (`support::events`).
 
 use serde_json::Value;
+
+use kh_review::outbox::schemas;
 
 fn page() -> String {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/events.md");
     std::fs::read_to_string(path).unwrap()
 }
 
-/// The envelope's schema: the first JSON block of the page's "Schema" section.
-fn envelope() -> Value {
+/// The envelope's schema as the page shows it: the first JSON block of its "Schema" section.
+fn envelope_on_page() -> Value {
     let page = page();
     let from = page
         .find("## Schema")
@@ -20,8 +25,8 @@ fn envelope() -> Value {
     serde_json::from_str(&page[start..end]).expect("the envelope's schema is JSON")
 }
 
-/// The `data` schema of `event_type`: its row of the page's table.
-fn data_schema(event_type: &str) -> Value {
+/// The `data` schema of `event_type` as the page shows it: its row of the page's table.
+fn data_on_page(event_type: &str) -> Value {
     let page = page();
     let row = format!("| `{event_type}` | `");
     let line = page.lines().find(|l| l.starts_with(&row));
@@ -34,64 +39,67 @@ fn data_schema(event_type: &str) -> Value {
         .unwrap_or_else(|e| panic!("the data schema of {event_type} is not JSON: {e}"))
 }
 
-/// Whether `v` is of the JSON Schema `type` `ty` (one name or a list of them).
-fn of_type(v: &Value, ty: &Value) -> bool {
-    let names: Vec<&str> = match ty {
-        Value::String(s) => vec![s.as_str()],
-        Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
-        _ => return true,
-    };
-    names.iter().any(|n| match *n {
-        "string" => v.is_string(),
-        "integer" => v.is_i64() || v.is_u64(),
-        "number" => v.is_number(),
-        "object" => v.is_object(),
-        "boolean" => v.is_boolean(),
-        "null" => v.is_null(),
-        _ => false,
-    })
+/// Fails unless `event` matches the schema of its type in the source (the envelope with
+/// that type's `data`), checked by a JSON Schema validator, formats included.
+pub fn as_documented(event: &Value) {
+    let ty = event["event_type"].as_str().unwrap_or_default();
+    let schema = schemas::payload_schema(ty);
+    let schema = schema.unwrap_or_else(|| panic!("no schema for the type of {event}"));
+    let validator = jsonschema::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(event)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{ty}: {errors:?}\n{event}");
 }
 
-/// Fails unless `value` holds every required property and only documented ones, each of
-/// its type, in its `enum` and not below its `minimum`.
-fn conforms(what: &str, value: &Value, schema: &Value) {
-    let obj = value.as_object();
-    let obj = obj.unwrap_or_else(|| panic!("{what}: not an object: {value}"));
-    for key in schema["required"].as_array().unwrap() {
-        let key = key.as_str().unwrap();
-        assert!(obj.contains_key(key), "{what}: no {key} in {value}");
-    }
-    let props = schema["properties"].as_object().unwrap();
-    for (k, v) in obj {
-        let p = props.get(k);
-        let p = p.unwrap_or_else(|| panic!("{what}: {k} is not in docs/events.md: {value}"));
-        if let Some(allowed) = p["enum"].as_array() {
-            assert!(allowed.contains(v), "{what}: {k} {v} is not documented");
-        }
-        let typed = p.get("type").is_none_or(|t| of_type(v, t));
-        assert!(typed, "{what}: {k} {v} is not of type {}", p["type"]);
-        let low = p["minimum"].as_i64().zip(v.as_i64());
-        assert!(
-            low.is_none_or(|(min, n)| n >= min),
-            "{what}: {k} {v} is below its minimum"
+#[test]
+fn the_page_shows_the_schemas_of_the_source() {
+    assert_eq!(
+        envelope_on_page(),
+        *schemas::envelope(),
+        "the envelope block of docs/events.md is docs/schemas/events.json's"
+    );
+    for ty in schemas::event_types() {
+        assert_eq!(
+            data_on_page(ty),
+            *schemas::data_schema(ty).unwrap(),
+            "the data row of {ty} in docs/events.md is docs/schemas/events.json's"
         );
     }
 }
 
-/// Fails unless `event` matches the envelope and its type's `data` row of docs/events.md.
-pub fn as_documented(event: &Value) {
-    conforms("envelope", event, &envelope());
-    let ty = event["event_type"].as_str().unwrap();
-    conforms(ty, &event["data"], &data_schema(ty));
-}
-
 #[test]
-fn every_documented_event_type_has_a_data_schema() {
-    let envelope = envelope();
-    let types = envelope["properties"]["event_type"]["enum"].as_array();
-    for ty in types.expect("the envelope lists the event types") {
-        let schema = data_schema(ty.as_str().unwrap());
-        assert_eq!(schema["type"], "object", "{ty}");
-        assert!(schema["required"].is_array(), "{ty}");
+fn the_source_refuses_what_the_page_says_is_wrong() {
+    let event = serde_json::json!({
+        "event_id": "01a22691-9b41-71d5-9d4f-c91a4368d22a", "event_type": "document.approved",
+        "occurred_at": "2026-11-29T09:10:06.398771Z", "document_id": "01a22691-9a62-7610-835c-a0977ab5a7bc",
+        "review_id": "01a22691-9ad2-728e-b933-b1a469e2c973", "document_version": 3, "actor_id": "bob",
+        "data": {"title": "Runbook", "comment": null, "replaced_version": null}
+    });
+    as_documented(&event);
+    let mut wrong = Vec::new();
+    for (pointer, value) in [
+        ("/data/extra", serde_json::json!(1)),
+        ("/document_version", serde_json::json!(0)),
+        ("/event_id", serde_json::json!("not-a-uuid")),
+        ("/occurred_at", serde_json::json!("yesterday")),
+        ("/data/title", serde_json::json!(7)),
+    ] {
+        let mut bad = event.clone();
+        let (parent, key) = pointer.rsplit_once('/').unwrap();
+        bad.pointer_mut(if parent.is_empty() { "" } else { parent })
+            .unwrap()
+            .as_object_mut()
+            .unwrap()
+            .insert(key.to_string(), value);
+        let refused = std::panic::catch_unwind(|| as_documented(&bad)).is_err();
+        if !refused {
+            wrong.push(pointer);
+        }
     }
+    assert!(wrong.is_empty(), "accepted: {wrong:?}");
 }

@@ -3,6 +3,7 @@
 //! and the test harness's own clean-up. Part of the parallel run.
 
 mod architecture;
+mod cloudevents;
 mod consumer;
 mod event_docs;
 mod harness;

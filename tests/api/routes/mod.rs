@@ -8,6 +8,7 @@ mod comments;
 pub(crate) mod concurrency;
 mod console;
 mod documents;
+mod events;
 mod headers;
 mod idempotency;
 mod lifecycle;

@@ -12,6 +12,7 @@ use kh_review::http::test_hooks::SUSPEND_RENEWAL_HEADER;
 use serde_json::json;
 
 use super::app::{TestApp, AUTHOR};
+use super::events::conforming;
 
 /// Waits for `check` to return Some, polling, until `deadline`; panics with `what`.
 pub async fn wait_for<T, F, Fut>(what: &str, deadline: Duration, check: F) -> T
@@ -188,7 +189,8 @@ impl TestApp {
         .await
     }
 
-    /// Takes every event now on this test's queue (in order).
+    /// Takes every event now on this test's queue (in order), each checked against
+    /// `/asyncapi.json` (`support::events`).
     pub async fn take_events(&self) -> Vec<(Value, lapin::BasicProperties)> {
         let mut out = Vec::new();
         while let Some(m) = self
@@ -200,10 +202,8 @@ impl TestApp {
             .await
             .unwrap()
         {
-            out.push((
-                serde_json::from_slice(&m.delivery.data).unwrap(),
-                m.delivery.properties.clone(),
-            ));
+            let props = m.delivery.properties.clone();
+            out.push((conforming(&self.settings, &m.delivery.data, &props), props));
         }
         out
     }

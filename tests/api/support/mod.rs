@@ -9,6 +9,7 @@ pub mod binary;
 pub mod browser;
 mod chromium;
 pub mod console;
+pub mod events;
 pub mod inspect;
 pub mod jwks;
 pub mod own_redis;

@@ -3,7 +3,10 @@
 //! leftovers (undelivered outbox rows, lock keys in Redis) and fails if it left any. Tests
 //! run on the multi-threaded runtime so that the teardown can wait for the service there.
 
+use std::panic::AssertUnwindSafe;
 use std::time::Duration;
+
+use futures_util::FutureExt;
 
 use lapin::options::{ExchangeDeleteOptions, QueueDeleteOptions};
 
@@ -57,6 +60,14 @@ impl TestApp {
         let left = self.lock_keys_left().await;
         if !left.is_empty() {
             return Err(format!("lock keys left behind: {left:?}"));
+        }
+        // What the test did not read off its queue is checked against /asyncapi.json too
+        // (the check panics; caught here so that the clean-up still runs).
+        let checked = AssertUnwindSafe(self.take_events()).catch_unwind().await;
+        if checked.is_err() {
+            return Err(
+                "a message left on the test's queue does not match /asyncapi.json (above)".into(),
+            );
         }
         Ok(())
     }

@@ -8,11 +8,13 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use lapin::options::BasicConsumeOptions;
 use lapin::types::FieldTable;
+use lapin::BasicProperties;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::support::app::{spawn_app, spawn_app_with, AppOptions, TestApp};
+use crate::support::events::conforming;
 use crate::support::inspect::wait_for;
 use kh_review::http::test_hooks::LEAVE_TO_DISPATCHER_HEADER;
 use kh_review_testkit::proxy::Proxy;
@@ -35,9 +37,18 @@ async fn backlog(app: &TestApp, n: i64) {
     .unwrap();
 }
 
+/// What the listener saw: when each review's event arrived, how many others did, and the
+/// reviews' messages themselves (checked against `/asyncapi.json` once all are in; the
+/// backlog's rows are the test's own, written by SQL with a body of two fields).
+type Seen = (
+    HashMap<Uuid, Instant>,
+    usize,
+    Vec<(Vec<u8>, BasicProperties)>,
+);
+
 /// Notes when each review's event reaches the test's queue, and counts the others.
-fn listen(mut consumer: lapin::Consumer) -> Arc<Mutex<(HashMap<Uuid, Instant>, usize)>> {
-    let seen = Arc::new(Mutex::new((HashMap::new(), 0)));
+fn listen(mut consumer: lapin::Consumer) -> Arc<Mutex<Seen>> {
+    let seen = Arc::new(Mutex::new((HashMap::new(), 0, Vec::new())));
     let noted = seen.clone();
     tokio::spawn(async move {
         while let Some(Ok(delivery)) = consumer.next().await {
@@ -47,6 +58,8 @@ fn listen(mut consumer: lapin::Consumer) -> Arc<Mutex<(HashMap<Uuid, Instant>, u
             match body["review_id"].as_str().and_then(|s| s.parse().ok()) {
                 Some(review) => {
                     seen.0.insert(review, at);
+                    seen.2
+                        .push((delivery.data.clone(), delivery.properties.clone()));
                 }
                 None => seen.1 += 1,
             }
@@ -102,6 +115,9 @@ async fn a_fresh_event_never_waits_behind_other_documents_backlog() {
     })
     .await;
     let arrived = seen.lock().unwrap().0.clone();
+    for (data, props) in &seen.lock().unwrap().2 {
+        conforming(&app.settings, data, props);
+    }
     let mut late: Vec<f64> = replied
         .iter()
         .map(|(review, at)| arrived[review].saturating_duration_since(*at).as_secs_f64())
