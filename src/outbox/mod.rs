@@ -12,6 +12,7 @@
 
 mod passes;
 pub mod publisher;
+pub mod replay;
 mod settings;
 
 use std::sync::atomic::{AtomicU64, Ordering};

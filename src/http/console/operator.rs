@@ -1,6 +1,6 @@
 //! The operator's page (role `admin`): each dependency as `/readyz` sees it, with the
 //! circuit breakers; delivery (backlog, oldest undelivered event, events in the last
-//! minute); parked events with retry and skip. The page reloads it every few seconds.
+//! minute); parked events with retry and skip; replays (`replays.rs`). The page reloads it every few seconds.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -49,6 +49,8 @@ struct Overview {
     parked: Vec<Parked>,
     more_parked: bool,
     checked_at: String,
+    /// The replays section (`replays.rs`), rendered.
+    replays: String,
 }
 
 fn dependencies(r: &ReadinessView) -> Vec<Dependency> {
@@ -128,6 +130,7 @@ async fn render(
         parked,
         more_parked: found.next_cursor.is_some(),
         checked_at: when(now),
+        replays: super::replays::section(state, caller, None).await?,
     })
 }
 
