@@ -6,4 +6,5 @@ mod docs;
 mod lifecycle;
 mod lifecycle_lists;
 mod operator;
+mod replays;
 mod workflow;
