@@ -64,9 +64,9 @@ fn print_latencies(what: &str, mut l: Vec<Duration>) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn history_and_snapshot_replays_rebuild_a_consumer_that_lost_its_queue() {
-    let app = spawn_app_with(paced(40)).await;
+/// An indexer's queue is deleted while documents are approved (one of them twice); returns
+/// the ids of every event delivered until then.
+async fn lost_while_approving(app: &TestApp) -> HashSet<String> {
     let old_queue = app.consumer_queue("indexer").await;
     app.bind_to_events(&old_queue).await;
     let first = app.approved_document("First").await;
@@ -80,7 +80,7 @@ async fn history_and_snapshot_replays_rebuild_a_consumer_that_lost_its_queue() {
     app.approved_revision(&first).await;
     app.outbox_drained(Duration::from_secs(10)).await;
     let _ = app.take_events().await;
-    let stored: HashSet<String> = sqlx::query_scalar::<_, uuid::Uuid>(
+    sqlx::query_scalar::<_, uuid::Uuid>(
         "SELECT event_id FROM outbox WHERE published_at IS NOT NULL",
     )
     .fetch_all(&app.pg)
@@ -88,8 +88,13 @@ async fn history_and_snapshot_replays_rebuild_a_consumer_that_lost_its_queue() {
     .unwrap()
     .into_iter()
     .map(|u| u.to_string())
-    .collect();
+    .collect()
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_and_snapshot_replays_rebuild_a_consumer_that_lost_its_queue() {
+    let app = spawn_app_with(paced(40)).await;
+    let stored = lost_while_approving(&app).await;
     // The indexer's new queue, bound as the old one was: live events from now on.
     let queue = app.consumer_queue("indexer-new").await;
     app.bind_to_events(&queue).await;
