@@ -1,6 +1,7 @@
 //! The operator's page (role `admin`): each dependency as `/readyz` sees it, with the
 //! circuit breakers; delivery (backlog, oldest undelivered event, events in the last
-//! minute); parked events with retry and skip; replays (`replays.rs`). The page reloads it every few seconds.
+//! minute); parked events with retry and skip; replays (`replays.rs`). The page reloads it
+//! every few seconds.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
