@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use bench_support::{
     approve_load, console_rows, cost_row, data_size_row, drain_row, drive, interleaved,
-    lifecycle_rows, rounds, starvation_row, sustained_row, workflow_rows, ApproveFigures, BenchEnv,
-    Figures, Goals, Measure, Rec, Report, Service,
+    lifecycle_rows, replay_row, rounds, starvation_row, sustained_row, workflow_rows,
+    ApproveFigures, BenchEnv, Figures, Goals, Measure, Rec, Report, Service,
 };
 use kh_review::lock::redis::RedisLockProvider;
 use kh_review::lock::{Attempt, LockProvider, Ttl};
@@ -71,6 +71,7 @@ async fn main() -> anyhow::Result<()> {
     ));
     let lifecycle = lifecycle_rows(&mut report, &env, None).await?;
     let drain = drain_row(&mut report, &env).await?;
+    replay_row(&mut report, &env).await?;
     let grown = data_size_row(&mut report, &env, approve.p50_c1).await?;
     // Last: the overdue row leaves 100,000 reviews behind (withdrawn).
     let workflow = workflow_rows(&mut report, &env, None).await?;
@@ -101,6 +102,7 @@ async fn main() -> anyhow::Result<()> {
 async fn one_row(report: &mut Report, env: &BenchEnv, only: &str) -> anyhow::Result<bool> {
     match only {
         "drain" => drain_row(report, env).await.map(|_| ())?,
+        "replay" => replay_row(report, env).await?,
         "cost" => cost_row(report, env).await.map(|_| ())?,
         "lock" => lock_rows(report, env).await.map(|_| ())?,
         "console" => console_rows(report, env).await.map(|_| ())?,

@@ -66,6 +66,18 @@ def _unexpressible(case, response):
         # A review_id of the right form that names no review of this document: which
         # reviews a document has is state.
         return "a review_id of no review of this document"
+    if operation == "POST /api/v1/admin/replays" and response.status_code == 422 and (
+        "does not exist on the broker" in message
+        or "must be later than from" in message
+        or "are for history replays" in message
+    ):
+        # A target queue of the right form that nobody declared (which queues the broker
+        # has is state), and two dependencies between fields that OpenAPI 3.0 cannot
+        # state: `to` after `from`, and no time range or types for a snapshot.
+        return "a replay to a queue that does not exist, or a range of one field on another"
+    if operation == "POST /api/v1/admin/replays" and response.status_code == 409 and code == "REPLAY_RUNNING":
+        # One running replay per queue: whether one runs is state.
+        return "a replay to a queue that has one running"
     body = case.body
     if response.status_code == 422 and isinstance(body, (bool, int, float, str, list)):
         # schemathesis's coverage phase pairs a valid header with an invalid body (`0`) and

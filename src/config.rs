@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use crate::http::{AuthSettings, ServerSettings};
 use crate::lock::{LockSettings, RedisMode, RedisSettings};
+use crate::outbox::replay::ReplaySettings;
 use crate::outbox::{AmqpSettings, EventSettings, OutboxSettings};
 use crate::store::mongo::MongoSettings;
 use crate::store::DatabaseSettings;
@@ -35,6 +36,9 @@ pub struct Settings {
     /// `[review]`: the default policy and the overdue sweeper; every key has a default.
     #[serde(default)]
     pub review: ReviewSettings,
+    /// `[replay]`: how replays are paced and held; every key has a default.
+    #[serde(default)]
+    pub replay: ReplaySettings,
     pub log: LogSettings,
     /// `[events]`: the CloudEvents source and where the event schemas are served; every
     /// key has a default.
@@ -319,6 +323,9 @@ impl Settings {
         }
         if self.outbox.max_attempts < 1 {
             bad("outbox.max_attempts", "must be at least 1");
+        }
+        for (key, problem) in self.replay.problems() {
+            bad(key, problem);
         }
         if let Err(e) = self.mongo.acknowledgment() {
             bad("mongo.write_concern", e);

@@ -8,6 +8,7 @@ mod lifecycle;
 mod model;
 mod plan;
 pub mod policy;
+pub mod replay;
 pub mod rules;
 mod state;
 pub mod votes;

@@ -65,6 +65,7 @@ pub enum ReviewStatus {
 
 text_column!(DocumentStatus, "document status");
 text_column!(ReviewStatus, "review status");
+pub(crate) use text_column;
 
 /// What a caller asks of a document; the rules in `rules.rs` say whether it may happen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -38,6 +38,8 @@ pub enum ErrorCode {
     AlreadyVoted,
     ReviewClaimed,
     NotEligible,
+    /// A replay to the same target queue is running (on any instance).
+    ReplayRunning,
 }
 
 /// The body of every error response.

@@ -21,6 +21,7 @@ mod openapi;
 mod paging;
 pub(crate) mod policies;
 pub(crate) mod post;
+pub(crate) mod replays;
 pub mod request_id;
 pub(crate) mod reviews;
 mod settings;
@@ -96,6 +97,10 @@ routes! {
     get "/api/v1/admin/outbox/stats" => admin::stats,
     post "/api/v1/admin/outbox/{id}/retry" => admin::retry,
     post "/api/v1/admin/outbox/{id}/skip" => admin::skip,
+    post "/api/v1/admin/replays" => replays::start,
+    get "/api/v1/admin/replays" => replays::list,
+    get "/api/v1/admin/replays/{id}" => replays::get,
+    delete "/api/v1/admin/replays/{id}" => replays::cancel,
 }
 
 /// The paths of the pages and files served beside the JSON API, GET and HEAD only. Not in

@@ -12,6 +12,7 @@ use super::documents::{CreateDocument, UpdateDocument};
 use super::error::{ErrorCode, ErrorEnvelope};
 use super::lifecycle::{ArchiveBody, CommentBodyIn};
 use super::policies::PolicyBody;
+use super::replays::{ReplayFilters, ReplayList, ReplayView, StartReplay};
 use super::reviews::{ApproveBody, RejectBody};
 use super::views::{
     ApprovalView, ArchiveView, ClaimView, CommentPage, CommentView, DocumentPage, DocumentView,
@@ -51,6 +52,10 @@ use super::views::{
         super::admin::stats,
         super::admin::retry,
         super::admin::skip,
+        super::replays::start,
+        super::replays::list,
+        super::replays::get,
+        super::replays::cancel,
         super::health::healthz,
         super::health::readyz,
         super::health::metrics,
@@ -64,14 +69,15 @@ use super::views::{
         CreateDocument, UpdateDocument, ApproveBody, RejectBody, ErrorEnvelope, ErrorCode,
         OutboxRowView, OutboxPage, OutboxStatsView, super::health::Health, super::health::ReadinessView,
         PolicyBody, PolicyView, PolicyList, StageOfPolicy, StageView, ApprovalView, ClaimView,
-        PublishedView, CommentView, CommentPage, ArchiveView, ArchiveBody, CommentBodyIn
+        PublishedView, CommentView, CommentPage, ArchiveView, ArchiveBody, CommentBodyIn,
+        StartReplay, ReplayView, ReplayList, ReplayFilters
     )),
     modifiers(&BearerAuth, &UpdateNeedsAField),
     tags(
         (name = "documents", description = "Authors' documents"),
         (name = "reviews", description = "Reviewers' votes and claims"),
         (name = "policies", description = "Review policies: stages, approvals, groups, due dates"),
-        (name = "admin", description = "Parked outbox rows: list, retry, skip"),
+        (name = "admin", description = "Parked outbox rows: list, retry, skip; replays of the events to one queue"),
         (name = "operations", description = "Health, metrics, this description")
     )
 )]

@@ -10,8 +10,8 @@ use super::metrics::HttpMetrics;
 use super::request_id;
 use super::test_hooks;
 use crate::usecases::{
-    Context, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes, ReviewService,
-    TestHooks,
+    Context, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes, ReplayService,
+    ReviewService, TestHooks,
 };
 
 pub struct AppState {
@@ -21,6 +21,7 @@ pub struct AppState {
     pub idempotency: Idempotency,
     pub probes: Probes,
     pub outbox_admin: OutboxAdmin,
+    pub replays: ReplayService,
     pub metrics: HttpMetrics,
     /// How request bodies are read: their largest size, and how long they may take.
     pub body: BodyLimits,

@@ -14,6 +14,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use lapin::types::{AMQPValue, FieldTable};
 use serde::Deserialize;
 
+use uuid::Uuid;
+
 use crate::store::OutboxRow;
 
 /// `[events]`: how the service names itself and its schemas in the envelope.
@@ -88,7 +90,25 @@ pub const CE_HEADERS: [&str; 7] = [
 /// in RFC 3339 UTC; a body without a readable one (never written by the service) has
 /// no `ce-time`, which CloudEvents allows.
 pub fn cloudevent_headers(row: &OutboxRow, events: &EventSettings) -> FieldTable {
-    let time = row.payload["occurred_at"]
+    headers_for(
+        row.event_id,
+        &row.event_type,
+        row.document_id,
+        &row.payload,
+        events,
+    )
+}
+
+/// The CloudEvents headers of any event the service sends: a live row's, a replayed row's,
+/// a replay's `document.snapshot` (`payload` is the body; its `occurred_at` is `ce-time`).
+pub fn headers_for(
+    event_id: Uuid,
+    event_type: &str,
+    document_id: Uuid,
+    payload: &serde_json::Value,
+    events: &EventSettings,
+) -> FieldTable {
+    let time = payload["occurred_at"]
         .as_str()
         .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
         .map(|t| {
@@ -97,12 +117,12 @@ pub fn cloudevent_headers(row: &OutboxRow, events: &EventSettings) -> FieldTable
         });
     let values = [
         Some(SPEC_VERSION.to_string()),
-        Some(row.event_id.to_string()),
+        Some(event_id.to_string()),
         Some(events.source.clone()),
-        Some(row.event_type.clone()),
-        Some(row.document_id.to_string()),
+        Some(event_type.to_string()),
+        Some(document_id.to_string()),
         time,
-        Some(events.schema_url(&row.event_type)),
+        Some(events.schema_url(event_type)),
     ];
     let mut headers = FieldTable::default();
     for (name, value) in CE_HEADERS.iter().zip(values) {

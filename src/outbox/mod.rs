@@ -16,6 +16,7 @@ mod passes;
 pub mod publisher;
 mod required;
 pub mod schemas;
+pub mod replay;
 mod settings;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -17,13 +17,14 @@ use crate::lock::gate::LockGate;
 use crate::lock::redis::RedisLockProvider;
 use crate::lock::{LockKeys, LockProvider};
 use crate::outbox::publisher::AmqpPublisher;
+use crate::outbox::replay::ReplayRunner;
 use crate::outbox::{Dispatcher, OutboxSettings};
 use crate::store::mongo::MongoProjection;
 use crate::store::PgStore;
 use crate::tasks::{Backoff, Supervisor};
 use crate::usecases::{
-    sweep_overdue, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes, Retention,
-    RetentionSettings, ReviewService, ReviewStats,
+    sweep_overdue, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes, ReplayService,
+    Retention, RetentionSettings, ReviewService, ReviewStats,
 };
 
 /// What `serve` and `dispatch` run on: the state the handlers share, the dispatcher, and
@@ -127,6 +128,7 @@ impl<'a> CoreBuilder<'a> {
                 s.server.probe_cache,
             ),
             outbox_admin: OutboxAdmin::new(store.clone()),
+            replays: ReplayService::new(store.clone(), self.replay_runner(&store, &tasks)),
             metrics,
             body: BodyLimits {
                 max_bytes: s.server.json_limit_bytes,
@@ -161,6 +163,22 @@ impl<'a> CoreBuilder<'a> {
             tracing::warn!(error = %e, "rabbitmq unreachable at start-up: events wait in the outbox");
         }
         publisher
+    }
+
+    /// The replay runner, running under `tasks` when `replay.run` is on.
+    fn replay_runner(&self, store: &PgStore, tasks: &Supervisor) -> Arc<ReplayRunner> {
+        let s = self.settings;
+        let runner = Arc::new(ReplayRunner::new(
+            store.clone(),
+            &s.amqp,
+            s.replay.clone(),
+            s.events.clone(),
+        ));
+        if s.replay.run {
+            let r = runner.clone();
+            tasks.spawn("replay.runner", move |stop| r.clone().run(stop));
+        }
+        runner
     }
 
     /// The Redis lock behind its gate, with the breaker's prober running under `tasks`.

@@ -2,7 +2,8 @@
 //! submit, votes and withdraw under the outer lock; `workflow` the queue, claims, policies
 //! and the overdue sweeper; `documents` creates, edits and reads;
 //! `idempotency` is the policy of `Idempotency-Key`; `probes` is what operators read;
-//! `outbox_admin` what admins do with parked outbox rows; `test_hooks` where tests may
+//! `outbox_admin` what admins do with parked outbox rows; `replays` how they ask for a
+//! replay of the events; `test_hooks` where tests may
 //! step in. Every write commits through `commit`, the one seam.
 //!
 //! Nothing here knows HTTP: each use case returns a typed result, which the caller renders.
@@ -17,6 +18,7 @@ mod outbox_admin;
 mod probes;
 mod records;
 mod retention;
+mod replays;
 mod reviews;
 mod stage_needs;
 mod stats;
@@ -30,6 +32,7 @@ pub use idempotency::{Idempotency, IdempotencySettings, Recordable, Recorded, Se
 pub use lifecycle::PublishedRead;
 pub use outbox_admin::{AdminError, OutboxAdmin, OutboxStats};
 pub use probes::{Check, OutboxFigures, Probes, QueuesCheck, Readiness};
+pub use replays::{ReplayError, ReplayService};
 pub use retention::{PurgeRound, Retention, RetentionSettings, RetentionStats};
 pub use reviews::ReviewService;
 pub use stats::{ReviewStats, LATENCY_BUCKETS};

@@ -19,6 +19,7 @@ mod lifecycle;
 mod operator;
 mod policies;
 mod render;
+mod replays;
 mod review;
 mod reviewer;
 mod revision;
@@ -64,6 +65,7 @@ pub const PATHS: &[(&str, &str)] = &[
     ("post", "/console/f/documents/{id}/comments/add"),
     ("post", "/console/f/outbox/{id}/retry"),
     ("post", "/console/f/outbox/{id}/skip"),
+    ("post", "/console/f/replays/{id}/cancel"),
 ];
 
 /// The handler of a path of [`PATHS`] (its method is guarded in [`configure`]).
@@ -99,6 +101,7 @@ fn route(path: &str) -> Route {
         "/console/f/documents/{id}/comments/add" => web::route().to(lifecycle::comment),
         "/console/f/outbox/{id}/retry" => web::route().to(operator::retry),
         "/console/f/outbox/{id}/skip" => web::route().to(operator::skip),
+        "/console/f/replays/{id}/cancel" => web::route().to(replays::cancel),
         other => unreachable!("no console handler for {other}"),
     }
 }

@@ -1,6 +1,7 @@
 //! The operator's page (role `admin`): each dependency as `/readyz` sees it, with the
 //! circuit breakers; delivery (backlog, oldest undelivered event, events in the last
-//! minute); parked events with retry and skip. The page reloads it every few seconds.
+//! minute); parked events with retry and skip; replays (`replays.rs`). The page reloads it
+//! every few seconds.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -51,6 +52,8 @@ struct Overview {
     more_parked: bool,
     checked_at: String,
     charts: Charts,
+    /// The replays section (`replays.rs`), rendered.
+    replays: String,
 }
 
 fn dependencies(r: &ReadinessView) -> Vec<Dependency> {
@@ -146,6 +149,7 @@ async fn render(
         more_parked: found.next_cursor.is_some(),
         checked_at: when(now),
         charts,
+        replays: super::replays::section(state, caller, None).await?,
     })
 }
 

@@ -51,8 +51,8 @@ async fn a_panicking_task_is_counted_restarted_and_joined_at_shutdown() {
     let tasks = app.tasks.clone();
     assert_eq!(
         tasks.live(),
-        5,
-        "the two outbox loops, the purger, the prober, the overdue sweeper"
+        6,
+        "the two outbox loops, the purger, the prober, the overdue sweeper, the replay runner"
     );
     app.finish().await;
     assert_eq!(

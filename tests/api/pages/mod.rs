@@ -7,4 +7,5 @@ mod lifecycle;
 mod lifecycle_lists;
 mod operator;
 mod operator_charts;
+mod replays;
 mod workflow;

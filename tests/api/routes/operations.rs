@@ -108,8 +108,8 @@ async fn refused_bodies_get_statuses_their_operations_document() {
         .collect();
     assert_eq!(
         bodies.len(),
-        12,
-        "POST and PUT /documents, submit, withdraw, archive, comment, approve, reject, claim, retry, skip, PUT policy"
+        13,
+        "POST and PUT /documents, submit, withdraw, archive, comment, approve, reject, claim, retry, skip, PUT policy, POST replays"
     );
     for (method, path) in bodies {
         let id = uuid::Uuid::new_v4().to_string();

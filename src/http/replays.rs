@@ -1,0 +1,328 @@
+//! `/api/v1/admin/replays`: an admin sends the events again to one consumer's queue (the
+//! delivered events as they were, or a snapshot of every published document), follows its
+//! progress, and cancels it. Role `admin` only; the POST honours `Idempotency-Key` as every
+//! POST does (`post::run`).
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::openapi::schema::{Array, ArrayBuilder, ObjectBuilder, SchemaType, Type};
+use uuid::Uuid;
+
+use super::auth::{Caller, Role};
+use super::body::{parse_json, read_body};
+use super::error::{ApiError, ErrorCode, ErrorEnvelope};
+use super::post;
+use super::request_id;
+use super::state::AppState;
+use crate::domain::replay::{ReplayRequest, ReplayState, MAX_FILTER_ITEMS, PUBLISHED};
+use crate::store::ReplayRecord;
+use crate::usecases::ReplayError;
+
+/// A replay to ask for.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartReplay {
+    /// history: the delivered events again, as they were (same event_id, same body);
+    /// snapshot: one document.snapshot per published document.
+    #[schema(pattern = "^(history|snapshot)$", example = "history")]
+    mode: String,
+    /// The one queue the events go to, through the default exchange; it must exist.
+    #[schema(
+        min_length = 1,
+        max_length = 255,
+        pattern = "^[!-~]+$",
+        example = "search-indexer"
+    )]
+    target_queue: String,
+    /// History: events written at or after this.
+    #[serde(default)]
+    from: Option<DateTime<Utc>>,
+    /// History: events written before this.
+    #[serde(default)]
+    to: Option<DateTime<Utc>>,
+    /// History: only these event types (published ones).
+    #[serde(default)]
+    #[schema(schema_with = event_types)]
+    types: Option<Vec<String>>,
+    /// Only these documents.
+    #[serde(default)]
+    #[schema(min_items = 1, max_items = 1000)]
+    document_ids: Option<Vec<Uuid>>,
+}
+
+/// `types`: published event types, 1 to 1,000 of them, or null.
+fn event_types() -> Array {
+    let names: Vec<&str> = PUBLISHED.iter().map(|t| t.as_str()).collect();
+    let item = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(names));
+    ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(item)
+        .min_items(Some(1))
+        .max_items(Some(MAX_FILTER_ITEMS))
+        .description(Some("History: only these event types (published ones)"))
+        .build()
+}
+
+/// What a replay was asked to send (null: not filtered).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ReplayFilters {
+    pub from: Option<DateTime<Utc>>,
+    pub to: Option<DateTime<Utc>>,
+    pub types: Option<Vec<String>>,
+    pub document_ids: Option<Vec<Uuid>>,
+}
+
+/// A replay and its progress.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Replay)]
+pub struct ReplayView {
+    pub id: Uuid,
+    #[schema(example = "history")]
+    pub mode: &'static str,
+    pub target_queue: String,
+    /// running, done, cancelled or failed
+    #[schema(example = "running")]
+    pub state: &'static str,
+    /// Events sent and confirmed by the broker (each once, however often it was resent).
+    pub sent: i64,
+    /// Events the replay sends in all (counted when it was asked for).
+    pub total: i64,
+    pub events_left: i64,
+    /// Events sent a second time after the instance running the replay stopped (the batch
+    /// it had in flight): at most that many reached the queue twice.
+    pub duplicates: i64,
+    /// How often another instance took the replay over.
+    pub takeovers: i32,
+    /// Events a second, from its start until now (or its end).
+    pub rate_per_sec: f64,
+    /// When it should end at that rate (running replays only).
+    pub expected_end: Option<DateTime<Utc>>,
+    pub filters: ReplayFilters,
+    /// The admin who asked for it.
+    pub requested_by: String,
+    /// Why it failed.
+    pub error: Option<String>,
+    pub started_at: DateTime<Utc>,
+    /// When its last batch was confirmed.
+    pub progressed_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl ReplayView {
+    pub fn of(r: &ReplayRecord, now: DateTime<Utc>) -> Self {
+        let until = r.finished_at.unwrap_or(now);
+        let secs = (until - r.started_at).num_milliseconds().max(1) as f64 / 1000.0;
+        let rate = r.sent as f64 / secs;
+        let left = (r.total - r.sent).max(0);
+        let running = r.state == ReplayState::Running;
+        let expected_end = (running && rate > 0.0)
+            .then(|| chrono::Duration::try_milliseconds((left as f64 / rate * 1000.0) as i64))
+            .flatten()
+            .and_then(|d| now.checked_add_signed(d));
+        Self {
+            id: r.id,
+            mode: r.mode.as_str(),
+            target_queue: r.target_queue.clone(),
+            state: r.state.as_str(),
+            sent: r.sent,
+            total: r.total,
+            events_left: if running { left } else { 0 },
+            duplicates: r.duplicates,
+            takeovers: r.takeovers,
+            rate_per_sec: (rate * 10.0).round() / 10.0,
+            expected_end,
+            filters: ReplayFilters {
+                from: r.from_at,
+                to: r.to_at,
+                types: r.types.clone(),
+                document_ids: r.document_ids.clone(),
+            },
+            requested_by: r.requested_by.clone(),
+            error: r.error.clone(),
+            started_at: r.started_at,
+            progressed_at: r.progressed_at,
+            finished_at: r.finished_at,
+        }
+    }
+}
+
+/// The running replays, then the most recent others.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ReplayList {
+    pub items: Vec<ReplayView>,
+}
+
+/// Finished replays a list shows, besides the running ones.
+pub const RECENT: i64 = 20;
+
+impl From<ReplayError> for ApiError {
+    fn from(e: ReplayError) -> Self {
+        match e {
+            ReplayError::NotFound(_) => ApiError::not_found(e.to_string()),
+            ReplayError::Running(_) => ApiError::new(
+                StatusCode::CONFLICT,
+                ErrorCode::ReplayRunning,
+                e.to_string(),
+            ),
+            ReplayError::NoSuchQueue(_) => ApiError::validation(format!("target_queue: {e}")),
+            ReplayError::Finished(..) => {
+                ApiError::new(StatusCode::CONFLICT, ErrorCode::InvalidState, e.to_string())
+            }
+            ReplayError::KeyTakenOver => ApiError::in_flight(
+                "a retry with this Idempotency-Key took over; retry to get its result",
+            ),
+            ReplayError::Broker(cause) => ApiError::unavailable("RabbitMQ", cause),
+            ReplayError::Store(s) => s.into(),
+        }
+    }
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/admin/replays",
+    tag = "admin",
+    summary = "Send events again to one queue: history or snapshot (admin)",
+    description = "Runs in the background, at most replay.max_per_sec, pausing while live events wait. One running replay per target queue, over every instance.",
+    params(("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    request_body = StartReplay,
+    responses(
+        (status = 202, description = "the replay, running", body = ReplayView),
+        (status = 400, description = "VALIDATION_FAILED: malformed JSON", body = ErrorEnvelope),
+        (status = 401, description = "UNAUTHORIZED: missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: not an admin", body = ErrorEnvelope),
+        (status = 408, description = "REQUEST_TIMEOUT: the request body did not arrive within server.body_timeout_ms", body = ErrorEnvelope),
+        (status = 409, description = "REPLAY_RUNNING: a replay to this queue is running; IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
+        (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
+        (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED: a field out of its range, or a target queue that does not exist; IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL or RabbitMQ is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
+pub async fn start(
+    req: HttpRequest,
+    payload: web::Payload,
+    caller: Caller,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Admin)?;
+    let bytes = read_body(&req, payload, state.body).await?;
+    let (st, body, admin) = (state.clone(), bytes.clone(), caller.id.clone());
+    let ran = post::run(&req, &state, &caller, &bytes, move |held_key| async move {
+        let input: StartReplay = parse_json(&body, false)?;
+        let request = ReplayRequest::parse(
+            &input.mode,
+            &input.target_queue,
+            input.from,
+            input.to,
+            input.types,
+            input.document_ids,
+        )
+        .map_err(|e| ApiError::validation(e.to_string()))?;
+        let request_id = request_id::current();
+        let started = st
+            .replays
+            .start(request, &admin, &request_id, held_key.as_ref());
+        Ok(started.await?)
+    })
+    .await?;
+    let now = Utc::now();
+    Ok(post::respond(ran, StatusCode::ACCEPTED, |r| {
+        ReplayView::of(r, now)
+    }))
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/admin/replays",
+    tag = "admin",
+    summary = "The running replays, then the 20 most recent others (admin)",
+    responses(
+        (status = 200, description = "the replays, newest first", body = ReplayList),
+        (status = 401, description = "UNAUTHORIZED: missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: not an admin", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(recent(&state, &caller).await?))
+}
+
+/// The running and recent replays; the JSON API and the operator page both read here.
+pub(super) async fn recent(state: &AppState, caller: &Caller) -> Result<ReplayList, ApiError> {
+    caller.require(Role::Admin)?;
+    let now = Utc::now();
+    let rows = state.replays.recent(RECENT).await?;
+    Ok(ReplayList {
+        items: rows.iter().map(|r| ReplayView::of(r, now)).collect(),
+    })
+}
+
+fn replay_id(path: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(path).map_err(|_| ApiError::not_found("no such replay"))
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/admin/replays/{id}",
+    tag = "admin",
+    summary = "A replay and its progress (admin)",
+    params(("id" = Uuid, Path, description = "replay id")),
+    responses(
+        (status = 200, description = "the replay", body = ReplayView),
+        (status = 401, description = "UNAUTHORIZED: missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: not an admin", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND: no such replay", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get(
+    path: web::Path<String>,
+    caller: Caller,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Admin)?;
+    let replay = state.replays.get(replay_id(&path)?).await?;
+    Ok(HttpResponse::Ok().json(ReplayView::of(&replay, Utc::now())))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/api/v1/admin/replays/{id}",
+    tag = "admin",
+    summary = "Cancel a running replay: it stops before its next batch (admin)",
+    params(("id" = Uuid, Path, description = "replay id")),
+    responses(
+        (status = 200, description = "the replay, cancelled (also when it already was)", body = ReplayView),
+        (status = 401, description = "UNAUTHORIZED: missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: not an admin", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND: no such replay", body = ErrorEnvelope),
+        (status = 409, description = "INVALID_STATE: the replay is done or failed", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
+pub async fn cancel(
+    path: web::Path<String>,
+    caller: Caller,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let replay = cancellation(&state, &caller, &path).await?;
+    Ok(HttpResponse::Ok().json(ReplayView::of(&replay, Utc::now())))
+}
+
+/// Cancels a replay; the JSON API and the operator page both cancel here.
+pub(super) async fn cancellation(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> Result<ReplayRecord, ApiError> {
+    caller.require(Role::Admin)?;
+    Ok(state.replays.cancel(replay_id(id)?, &caller.id).await?)
+}

@@ -1,0 +1,124 @@
+//! What a replayed message is on the wire: the one place its AMQP properties and headers
+//! are made. A history replay sends a delivered row as the live publish sent it (the same
+//! body, `message_id`, `type`, `content_type`, persistence) plus `kh-replay-id`; a snapshot
+//! replay sends a `document.snapshot` made from the published revision.
+
+use chrono::Utc;
+use lapin::types::{AMQPValue, FieldTable};
+use lapin::BasicProperties;
+use uuid::Uuid;
+
+use crate::outbox::envelope::{headers_for, EventSettings};
+use crate::domain::replay::{snapshot_event, PublishedRevision, SNAPSHOT_EVENT_TYPE};
+use crate::store::StoredEvent;
+
+/// The header naming the replay a message belongs to: a consumer processes such a message
+/// even when it has seen its `event_id`.
+pub const REPLAY_ID_HEADER: &str = "kh-replay-id";
+
+/// One message to send to the target queue.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    pub event_id: Uuid,
+    pub body: Vec<u8>,
+    pub properties: BasicProperties,
+}
+
+/// The AMQP properties of a replayed message: those of a live publish, with the replay's
+/// id among the headers. `headers` are the message's own (as a live publish of the row
+/// would carry them); `kh-replay-id` is added to them.
+pub fn properties(
+    event_id: Uuid,
+    event_type: &str,
+    replay: Uuid,
+    mut headers: FieldTable,
+) -> BasicProperties {
+    headers.insert(
+        REPLAY_ID_HEADER.into(),
+        AMQPValue::LongString(replay.to_string().into()),
+    );
+    BasicProperties::default()
+        .with_delivery_mode(2)
+        .with_content_type("application/json".into())
+        .with_message_id(event_id.to_string().into())
+        .with_type(event_type.into())
+        .with_app_id("kh-review".into())
+        .with_timestamp(Utc::now().timestamp() as u64)
+        .with_headers(headers)
+}
+
+/// The headers a live publish of `row` carries, besides the replay's own.
+pub fn stored_headers(row: &StoredEvent, events: &EventSettings) -> FieldTable {
+    headers_for(
+        row.event_id,
+        &row.event_type,
+        row.document_id,
+        &row.payload,
+        events,
+    )
+}
+
+/// A delivered outbox row, sent again as it was.
+pub fn replayed(
+    row: &StoredEvent,
+    replay: Uuid,
+    events: &EventSettings,
+) -> Result<Outgoing, serde_json::Error> {
+    Ok(Outgoing {
+        event_id: row.event_id,
+        body: serde_json::to_vec(&row.payload)?,
+        properties: properties(
+            row.event_id,
+            &row.event_type,
+            replay,
+            stored_headers(row, events),
+        ),
+    })
+}
+
+/// The `document.snapshot` of a published revision, asked for by `actor`.
+pub fn snapshot(
+    replay: Uuid,
+    rev: &PublishedRevision,
+    actor: &str,
+    events: &EventSettings,
+) -> Outgoing {
+    let (event_id, body) = snapshot_event(replay, rev, actor, Utc::now());
+    let headers = headers_for(event_id, SNAPSHOT_EVENT_TYPE, rev.document_id, &body, events);
+    Outgoing {
+        event_id,
+        body: serde_json::to_vec(&body).expect("a JSON value serializes"),
+        properties: properties(event_id, SNAPSHOT_EVENT_TYPE, replay, headers),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replayed_row_keeps_its_id_type_and_body_and_names_the_replay() {
+        let row = StoredEvent {
+            id: 7,
+            event_id: Uuid::now_v7(),
+            document_id: Uuid::now_v7(),
+            event_type: "document.approved".into(),
+            payload: serde_json::json!({"event_type": "document.approved", "n": 1}),
+        };
+        let replay = Uuid::now_v7();
+        let m = replayed(&row, replay, &EventSettings::default()).unwrap();
+        assert_eq!(m.body, serde_json::to_vec(&row.payload).unwrap());
+        let p = &m.properties;
+        assert_eq!(
+            p.message_id().as_ref().unwrap().as_str(),
+            row.event_id.to_string()
+        );
+        assert_eq!(p.kind().as_ref().unwrap().as_str(), "document.approved");
+        assert_eq!(p.delivery_mode(), &Some(2));
+        let headers = p.headers().as_ref().unwrap();
+        assert_eq!(
+            headers.inner().get(REPLAY_ID_HEADER),
+            Some(&AMQPValue::LongString(replay.to_string().into()))
+        );
+    }
+}

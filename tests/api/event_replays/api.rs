@@ -1,0 +1,150 @@
+//! The replay API's answers: 409 `REPLAY_RUNNING` for a second replay to a queue, cancel
+//! (which stops it within a batch and frees the queue), 422 for a queue that does not
+//! exist or a request out of its range (nothing written), 403 for non-admins, 404.
+
+use std::time::Duration;
+
+use kh_review::http::auth::Role;
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::support::app::{spawn_app, spawn_app_with, AppOptions};
+use crate::support::inspect::{expect_error, poll_until};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_replay_per_queue_and_a_cancel_stops_it_within_a_batch() {
+    let app = spawn_app_with(AppOptions {
+        // One event a batch, four a second: a replay of a few events runs for seconds.
+        configure: Some(Box::new(|s| s.replay.max_per_sec = 4)),
+        ..Default::default()
+    })
+    .await;
+    for i in 0..4 {
+        app.approved_document(&format!("Doc {i}")).await;
+    }
+    app.outbox_drained(Duration::from_secs(10)).await;
+    let queue = app.consumer_queue("slow").await;
+    let body = json!({"mode": "history", "target_queue": queue, "types": ["document.approved", "document.submitted"]});
+    let id = app.started_replay(body.clone()).await;
+    let r = app
+        .post("/api/v1/admin/replays", &app.admin(), body.clone())
+        .await;
+    let refused = expect_error(r, StatusCode::CONFLICT, "REPLAY_RUNNING").await;
+    assert!(
+        refused["message"].as_str().unwrap().contains(&queue),
+        "{refused}"
+    );
+    let snapshot = json!({"mode": "snapshot", "target_queue": queue});
+    let r = app
+        .post("/api/v1/admin/replays", &app.admin(), snapshot)
+        .await;
+    expect_error(r, StatusCode::CONFLICT, "REPLAY_RUNNING").await;
+
+    let path = format!("/api/v1/admin/replays/{id}");
+    let r = app.delete(&path, &app.admin()).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let cancelled: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
+    assert!(cancelled["finished_at"].is_string());
+    let sent = cancelled["sent"].as_i64().unwrap();
+    assert!(sent < 8, "cancelled before the end: {cancelled}");
+    // Within a batch: at most the one in flight gets out after the cancel, though the
+    // replay would have sent every remaining event in the time watched here.
+    let got = std::cell::Cell::new(0);
+    let more = poll_until(Duration::from_millis(2500), || async {
+        got.set(got.get() + app.drain(&queue).await.len() as i64);
+        (got.get() > sent + 1).then_some(())
+    });
+    assert!(
+        more.await.is_none(),
+        "{} messages after {sent} sent",
+        got.get()
+    );
+    let again = app.delete(&path, &app.admin()).await;
+    assert_eq!(again.status(), StatusCode::OK, "a cancel is answered again");
+    let state = app.replay_state(&id).await;
+    assert_eq!(
+        (state["state"].clone(), state["sent"].clone()),
+        (json!("cancelled"), json!(sent))
+    );
+    // The queue is free for the next replay.
+    let next = app.started_replay(body).await;
+    let done = app
+        .replay_ends(&next, "done", Duration::from_secs(20))
+        .await;
+    assert_eq!(done["sent"], 8, "{done}");
+    let r = app
+        .delete(&format!("/api/v1/admin/replays/{next}"), &app.admin())
+        .await;
+    expect_error(r, StatusCode::CONFLICT, "INVALID_STATE").await;
+    let list = app.get("/api/v1/admin/replays", &app.admin()).await;
+    let list: serde_json::Value = list.json().await.unwrap();
+    assert_eq!(list["items"][0]["id"], next.as_str(), "{list}");
+    app.delete_queue(&queue).await;
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_queue_bad_input_and_non_admins_are_refused_and_write_nothing() {
+    let app = spawn_app().await;
+    let missing = format!("{}.nobody-declared-this", app.shared.exchange);
+    let (status, body) = app
+        .ask_replay(json!({"mode": "history", "target_queue": missing}))
+        .await;
+    assert_eq!(
+        (status, body["code"].clone()),
+        (StatusCode::UNPROCESSABLE_ENTITY, json!("VALIDATION_FAILED")),
+        "{body}"
+    );
+    assert!(
+        body["message"].as_str().unwrap().contains("does not exist"),
+        "{body}"
+    );
+    let queue = app.consumer_queue("api").await;
+    let bad = [
+        json!({"mode": "everything", "target_queue": queue}),
+        json!({"mode": "history"}),
+        json!({"mode": "history", "target_queue": ""}),
+        json!({"mode": "history", "target_queue": queue, "types": ["document.created"]}),
+        json!({"mode": "history", "target_queue": queue, "types": []}),
+        json!({"mode": "history", "target_queue": queue, "from": "2026-12-02T00:00:00Z", "to": "2026-12-01T00:00:00Z"}),
+        json!({"mode": "snapshot", "target_queue": queue, "types": ["document.approved"]}),
+        json!({"mode": "history", "target_queue": queue, "document_ids": ["not-a-uuid"]}),
+        json!({"mode": "history", "target_queue": queue, "extra": 1}),
+    ];
+    for b in bad {
+        let (status, body) = app.ask_replay(b.clone()).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{b} -> {body}");
+        assert_eq!(body["code"], "VALIDATION_FAILED", "{b} -> {body}");
+    }
+    let reviewer = app.token("bob", &[Role::Reviewer, Role::Author]);
+    let ok = json!({"mode": "snapshot", "target_queue": queue});
+    let r = app.post("/api/v1/admin/replays", &reviewer, ok).await;
+    expect_error(r, StatusCode::FORBIDDEN, "FORBIDDEN").await;
+    let r = app.get("/api/v1/admin/replays", &reviewer).await;
+    expect_error(r, StatusCode::FORBIDDEN, "FORBIDDEN").await;
+    assert_eq!(
+        app.count("SELECT count(*) FROM replays").await,
+        0,
+        "nothing written"
+    );
+    let unknown = format!("/api/v1/admin/replays/{}", uuid::Uuid::now_v7());
+    expect_error(
+        app.get(&unknown, &app.admin()).await,
+        StatusCode::NOT_FOUND,
+        "NOT_FOUND",
+    )
+    .await;
+    expect_error(
+        app.delete(&unknown, &app.admin()).await,
+        StatusCode::NOT_FOUND,
+        "NOT_FOUND",
+    )
+    .await;
+    let r = app
+        .get("/api/v1/admin/replays/not-an-id", &app.admin())
+        .await;
+    expect_error(r, StatusCode::NOT_FOUND, "NOT_FOUND").await;
+    app.delete_queue(&queue).await;
+    app.finish().await;
+}
