@@ -11,7 +11,7 @@ use crate::http::{AuthSettings, ServerSettings};
 use crate::lock::{LockSettings, RedisMode, RedisSettings};
 use crate::outbox::{AmqpSettings, OutboxSettings};
 use crate::store::mongo::MongoSettings;
-use crate::store::DatabaseSettings;
+use crate::store::{AuditSettings, DatabaseSettings};
 use crate::telemetry::LogSettings;
 use crate::usecases::{IdempotencySettings, ReviewSettings};
 
@@ -36,6 +36,9 @@ pub struct Settings {
     #[serde(default)]
     pub review: ReviewSettings,
     pub log: LogSettings,
+    /// `[audit]`: the audit chain's key (see `config_audit.rs` for its checks).
+    #[serde(default)]
+    pub audit: AuditSettings,
 }
 
 /// One problem found in the configuration, naming its key.
@@ -192,6 +195,7 @@ impl Settings {
         self.check_lock(&mut bad);
         self.check_rest(&mut bad);
         self.check_auth(&mut bad);
+        self.check_audit(&mut bad);
         if problems.is_empty() {
             Ok(())
         } else {
@@ -354,6 +358,9 @@ impl Settings {
 
 #[path = "config_auth.rs"]
 mod auth_checks;
+
+#[path = "config_audit.rs"]
+mod audit_checks;
 
 #[cfg(test)]
 #[path = "config_tests.rs"]

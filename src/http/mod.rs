@@ -4,6 +4,7 @@
 
 pub(crate) mod admin;
 mod assets;
+mod audit;
 pub mod auth;
 pub(crate) mod body;
 mod console;
@@ -91,6 +92,7 @@ routes! {
     get "/api/v1/admin/outbox/stats" => admin::stats,
     post "/api/v1/admin/outbox/{id}/retry" => admin::retry,
     post "/api/v1/admin/outbox/{id}/skip" => admin::skip,
+    get "/api/v1/admin/audit/verify" => audit::verify,
 }
 
 /// The paths of the pages and files served beside the JSON API, GET and HEAD only. Not in

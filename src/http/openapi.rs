@@ -51,6 +51,7 @@ use super::views::{
         super::admin::stats,
         super::admin::retry,
         super::admin::skip,
+        super::audit::verify,
         super::health::healthz,
         super::health::readyz,
         super::health::metrics,
@@ -62,14 +63,15 @@ use super::views::{
         CreateDocument, UpdateDocument, ApproveBody, RejectBody, ErrorEnvelope, ErrorCode,
         OutboxRowView, OutboxPage, OutboxStatsView, super::health::Health, super::health::ReadinessView,
         PolicyBody, PolicyView, PolicyList, StageOfPolicy, StageView, ApprovalView, ClaimView,
-        PublishedView, CommentView, CommentPage, ArchiveView, ArchiveBody, CommentBodyIn
+        PublishedView, CommentView, CommentPage, ArchiveView, ArchiveBody, CommentBodyIn,
+        super::audit::AuditVerify, super::audit::AuditBreak
     )),
     modifiers(&BearerAuth, &UpdateNeedsAField),
     tags(
         (name = "documents", description = "Authors' documents"),
         (name = "reviews", description = "Reviewers' votes and claims"),
         (name = "policies", description = "Review policies: stages, approvals, groups, due dates"),
-        (name = "admin", description = "Parked outbox rows: list, retry, skip"),
+        (name = "admin", description = "Parked outbox rows: list, retry, skip; the audit chain's check"),
         (name = "operations", description = "Health, metrics, this description")
     )
 )]

@@ -9,8 +9,8 @@ use super::metrics::HttpMetrics;
 use super::request_id;
 use super::test_hooks;
 use crate::usecases::{
-    Context, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes, ReviewService,
-    TestHooks,
+    AuditService, Context, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes,
+    ReviewService, TestHooks,
 };
 
 pub struct AppState {
@@ -20,6 +20,7 @@ pub struct AppState {
     pub idempotency: Idempotency,
     pub probes: Probes,
     pub outbox_admin: OutboxAdmin,
+    pub audit: AuditService,
     pub metrics: HttpMetrics,
     /// How request bodies are read: their largest size, and how long they may take.
     pub body: BodyLimits,

@@ -19,11 +19,11 @@ use crate::lock::{LockKeys, LockProvider};
 use crate::outbox::publisher::AmqpPublisher;
 use crate::outbox::Dispatcher;
 use crate::store::mongo::MongoProjection;
-use crate::store::PgStore;
+use crate::store::{AuditChain, PgStore};
 use crate::tasks::{Backoff, Supervisor};
 use crate::usecases::{
-    sweep_overdue, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes, ReviewService,
-    ReviewStats,
+    sweep_overdue, AuditService, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes,
+    ReviewService, ReviewStats,
 };
 
 /// What `serve` and `dispatch` run on: the state the handlers share, the dispatcher, and
@@ -76,7 +76,8 @@ impl<'a> CoreBuilder<'a> {
         let s = self.settings;
         // Settings built in code get the checks of loaded ones (the secret, the test hooks).
         s.validate()?;
-        let store = PgStore::from_settings(&s.database)?;
+        let store =
+            PgStore::from_settings(&s.database)?.with_audit(AuditChain::from_settings(&s.audit));
         if s.database.migrate_on_start {
             store.migrate().await?;
         }
@@ -124,6 +125,7 @@ impl<'a> CoreBuilder<'a> {
                 s.server.probe_cache,
             ),
             outbox_admin: OutboxAdmin::new(store.clone()),
+            audit: AuditService::new(store.clone()),
             metrics: HttpMetrics::new(&stats),
             body: BodyLimits {
                 max_bytes: s.server.json_limit_bytes,

@@ -9,6 +9,7 @@ use serde_json::json;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
+use super::chain::Link;
 use super::error::StoreError;
 use super::outbox::OutboxRow;
 use super::pg::PgStore;
@@ -96,7 +97,9 @@ impl PgStore {
 /// type moves nothing in MongoDB: [`crate::domain::EventType::projects`]). The event body is fixed here. The outbox row
 /// is held for this request (returned) when `ctx.own_outbox_for` asks for it and no
 /// earlier row of the document is undelivered: the document's row lock, held here, keeps
-/// that answer true until COMMIT.
+/// that answer true until COMMIT. The audit row carries `link`; `move_head` moves the
+/// document's chain head to it here (false: the statement that wrote the document did).
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn write_audit_and_event(
     tx: &mut Transaction<'static, Postgres>,
     doc: &Document,
@@ -104,6 +107,8 @@ pub(super) async fn write_audit_and_event(
     entry: &OutboxEntry,
     ctx: &WriteContext<'_>,
     occurred_at: DateTime<Utc>,
+    link: &Link,
+    move_head: bool,
 ) -> Result<Option<OutboxRow>, StoreError> {
     let event_id = Uuid::now_v7();
     let event_type = entry.event.as_str();
@@ -122,8 +127,12 @@ pub(super) async fn write_audit_and_event(
     let row = sqlx::query!(
         r#"WITH audit AS (
              INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status,
-                                    to_status, document_version, request_id, lock_mode, fence_token)
-             VALUES ($2, $9, $10, $11, $12, $13, $3, $14, $15, $16)),
+                                    to_status, document_version, request_id, lock_mode, fence_token,
+                                    seq, hash, at)
+             VALUES ($2, $9, $10, $11, $12, $13, $3, $14, $15, $16, $18, $19, $20)),
+           head AS (
+             UPDATE documents SET audit_count = $18, audit_head = $19
+             WHERE id = $2 AND $21::bool AND $19::bytea IS NOT NULL),
            earlier AS (
              SELECT EXISTS (SELECT 1 FROM outbox WHERE document_id = $2 AND done_at IS NULL)
                     AS waiting)
@@ -153,6 +162,10 @@ pub(super) async fn write_audit_and_event(
         audit.lock_mode,
         audit.fence_token as Option<FencingToken>,
         entry.event.projects(),
+        link.seq,
+        link.hash.as_deref(),
+        link.at,
+        move_head,
     )
     .fetch_one(&mut **tx)
     .await?;
@@ -170,17 +183,21 @@ pub(super) async fn write_audit_and_event(
     }))
 }
 
-/// Writes the audit row of a change that publishes nothing (a claim and its end).
+/// Writes the audit row of a change that publishes nothing (a claim and its end), with
+/// its `link`, and moves the document's chain head to it.
 pub(super) async fn write_audit(
     tx: &mut Transaction<'static, Postgres>,
     document_id: Uuid,
     audit: &AuditEntry,
     ctx: &WriteContext<'_>,
+    link: &Link,
 ) -> Result<(), StoreError> {
     sqlx::query!(
-        "INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status, \
-         to_status, document_version, request_id, lock_mode, fence_token) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        "WITH head AS (UPDATE documents SET audit_count = $11, audit_head = $12 \
+                       WHERE id = $1 AND $12::bytea IS NOT NULL) \
+         INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status, \
+         to_status, document_version, request_id, lock_mode, fence_token, seq, hash, at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         document_id,
         audit.review_id,
         audit.action,
@@ -191,6 +208,9 @@ pub(super) async fn write_audit(
         ctx.request_id,
         audit.lock_mode,
         audit.fence_token as Option<FencingToken>,
+        link.seq,
+        link.hash.as_deref(),
+        link.at,
     )
     .execute(&mut **tx)
     .await?;
