@@ -59,7 +59,10 @@ mod tests {
     #[test]
     fn the_key_is_checked_as_the_jwt_secret_is_and_the_baseline_is_development_only() {
         let mut s = development();
-        assert!(audit_problems(&s).is_empty(), "the development key in development");
+        assert!(
+            audit_problems(&s).is_empty(),
+            "the development key in development"
+        );
         s.audit.key = SecretString::from("short");
         assert_eq!(audit_problems(&s), ["audit.key"], "under 16 bytes");
         for environment in ["production", "test", "staging"] {
@@ -71,7 +74,11 @@ mod tests {
             s.audit.key = SecretString::from("0123456789abcdef0123456789abcdef");
             assert!(audit_problems(&s).is_empty(), "{environment}: 32 bytes");
             s.audit.chain = false;
-            let refused: &[&str] = if environment == "test" { &[] } else { &["audit.chain"] };
+            let refused: &[&str] = if environment == "test" {
+                &[]
+            } else {
+                &["audit.chain"]
+            };
             assert_eq!(audit_problems(&s), refused, "{environment}: chain off");
         }
     }

@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand};
 use kh_review::config::Settings;
 use kh_review::http::auth::{sign, Role};
 use kh_review::startup::{Application, CoreBuilder};
-use kh_review::store::{AuditChain, PgStore};
+use kh_review::store::PgStore;
 use kh_review::telemetry;
 use kh_review::usecases::AuditService;
 
@@ -136,7 +136,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
 
 async fn migrate(settings: &Settings) -> anyhow::Result<()> {
     PgStore::from_settings(&settings.database)?
-        .with_audit(AuditChain::from_settings(&settings.audit))
+        .with_audit(&settings.audit)
         .migrate()
         .await?;
     println!("migrations applied");
@@ -145,8 +145,7 @@ async fn migrate(settings: &Settings) -> anyhow::Result<()> {
 
 /// `audit verify`: the chains recomputed on the configured database, with the service's key.
 async fn audit_verify(settings: &Settings, document: Option<uuid::Uuid>) -> anyhow::Result<()> {
-    let chain = AuditChain::from_settings(&settings.audit);
-    let store = PgStore::from_settings(&settings.database)?.with_audit(chain);
+    let store = PgStore::from_settings(&settings.database)?.with_audit(&settings.audit);
     let started = std::time::Instant::now();
     let verified = AuditService::new(store.clone())
         .verify(document)

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use kh_review::store::{AuditChain, PgStore};
+use kh_review::store::PgStore;
 
 use super::{approve_load, interleaved, BenchEnv, Measure, Report};
 
@@ -20,8 +20,7 @@ pub async fn audit_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result<(
 
 /// A store on the benchmark's database with the service's key, as the service builds it.
 fn store(env: &BenchEnv) -> anyhow::Result<PgStore> {
-    let chain = AuditChain::from_settings(&env.settings.audit);
-    Ok(PgStore::from_settings(&env.settings.database)?.with_audit(chain))
+    Ok(PgStore::from_settings(&env.settings.database)?.with_audit(&env.settings.audit))
 }
 
 /// 1,000,000 audit rows written by SQL (unlinked, as before the chain existed), linked by

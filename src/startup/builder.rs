@@ -19,7 +19,7 @@ use crate::lock::{LockKeys, LockProvider};
 use crate::outbox::publisher::AmqpPublisher;
 use crate::outbox::Dispatcher;
 use crate::store::mongo::MongoProjection;
-use crate::store::{AuditChain, PgStore};
+use crate::store::PgStore;
 use crate::tasks::{Backoff, Supervisor};
 use crate::usecases::{
     sweep_overdue, AuditService, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes,
@@ -76,8 +76,7 @@ impl<'a> CoreBuilder<'a> {
         let s = self.settings;
         // Settings built in code get the checks of loaded ones (the secret, the test hooks).
         s.validate()?;
-        let store =
-            PgStore::from_settings(&s.database)?.with_audit(AuditChain::from_settings(&s.audit));
+        let store = PgStore::from_settings(&s.database)?.with_audit(&s.audit);
         if s.database.migrate_on_start {
             store.migrate().await?;
         }

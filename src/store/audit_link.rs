@@ -7,6 +7,8 @@
 //! order of their ids (the order they committed in, for rows of one document: each took the
 //! document's row lock). Linking is idempotent: a linked row is never linked again.
 
+use std::collections::HashMap;
+
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -52,6 +54,33 @@ pub(super) async fn link_all(conn: &mut PgConnection, chain: &AuditChain) -> any
     Ok(linked)
 }
 
+/// An audit row not linked yet.
+struct Unlinked {
+    id: i64,
+    document_id: Uuid,
+    review_id: Option<Uuid>,
+    action: String,
+    actor_id: String,
+    from_status: Option<String>,
+    to_status: String,
+    document_version: i64,
+    request_id: Option<String>,
+    lock_mode: String,
+    fence_token: Option<i64>,
+    at: chrono::DateTime<chrono::Utc>,
+}
+
+/// The links of one batch: each row's position and hash, and each document's new head.
+#[derive(Default)]
+struct Links {
+    rows: Vec<i64>,
+    seqs: Vec<i64>,
+    hashes: Vec<Vec<u8>>,
+    documents: Vec<Uuid>,
+    counts: Vec<i64>,
+    heads: Vec<Vec<u8>>,
+}
+
 /// One batch of document rows, in one transaction; how many rows it linked.
 async fn link_documents(
     conn: &mut PgConnection,
@@ -74,7 +103,8 @@ async fn link_documents(
         return Ok(0);
     }
     let ids: Vec<Uuid> = heads.iter().map(|h| h.id).collect();
-    let rows = sqlx::query!(
+    let rows = sqlx::query_as!(
+        Unlinked,
         r#"SELECT id, document_id, review_id, action, actor_id, from_status, to_status,
                   document_version, request_id, lock_mode, fence_token, at
            FROM audit_log
@@ -86,17 +116,40 @@ async fn link_documents(
     )
     .fetch_all(&mut *tx)
     .await?;
-    let mut chains: std::collections::HashMap<Uuid, (i64, Hash)> = heads
-        .into_iter()
-        .map(|h| {
-            let prev = h.audit_head.as_deref().and_then(as_hash).unwrap_or(GENESIS);
-            (h.id, (h.audit_count, prev))
-        })
-        .collect();
-    let (mut row_ids, mut seqs, mut hashes) = (Vec::new(), Vec::new(), Vec::new());
+    let heads = heads.into_iter().map(|h| {
+        let prev = h.audit_head.as_deref().and_then(as_hash).unwrap_or(GENESIS);
+        (h.id, (h.audit_count, prev))
+    });
+    let links = chain_rows(key, heads.collect(), &rows);
+    sqlx::query!(
+        "UPDATE audit_log a SET seq = u.seq, hash = u.hash \
+         FROM unnest($1::int8[], $2::int8[], $3::bytea[]) AS u(id, seq, hash) WHERE a.id = u.id",
+        &links.rows,
+        &links.seqs,
+        &links.hashes
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!(
+        "UPDATE documents d SET audit_count = u.count, audit_head = u.hash \
+         FROM unnest($1::uuid[], $2::int8[], $3::bytea[]) AS u(id, count, hash) \
+         WHERE d.id = u.id AND u.count > 0",
+        &links.documents,
+        &links.counts,
+        &links.heads
+    )
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(links.rows.len() as u64)
+}
+
+/// Links `rows` (in document, id order) after their documents' heads.
+fn chain_rows(key: &AuditKey, mut heads: HashMap<Uuid, (i64, Hash)>, rows: &[Unlinked]) -> Links {
+    let mut links = Links::default();
     let mut buf = Vec::with_capacity(256);
-    for r in &rows {
-        let Some((count, prev)) = chains.get_mut(&r.document_id) else {
+    for r in rows {
+        let Some((count, prev)) = heads.get_mut(&r.document_id) else {
             continue;
         };
         let seq = *count + 1;
@@ -117,43 +170,16 @@ async fn link_documents(
         .canonical(&mut buf);
         let link = key.link(prev, &buf);
         (*count, *prev) = (seq, link);
-        row_ids.push(r.id);
-        seqs.push(seq);
-        hashes.push(link.to_vec());
+        links.rows.push(r.id);
+        links.seqs.push(seq);
+        links.hashes.push(link.to_vec());
     }
-    sqlx::query!(
-        "UPDATE audit_log a SET seq = u.seq, hash = u.hash \
-         FROM unnest($1::int8[], $2::int8[], $3::bytea[]) AS u(id, seq, hash) WHERE a.id = u.id",
-        &row_ids,
-        &seqs,
-        &hashes
-    )
-    .execute(&mut *tx)
-    .await?;
-    let (docs, counts, heads): (Vec<Uuid>, Vec<i64>, Vec<Vec<u8>>) = chains
-        .into_iter()
-        .map(|(id, (count, hash))| (id, count, hash.to_vec()))
-        .fold(
-            (Vec::new(), Vec::new(), Vec::new()),
-            |mut acc, (id, c, h)| {
-                acc.0.push(id);
-                acc.1.push(c);
-                acc.2.push(h);
-                acc
-            },
-        );
-    sqlx::query!(
-        "UPDATE documents d SET audit_count = u.count, audit_head = u.hash \
-         FROM unnest($1::uuid[], $2::int8[], $3::bytea[]) AS u(id, count, hash) \
-         WHERE d.id = u.id AND u.count > 0",
-        &docs,
-        &counts,
-        &heads
-    )
-    .execute(&mut *tx)
-    .await?;
-    tx.commit().await?;
-    Ok(row_ids.len() as u64)
+    for (id, (count, hash)) in heads {
+        links.documents.push(id);
+        links.counts.push(count);
+        links.heads.push(hash.to_vec());
+    }
+    links
 }
 
 /// Which rows of the admin chain to link.

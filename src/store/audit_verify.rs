@@ -134,15 +134,16 @@ impl PgStore {
         }
     }
 
-    /// Up to [`PAGE`] linked rows of `audit_log` after `(document, position)`, in chain
-    /// order.
+    /// Up to [`PAGE`] rows of `audit_log` after `(document, position)`, in chain order (a
+    /// row comparison is true for a later document whatever its position: rows with none
+    /// are left to [`PgStore::unlinked`]).
     async fn audit_page(&self, after: (Uuid, i64)) -> Result<Vec<LogRow>, StoreError> {
         sqlx::query_as!(
             LogRow,
             r#"SELECT id, document_id, seq AS "seq!", hash, review_id, action, actor_id,
                       from_status, to_status, document_version, request_id, lock_mode,
                       fence_token, at
-               FROM audit_log WHERE (document_id, seq) > ($1, $2)
+               FROM audit_log WHERE (document_id, seq) > ($1, $2) AND seq IS NOT NULL
                ORDER BY document_id, seq LIMIT $3"#,
             after.0,
             after.1,

@@ -131,7 +131,7 @@ async fn mark_overdue(
     .execute(&mut **tx)
     .await?;
     let link = chain.at(head).link(doc.id, &audit, doc.version, ctx);
-    write_audit_and_event(tx, &doc, &audit, &entry, ctx, now, &link, true).await?;
+    write_audit_and_event(tx, &doc, &audit, &entry, ctx, now, &link).await?;
     Ok(true)
 }
 

@@ -4,10 +4,10 @@
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-use super::chain::{Head, Link, LockedDocument};
 use super::error::{violates, StoreError, WriteError};
+use super::links::{Head, LockedDocument};
 use super::pg::{PgStore, Statement};
-use super::tx::{write_audit_and_event, Staged, WriteContext};
+use super::tx::{write_audit_and_event, Link, Staged, WriteContext};
 use crate::domain::rules::{self, DocumentChange, Publication};
 use crate::domain::{
     Command, Document, DocumentBody, DocumentStatus, DocumentTitle, FencingToken, Locked, Refusal,
@@ -78,8 +78,7 @@ impl PgStore {
             .link(doc.id, &new.audit, doc.version, ctx);
         let at = doc.updated_at;
         let owned =
-            write_audit_and_event(&mut tx, &doc, &new.audit, &new.outbox, ctx, at, &link, true)
-                .await?;
+            write_audit_and_event(&mut tx, &doc, &new.audit, &new.outbox, ctx, at, &link).await?;
         Ok(Staged::new(tx, doc, owned))
     }
 
@@ -203,22 +202,14 @@ impl PgStore {
         let link = self
             .audit
             .at(head)
-            .link(id, &plan.audit, change.version, ctx);
+            .link(id, &plan.audit, change.version, ctx)
+            .moved_with_document();
         let doc = write_document(&mut tx, before, change, &link)
             .await
             .map_err(|e| unknown_policy(e, &policy))?;
         let at = doc.updated_at;
-        let owned = write_audit_and_event(
-            &mut tx,
-            &doc,
-            &plan.audit,
-            &plan.outbox,
-            ctx,
-            at,
-            &link,
-            false,
-        )
-        .await?;
+        let owned =
+            write_audit_and_event(&mut tx, &doc, &plan.audit, &plan.outbox, ctx, at, &link).await?;
         Ok(Staged::new(tx, doc, owned))
     }
 }

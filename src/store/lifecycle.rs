@@ -76,7 +76,8 @@ impl PgStore {
         let link = self
             .audit
             .at(head)
-            .link(doc.id, &plan.audit, doc.version, ctx);
+            .link(doc.id, &plan.audit, doc.version, ctx)
+            .moved_with_document();
         let c = plan.comment;
         // The chain head moves with the comment's number, in one statement.
         let row = sqlx::query!(
@@ -100,8 +101,7 @@ impl PgStore {
         .fetch_one(&mut *tx)
         .await?;
         let (audit, outbox, at) = (&plan.audit, &plan.outbox, row.created_at);
-        let owned =
-            write_audit_and_event(&mut tx, &doc, audit, outbox, ctx, at, &link, false).await?;
+        let owned = write_audit_and_event(&mut tx, &doc, audit, outbox, ctx, at, &link).await?;
         let comment = PostedComment {
             id: c.id,
             document_id: c.document_id,

@@ -15,6 +15,7 @@ mod documents;
 mod error;
 mod idempotency;
 mod lifecycle;
+mod links;
 pub mod mongo;
 mod outbox;
 mod outbox_admin;

@@ -22,7 +22,7 @@ use serde_with::{serde_as, DurationMilliSeconds};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, PgConnection, PgPool};
 
-use super::chain::AuditChain;
+use super::chain::{AuditChain, AuditSettings};
 use super::error::{StoreError, StoreFailure};
 
 /// A pooled connection used within this long is handed out again without a health check.
@@ -143,9 +143,9 @@ impl PgStore {
         }
     }
 
-    /// The store linking audit rows with `chain` (without it: the development key).
-    pub fn with_audit(mut self, chain: AuditChain) -> Self {
-        self.audit = chain;
+    /// The store linking audit rows as `[audit]` says (without it: the development key).
+    pub fn with_audit(mut self, settings: &AuditSettings) -> Self {
+        self.audit = AuditChain::from_settings(settings);
         self
     }
 

@@ -9,9 +9,9 @@ use sqlx::types::Json;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-use super::chain::Head;
 use super::documents::{lock_document, lock_document_of_review, planned_document, write_document};
 use super::error::{violates, StoreError, WriteError};
+use super::links::Head;
 use super::outbox::OutboxRow;
 use super::pg::{PgStore, Statement};
 use super::policies::current_policy;
@@ -180,7 +180,7 @@ impl PgStore {
         let before = planned_document(document)?;
         let head = head.ok_or_else(|| anyhow::anyhow!("a plan without a chain head"))?;
         let version = plan.document.as_ref().map_or(before.version, |c| c.version);
-        let link = self
+        let mut link = self
             .audit
             .at(head)
             .link(before.id, &plan.audit, version, ctx);
@@ -197,9 +197,9 @@ impl PgStore {
             }
             None => None,
         };
-        let moved = plan.document.is_some();
         let (doc, occurred_at) = match plan.document {
             Some(change) => {
+                link = link.moved_with_document();
                 let doc = write_document(&mut tx, before, change, &link).await?;
                 let at = doc.updated_at;
                 (doc, at)
@@ -207,17 +207,8 @@ impl PgStore {
             None => (before, now),
         };
         let (audit, outbox) = (&plan.audit, &plan.outbox);
-        let owned = write_audit_and_event(
-            &mut tx,
-            &doc,
-            audit,
-            outbox,
-            ctx,
-            occurred_at,
-            &link,
-            !moved,
-        )
-        .await?;
+        let owned =
+            write_audit_and_event(&mut tx, &doc, audit, outbox, ctx, occurred_at, &link).await?;
         Ok((tx, doc, review, owned))
     }
 }

@@ -9,12 +9,32 @@ use serde_json::json;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-use super::chain::Link;
 use super::error::StoreError;
 use super::outbox::OutboxRow;
 use super::pg::PgStore;
 use crate::domain::rules::AuditEntry;
 use crate::domain::{Document, FencingToken, Guard, OutboxEntry, Reader, UserId};
+
+/// The link of one audit row: its position and hash (both `None` with the chain off), its
+/// time, and whether the audit row's statement moves the document's chain head to it
+/// (false: the statement that writes the document does).
+#[derive(Debug, Clone)]
+pub(super) struct Link {
+    pub seq: Option<i64>,
+    pub hash: Option<Vec<u8>>,
+    pub at: DateTime<Utc>,
+    pub moves_head: bool,
+}
+
+impl Link {
+    /// The link, its head moved by the statement that writes the document.
+    pub fn moved_with_document(self) -> Self {
+        Self {
+            moves_head: false,
+            ..self
+        }
+    }
+}
 
 /// Who writes, for which request, under which lock.
 #[derive(Debug, Clone, Copy)]
@@ -97,9 +117,8 @@ impl PgStore {
 /// type moves nothing in MongoDB: [`crate::domain::EventType::projects`]). The event body is fixed here. The outbox row
 /// is held for this request (returned) when `ctx.own_outbox_for` asks for it and no
 /// earlier row of the document is undelivered: the document's row lock, held here, keeps
-/// that answer true until COMMIT. The audit row carries `link`; `move_head` moves the
-/// document's chain head to it here (false: the statement that wrote the document did).
-#[allow(clippy::too_many_arguments)]
+/// that answer true until COMMIT. The audit row carries `link`, and the document's chain
+/// head moves to it here unless the statement that wrote the document moved it.
 pub(super) async fn write_audit_and_event(
     tx: &mut Transaction<'static, Postgres>,
     doc: &Document,
@@ -108,7 +127,6 @@ pub(super) async fn write_audit_and_event(
     ctx: &WriteContext<'_>,
     occurred_at: DateTime<Utc>,
     link: &Link,
-    move_head: bool,
 ) -> Result<Option<OutboxRow>, StoreError> {
     let event_id = Uuid::now_v7();
     let event_type = entry.event.as_str();
@@ -130,9 +148,8 @@ pub(super) async fn write_audit_and_event(
                                     to_status, document_version, request_id, lock_mode, fence_token,
                                     seq, hash, at)
              VALUES ($2, $9, $10, $11, $12, $13, $3, $14, $15, $16, $18, $19, $20)),
-           head AS (
-             UPDATE documents SET audit_count = $18, audit_head = $19
-             WHERE id = $2 AND $21::bool AND $19::bytea IS NOT NULL),
+           head AS (UPDATE documents SET audit_count = $18, audit_head = $19
+                    WHERE id = $2 AND $21::bool AND $19::bytea IS NOT NULL),
            earlier AS (
              SELECT EXISTS (SELECT 1 FROM outbox WHERE document_id = $2 AND done_at IS NULL)
                     AS waiting)
@@ -165,7 +182,7 @@ pub(super) async fn write_audit_and_event(
         link.seq,
         link.hash.as_deref(),
         link.at,
-        move_head,
+        link.moves_head,
     )
     .fetch_one(&mut **tx)
     .await?;

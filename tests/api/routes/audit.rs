@@ -22,8 +22,10 @@ async fn verify(app: &TestApp, document: Option<&str>) -> Value {
     let r = app
         .get(&format!("/api/v1/admin/audit/verify{query}"), &admin)
         .await;
-    assert_eq!(r.status(), StatusCode::OK);
-    r.json().await.unwrap()
+    let status = r.status();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body
 }
 
 /// The rows every chain holds: what a clean check counts.
@@ -73,21 +75,7 @@ async fn an_untouched_database_verifies_clean_after_a_realistic_mix() {
     })
     .await;
     app.outbox_drained(Duration::from_secs(15)).await;
-    // A parked row retried (parked again), then skipped.
-    let (_, id) = parked_submission(&app, 1).await;
-    let admin = app.token(ADMIN, &[Role::Admin]);
-    assert_eq!(
-        act(&app, id, "retry", &admin).await.status(),
-        StatusCode::OK
-    );
-    let parked = format!("SELECT count(*) FROM outbox WHERE id = {id} AND parked_at IS NOT NULL");
-    wait_for("the row parked again", Duration::from_secs(15), || async {
-        (app.count(&parked).await == 1).then_some(())
-    })
-    .await;
-    assert_eq!(act(&app, id, "skip", &admin).await.status(), StatusCode::OK);
-    app.outbox_drained(Duration::from_secs(15)).await;
-
+    retried_and_skipped(&app).await;
     let clean = verify(&app, None).await;
     assert_eq!(
         clean,
@@ -120,6 +108,20 @@ async fn an_untouched_database_verifies_clean_after_a_realistic_mix() {
         "{broken}"
     );
     app.finish().await;
+}
+
+/// A parked row retried (and parked again), then skipped: two admin actions.
+async fn retried_and_skipped(app: &TestApp) {
+    let (_, id) = parked_submission(app, 1).await;
+    let admin = app.token(ADMIN, &[Role::Admin]);
+    assert_eq!(act(app, id, "retry", &admin).await.status(), StatusCode::OK);
+    let parked = format!("SELECT count(*) FROM outbox WHERE id = {id} AND parked_at IS NOT NULL");
+    wait_for("the row parked again", Duration::from_secs(15), || async {
+        (app.count(&parked).await == 1).then_some(())
+    })
+    .await;
+    assert_eq!(act(app, id, "skip", &admin).await.status(), StatusCode::OK);
+    app.outbox_drained(Duration::from_secs(15)).await;
 }
 
 /// A document with four audit rows (create, submit, approve, comment): its id.
