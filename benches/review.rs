@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bench_support::{
-    approve_load, console_rows, cost_row, data_size_row, drain_row, drive, interleaved,
+    approve_load, audit_rows, console_rows, cost_row, data_size_row, drain_row, drive, interleaved,
     lifecycle_rows, replay_row, rounds, starvation_row, sustained_row, workflow_rows,
     ApproveFigures, BenchEnv, Figures, Goals, Measure, Rec, Report, Service,
 };
@@ -73,6 +73,7 @@ async fn main() -> anyhow::Result<()> {
     let drain = drain_row(&mut report, &env).await?;
     replay_row(&mut report, &env).await?;
     let grown = data_size_row(&mut report, &env, approve.p50_c1).await?;
+    audit_rows(&mut report, &env).await?;
     // Last: the overdue row leaves 100,000 reviews behind (withdrawn).
     let workflow = workflow_rows(&mut report, &env, None).await?;
 
@@ -106,6 +107,7 @@ async fn one_row(report: &mut Report, env: &BenchEnv, only: &str) -> anyhow::Res
         "cost" => cost_row(report, env).await.map(|_| ())?,
         "lock" => lock_rows(report, env).await.map(|_| ())?,
         "console" => console_rows(report, env).await.map(|_| ())?,
+        "audit" => audit_rows(report, env).await?,
         "workflow" | "two" | "claim" | "queue" | "overdue" => {
             let only = Some(only).filter(|o| *o != "workflow");
             workflow_rows(report, env, only).await?.report(report);

@@ -12,7 +12,7 @@ use crate::lock::{LockSettings, RedisMode, RedisSettings};
 use crate::outbox::replay::ReplaySettings;
 use crate::outbox::{AmqpSettings, EventSettings, OutboxSettings};
 use crate::store::mongo::MongoSettings;
-use crate::store::DatabaseSettings;
+use crate::store::{AuditSettings, DatabaseSettings};
 use crate::telemetry::LogSettings;
 use crate::usecases::{IdempotencySettings, ReviewSettings};
 
@@ -44,6 +44,9 @@ pub struct Settings {
     /// key has a default.
     #[serde(default)]
     pub events: EventSettings,
+    /// `[audit]`: the audit chain's key (see `config_audit.rs` for its checks).
+    #[serde(default)]
+    pub audit: AuditSettings,
 }
 
 /// One problem found in the configuration, naming its key.
@@ -202,6 +205,7 @@ impl Settings {
         self.check_rest(&mut bad);
         self.check_auth(&mut bad);
         self.events.check(&mut bad);
+        self.check_audit(&mut bad);
         if problems.is_empty() {
             Ok(())
         } else {
@@ -376,6 +380,9 @@ impl Settings {
 
 #[path = "config_auth.rs"]
 mod auth_checks;
+
+#[path = "config_audit.rs"]
+mod audit_checks;
 
 #[cfg(test)]
 #[path = "config_tests.rs"]

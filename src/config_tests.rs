@@ -48,6 +48,7 @@ fn each_problem_names_its_key() {
     let mut s = defaults();
     s.environment = "production".into();
     with_identity_provider(&mut s);
+    s.audit.key = SecretString::from(OWN_SECRET);
     assert_eq!(
         problems(&s),
         ["auth.jwt_secret"],
@@ -186,8 +187,13 @@ fn the_built_in_environment_is_production() {
     assert_eq!(s.environment, "production", "config/default.toml");
     assert_eq!(
         problems(&s),
-        ["auth.jwt_secret", "auth.issuer", "auth.audience"],
-        "its public secret is refused, and issuer and audience are required"
+        [
+            "auth.jwt_secret",
+            "auth.issuer",
+            "auth.audience",
+            "audit.key"
+        ],
+        "its public secrets are refused, and issuer and audience are required"
     );
     let without: String = text
         .lines()
@@ -203,6 +209,7 @@ fn outside_development_the_secret_is_your_own_and_32_bytes() {
         let mut s = defaults();
         s.environment = environment.into();
         with_identity_provider(&mut s);
+        s.audit.key = SecretString::from(OWN_SECRET);
         assert_eq!(problems(&s), ["auth.jwt_secret"], "{environment}: public");
         s.auth.jwt_secret = SecretString::from(&OWN_SECRET[..31]);
         assert_eq!(problems(&s), ["auth.jwt_secret"], "{environment}: 31 bytes");
@@ -227,6 +234,7 @@ fn test_hooks_need_development_or_test() {
         let mut s = defaults();
         s.environment = environment.into();
         s.auth.jwt_secret = SecretString::from(OWN_SECRET);
+        s.audit.key = SecretString::from(OWN_SECRET);
         with_identity_provider(&mut s);
         assert!(!s.test_hooks(), "off unless turned on");
         s.server.test_hooks = true;
@@ -282,6 +290,7 @@ fn a_jwks_goes_with_public_key_algorithms_over_https() {
     assert_eq!(problems(&s), ["auth.algorithms", "auth.algorithms"]);
     let mut s = defaults();
     s.environment = "staging".into();
+    s.audit.key = SecretString::from(OWN_SECRET);
     s.auth.issuer = Some("https://idp.example.com/".into());
     s.auth.audience = Some("kh-review".into());
     s.auth.algorithms = vec![Algorithm::RS256, Algorithm::ES256];
@@ -312,6 +321,7 @@ fn a_deployment_needs_an_issuer_and_an_audience() {
         let mut s = defaults();
         s.environment = environment.into();
         s.auth.jwt_secret = SecretString::from(OWN_SECRET);
+        s.audit.key = SecretString::from(OWN_SECRET);
         let text = s.validate().unwrap_err().to_string();
         assert_eq!(problems(&s), ["auth.issuer", "auth.audience"], "{text}");
         assert!(text.contains("APP__AUTH__ISSUER"), "{text}");
@@ -322,6 +332,7 @@ fn a_deployment_needs_an_issuer_and_an_audience() {
         let mut s = defaults();
         s.environment = environment.into();
         s.auth.jwt_secret = SecretString::from(OWN_SECRET);
+        s.audit.key = SecretString::from(OWN_SECRET);
         assert!(problems(&s).is_empty(), "{environment}: not required");
     }
     let mut s = defaults();

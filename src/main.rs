@@ -8,6 +8,7 @@ use kh_review::http::auth::{sign, Role};
 use kh_review::startup::{Application, CoreBuilder};
 use kh_review::store::PgStore;
 use kh_review::telemetry;
+use kh_review::usecases::AuditService;
 
 #[derive(Parser)]
 #[command(
@@ -38,6 +39,12 @@ enum Command {
     /// Print the AsyncAPI document `/asyncapi.json` serves with this configuration (what
     /// docs/asyncapi.json holds for the default one).
     Asyncapi,
+    /// The audit chain: `audit verify [--document ID]` recomputes it and exits 1 at the
+    /// first row that does not match.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
     /// Print a signed JWT for local use (development environment only).
     Token {
         /// The user id (`sub`).
@@ -47,6 +54,16 @@ enum Command {
         roles: String,
         #[arg(long, default_value_t = 3600)]
         ttl_secs: u64,
+    },
+}
+
+#[derive(Subcommand)]
+enum AuditCommand {
+    /// Recompute the chains (every one, or one document's); print what was checked and
+    /// the first broken row; exit 1 when one is broken.
+    Verify {
+        #[arg(long)]
+        document: Option<uuid::Uuid>,
     },
 }
 
@@ -79,6 +96,9 @@ async fn main() -> ExitCode {
         } => token(&settings, &sub, &roles, ttl_secs),
         Command::Probe { port } => probe(port),
         Command::Asyncapi => asyncapi(&settings),
+        Command::Audit {
+            command: AuditCommand::Verify { document },
+        } => audit_verify(&settings, document).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -120,10 +140,38 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
 
 async fn migrate(settings: &Settings) -> anyhow::Result<()> {
     PgStore::from_settings(&settings.database)?
+        .with_audit(&settings.audit)
         .migrate()
         .await?;
     println!("migrations applied");
     Ok(())
+}
+
+/// `audit verify`: the chains recomputed on the configured database, with the service's key.
+async fn audit_verify(settings: &Settings, document: Option<uuid::Uuid>) -> anyhow::Result<()> {
+    let store = PgStore::from_settings(&settings.database)?.with_audit(&settings.audit);
+    let started = std::time::Instant::now();
+    let verified = AuditService::new(store.clone())
+        .verify(document)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    store.close().await;
+    let took = started.elapsed().as_secs_f64();
+    println!("checked {} rows in {took:.1} s", verified.checked);
+    let Some(b) = verified.broken_at else {
+        println!("every chain holds");
+        return Ok(());
+    };
+    let or_none = |v: Option<String>| v.unwrap_or_else(|| "-".to_string());
+    println!(
+        "broken: {} at {} row {} document {} position {}",
+        b.found.as_str(),
+        b.table,
+        or_none(b.id),
+        or_none(b.document_id.map(|d| d.to_string())),
+        or_none(b.position.map(|p| p.to_string())),
+    );
+    anyhow::bail!("the audit chain is broken")
 }
 
 async fn dispatch(settings: Settings) -> anyhow::Result<()> {

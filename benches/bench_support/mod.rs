@@ -1,6 +1,7 @@
 //! The benchmark's environment: its own database, queue and service processes.
 
 mod approve;
+mod audit;
 mod console;
 mod cost;
 mod data;
@@ -23,6 +24,7 @@ mod sustained;
 mod workflow;
 
 pub use approve::{approve_each, approve_load};
+pub use audit::audit_rows;
 pub use console::console_rows;
 pub use cost::CostSample;
 pub use drain::outbox_drain;

@@ -1,6 +1,8 @@
 //! The domain: validated inputs, the entities, the state machine and the rules of every
 //! change. Nothing here does I/O, and nothing here imports another module of the crate.
 
+pub mod audit;
+pub mod audit_walk;
 pub mod claims;
 mod events;
 mod inputs;

@@ -4,6 +4,7 @@
 
 pub(crate) mod admin;
 mod assets;
+mod audit;
 pub mod auth;
 pub(crate) mod body;
 mod console;
@@ -101,6 +102,7 @@ routes! {
     get "/api/v1/admin/replays" => replays::list,
     get "/api/v1/admin/replays/{id}" => replays::get,
     delete "/api/v1/admin/replays/{id}" => replays::cancel,
+    get "/api/v1/admin/audit/verify" => audit::verify,
 }
 
 /// The paths of the pages and files served beside the JSON API, GET and HEAD only. Not in

@@ -56,6 +56,7 @@ use super::views::{
         super::replays::list,
         super::replays::get,
         super::replays::cancel,
+        super::audit::verify,
         super::health::healthz,
         super::health::readyz,
         super::health::metrics,
@@ -70,14 +71,15 @@ use super::views::{
         OutboxRowView, OutboxPage, OutboxStatsView, super::health::Health, super::health::ReadinessView,
         PolicyBody, PolicyView, PolicyList, StageOfPolicy, StageView, ApprovalView, ClaimView,
         PublishedView, CommentView, CommentPage, ArchiveView, ArchiveBody, CommentBodyIn,
-        StartReplay, ReplayView, ReplayList, ReplayFilters
+        StartReplay, ReplayView, ReplayList, ReplayFilters,
+        super::audit::AuditVerify, super::audit::AuditBreak
     )),
     modifiers(&BearerAuth, &UpdateNeedsAField),
     tags(
         (name = "documents", description = "Authors' documents"),
         (name = "reviews", description = "Reviewers' votes and claims"),
         (name = "policies", description = "Review policies: stages, approvals, groups, due dates"),
-        (name = "admin", description = "Parked outbox rows: list, retry, skip; replays of the events to one queue"),
+        (name = "admin", description = "Parked outbox rows: list, retry, skip; replays of the events to one queue; the audit chain's check"),
         (name = "operations", description = "Health, metrics, this description")
     )
 )]

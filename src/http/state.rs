@@ -10,7 +10,8 @@ use super::metrics::HttpMetrics;
 use super::request_id;
 use super::test_hooks;
 use crate::usecases::{
-    Context, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes, ReplayService,
+    AuditService, Context, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes,
+    ReplayService,
     ReviewService, TestHooks,
 };
 
@@ -22,6 +23,7 @@ pub struct AppState {
     pub probes: Probes,
     pub outbox_admin: OutboxAdmin,
     pub replays: ReplayService,
+    pub audit: AuditService,
     pub metrics: HttpMetrics,
     /// How request bodies are read: their largest size, and how long they may take.
     pub body: BodyLimits,

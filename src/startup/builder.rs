@@ -23,8 +23,8 @@ use crate::store::mongo::MongoProjection;
 use crate::store::PgStore;
 use crate::tasks::{Backoff, Supervisor};
 use crate::usecases::{
-    sweep_overdue, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes, ReplayService,
-    Retention, RetentionSettings, ReviewService, ReviewStats,
+    sweep_overdue, AuditService, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes,
+    ReplayService, Retention, RetentionSettings, ReviewService, ReviewStats,
 };
 
 /// What `serve` and `dispatch` run on: the state the handlers share, the dispatcher, and
@@ -77,7 +77,7 @@ impl<'a> CoreBuilder<'a> {
         let s = self.settings;
         // Settings built in code get the checks of loaded ones (the secret, the test hooks).
         s.validate()?;
-        let store = PgStore::from_settings(&s.database)?;
+        let store = PgStore::from_settings(&s.database)?.with_audit(&s.audit);
         if s.database.migrate_on_start {
             store.migrate().await?;
         }
@@ -129,6 +129,7 @@ impl<'a> CoreBuilder<'a> {
             ),
             outbox_admin: OutboxAdmin::new(store.clone()),
             replays: ReplayService::new(store.clone(), self.replay_runner(&store, &tasks)),
+            audit: AuditService::new(store.clone()),
             metrics,
             body: BodyLimits {
                 max_bytes: s.server.json_limit_bytes,

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
+use super::chain::AuditChain;
 use super::documents::lock_document;
 use super::error::{StoreError, WriteError};
 use super::pg::PgStore;
@@ -37,8 +38,8 @@ impl PgStore {
         op: ClaimOp,
         ctx: &WriteContext<'_>,
     ) -> Result<Staged<Review>, WriteError> {
-        let (mut tx, locked) = self.lock_review_and_document(review_id).await?;
-        let (Some(doc), Some(review)) = (&locked.document, &locked.review) else {
+        let (mut tx, locked, head) = self.lock_review_and_document(review_id).await?;
+        let (Some(doc), Some(review), Some(head)) = (&locked.document, &locked.review, head) else {
             return Err(Refusal::NotFound.into());
         };
         let now = locked.now;
@@ -66,7 +67,8 @@ impl PgStore {
             ClaimChange::Nothing => {}
         }
         if let Some(audit) = &plan.audit {
-            write_audit(&mut tx, doc.id, audit, ctx).await?;
+            let link = self.audit.at(head).link(doc.id, audit, audit.version, ctx);
+            write_audit(&mut tx, doc.id, audit, ctx, &link).await?;
         }
         after
             .claims
@@ -95,7 +97,7 @@ impl PgStore {
         .await?;
         let mut marked = 0;
         for row in due {
-            if mark_overdue(&mut tx, row.document_id, row.id, ctx).await? {
+            if mark_overdue(&mut tx, &self.audit, row.document_id, row.id, ctx).await? {
                 marked += 1;
             }
         }
@@ -107,11 +109,12 @@ impl PgStore {
 /// Marks one review (its rows locked by this transaction) overdue, if the rules agree.
 async fn mark_overdue(
     tx: &mut Transaction<'static, Postgres>,
+    chain: &AuditChain,
     document_id: Uuid,
     review_id: Uuid,
     ctx: &WriteContext<'_>,
 ) -> Result<bool, StoreError> {
-    let Some(doc) = lock_document(tx, document_id).await? else {
+    let Some((doc, head)) = lock_document(tx, document_id).await? else {
         return Ok(false);
     };
     let (Some(review), now) = lock_review(tx, review_id).await? else {
@@ -127,7 +130,8 @@ async fn mark_overdue(
     )
     .execute(&mut **tx)
     .await?;
-    write_audit_and_event(tx, &doc, &audit, &entry, ctx, now).await?;
+    let link = chain.at(head).link(doc.id, &audit, doc.version, ctx);
+    write_audit_and_event(tx, &doc, &audit, &entry, ctx, now, &link).await?;
     Ok(true)
 }
 

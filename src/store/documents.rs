@@ -5,8 +5,9 @@ use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::error::{violates, StoreError, WriteError};
+use super::links::{Head, LockedDocument};
 use super::pg::{PgStore, Statement};
-use super::tx::{write_audit_and_event, Staged, WriteContext};
+use super::tx::{write_audit_and_event, Link, Staged, WriteContext};
 use crate::domain::rules::{self, DocumentChange, Publication};
 use crate::domain::{
     Command, Document, DocumentBody, DocumentStatus, DocumentTitle, FencingToken, Locked, Refusal,
@@ -66,9 +67,18 @@ impl PgStore {
             published_title: None,
             published_body: None,
         };
+        let head = Head {
+            count: 0,
+            hash: None,
+            now: row.created_at,
+        };
+        let link = self
+            .audit
+            .at(head)
+            .link(doc.id, &new.audit, doc.version, ctx);
+        let at = doc.updated_at;
         let owned =
-            write_audit_and_event(&mut tx, &doc, &new.audit, &new.outbox, ctx, doc.updated_at)
-                .await?;
+            write_audit_and_event(&mut tx, &doc, &new.audit, &new.outbox, ctx, at, &link).await?;
         Ok(Staged::new(tx, doc, owned))
     }
 
@@ -172,8 +182,9 @@ impl PgStore {
         ctx: &WriteContext<'_>,
     ) -> Result<Staged<Document>, WriteError> {
         let mut tx = self.begin().await?;
+        let (document, head) = lock_document(&mut tx, id).await?.unzip();
         let locked = Locked {
-            document: lock_document(&mut tx, id).await?,
+            document,
             ..Locked::default()
         };
         let command = Command::Edit {
@@ -187,55 +198,61 @@ impl PgStore {
             .document
             .ok_or_else(|| anyhow::anyhow!("an edit that changes no document"))?;
         let policy = change.policy.clone().unwrap_or_default();
-        let doc = write_document(&mut tx, before, change)
+        let head = head.ok_or_else(|| anyhow::anyhow!("an edit without a chain head"))?;
+        let link = self
+            .audit
+            .at(head)
+            .link(id, &plan.audit, change.version, ctx)
+            .moved_with_document();
+        let doc = write_document(&mut tx, before, change, &link)
             .await
             .map_err(|e| unknown_policy(e, &policy))?;
-        let owned = write_audit_and_event(
-            &mut tx,
-            &doc,
-            &plan.audit,
-            &plan.outbox,
-            ctx,
-            doc.updated_at,
-        )
-        .await?;
+        let at = doc.updated_at;
+        let owned =
+            write_audit_and_event(&mut tx, &doc, &plan.audit, &plan.outbox, ctx, at, &link).await?;
         Ok(Staged::new(tx, doc, owned))
     }
 }
 
-/// The document row, locked for the rest of the transaction (`None`: no such document).
+/// The document row, locked for the rest of the transaction, with its chain head (`None`:
+/// no such document).
 pub(super) async fn lock_document(
     tx: &mut Transaction<'static, Postgres>,
     id: Uuid,
-) -> Result<Option<Document>, StoreError> {
-    Ok(sqlx::query_as!(
-        Document,
+) -> Result<Option<(Document, Head)>, StoreError> {
+    let row = sqlx::query_as!(
+        LockedDocument,
         r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
                   current_review_id, policy, fence_token AS "fence_token: FencingToken",
-                  created_at, updated_at, published_version, published_title, published_body
+                  created_at, updated_at, published_version, published_title, published_body,
+                  audit_count, audit_head, now() AS "now!"
            FROM documents WHERE id = $1 FOR UPDATE"#,
         id
     )
     .fetch_optional(&mut **tx)
-    .await?)
+    .await?;
+    Ok(row.map(LockedDocument::split))
 }
 
-/// Locks the document of a review (the review itself is only read), if the review exists.
+/// Locks the document of a review (the review itself is only read), if the review exists,
+/// with its chain head.
 pub(super) async fn lock_document_of_review(
     tx: &mut Transaction<'static, Postgres>,
     review_id: Uuid,
-) -> Result<Option<Document>, StoreError> {
-    Ok(sqlx::query_as!(
-        Document,
+) -> Result<Option<(Document, Head)>, StoreError> {
+    let row = sqlx::query_as!(
+        LockedDocument,
         r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
                   current_review_id, policy, fence_token AS "fence_token: FencingToken",
-                  created_at, updated_at, published_version, published_title, published_body
+                  created_at, updated_at, published_version, published_title, published_body,
+                  audit_count, audit_head, now() AS "now!"
            FROM documents
            WHERE id = (SELECT document_id FROM reviews WHERE id = $1) FOR UPDATE"#,
         review_id
     )
     .fetch_optional(&mut **tx)
-    .await?)
+    .await?;
+    Ok(row.map(LockedDocument::split))
 }
 
 /// The locked document a successful plan was made on.
@@ -243,11 +260,13 @@ pub(super) fn planned_document(document: Option<Document>) -> Result<Document, S
     document.ok_or_else(|| anyhow::anyhow!("the rules planned a change without a document").into())
 }
 
-/// Writes the planned state of the document row; returns the row as it now is.
+/// Writes the planned state of the document row, its chain head moved to `link`; returns
+/// the row as it now is.
 pub(super) async fn write_document(
     tx: &mut Transaction<'static, Postgres>,
     before: Document,
     change: DocumentChange,
+    link: &Link,
 ) -> Result<Document, sqlx::Error> {
     let title = change.title.map(DocumentTitle::into_string);
     let body = change.body.map(DocumentBody::into_string);
@@ -267,7 +286,8 @@ pub(super) async fn write_document(
          published_title = CASE $9 WHEN 'publish' THEN COALESCE($2, title) \
                                    WHEN 'withdraw' THEN NULL ELSE published_title END, \
          published_body = CASE $9 WHEN 'publish' THEN COALESCE($3, body) \
-                                  WHEN 'withdraw' THEN NULL ELSE published_body END \
+                                  WHEN 'withdraw' THEN NULL ELSE published_body END, \
+         audit_count = COALESCE($10, audit_count), audit_head = COALESCE($11, audit_head) \
          WHERE id = $1 RETURNING updated_at",
         change.id,
         title.as_deref(),
@@ -278,6 +298,8 @@ pub(super) async fn write_document(
         change.fence_token as Option<FencingToken>,
         change.policy.as_deref(),
         publication,
+        link.seq,
+        link.hash.as_deref(),
     )
     .fetch_one(&mut **tx)
     .await?;

@@ -10,7 +10,6 @@ use super::documents::lock_document;
 use super::error::{StoreError, WriteError};
 use super::pg::{PgStore, Statement};
 use super::review_rows::{lock_review, ReviewRow};
-use super::reviews::write_planned;
 use super::tx::{write_audit_and_event, Staged, WriteContext};
 use crate::domain::rules::{self, plan_comment};
 use crate::domain::{
@@ -29,7 +28,7 @@ impl PgStore {
         ctx: &WriteContext<'_>,
     ) -> Result<Staged<Archived>, WriteError> {
         let mut tx = self.begin().await?;
-        let document = lock_document(&mut tx, document_id).await?;
+        let (document, head) = lock_document(&mut tx, document_id).await?.unzip();
         let pending = document
             .as_ref()
             .filter(|d| d.status == DocumentStatus::PendingReview)
@@ -49,7 +48,7 @@ impl PgStore {
             expected_version,
         };
         let plan = rules::plan(&locked, ctx.reader(), command, ctx.guard)?;
-        let (tx, document, review, owned) = write_planned(tx, locked, plan, ctx).await?;
+        let (tx, document, review, owned) = self.write_planned(tx, locked, head, plan, ctx).await?;
         Ok(Staged::new(tx, Archived { document, review }, owned))
     }
 
@@ -64,7 +63,7 @@ impl PgStore {
         ctx: &WriteContext<'_>,
     ) -> Result<Staged<Commented>, WriteError> {
         let mut tx = self.begin().await?;
-        let document = lock_document(&mut tx, document_id).await?;
+        let (document, head) = lock_document(&mut tx, document_id).await?.unzip();
         let review = match review_id {
             Some(r) => Some((r, review_document(&mut tx, r).await?)),
             None => None,
@@ -73,10 +72,20 @@ impl PgStore {
         let plan = plan_comment(document.as_ref(), ctx.reader(), id, body, review)?;
         let doc =
             document.ok_or_else(|| anyhow::anyhow!("a comment planned without a document"))?;
+        let head = head.ok_or_else(|| anyhow::anyhow!("a comment without a chain head"))?;
+        let link = self
+            .audit
+            .at(head)
+            .link(doc.id, &plan.audit, doc.version, ctx)
+            .moved_with_document();
         let c = plan.comment;
+        // The chain head moves with the comment's number, in one statement.
         let row = sqlx::query!(
             r#"WITH n AS (
-                 UPDATE documents SET comment_count = comment_count + 1 WHERE id = $1
+                 UPDATE documents SET comment_count = comment_count + 1,
+                        audit_count = COALESCE($6, audit_count),
+                        audit_head = COALESCE($7, audit_head)
+                 WHERE id = $1
                  RETURNING comment_count)
                INSERT INTO comments (document_id, seq, id, review_id, author_id, body)
                SELECT $1, n.comment_count, $2, $3, $4, $5 FROM n
@@ -86,18 +95,13 @@ impl PgStore {
             c.review_id,
             &c.author_id,
             &c.body,
+            link.seq,
+            link.hash.as_deref(),
         )
         .fetch_one(&mut *tx)
         .await?;
-        let owned = write_audit_and_event(
-            &mut tx,
-            &doc,
-            &plan.audit,
-            &plan.outbox,
-            ctx,
-            row.created_at,
-        )
-        .await?;
+        let (audit, outbox, at) = (&plan.audit, &plan.outbox, row.created_at);
+        let owned = write_audit_and_event(&mut tx, &doc, audit, outbox, ctx, at, &link).await?;
         let comment = PostedComment {
             id: c.id,
             document_id: c.document_id,

@@ -6,11 +6,16 @@
 //! the open transaction back as [`Staged`]: the caller decides whether it commits. The store
 //! never judges a change itself and knows nothing of locks, HTTP or idempotency policy.
 
+mod audit_admin;
+mod audit_link;
+mod audit_verify;
+mod chain;
 mod claims;
 mod documents;
 mod error;
 mod idempotency;
 mod lifecycle;
+mod links;
 pub mod mongo;
 mod outbox;
 mod outbox_admin;
@@ -25,6 +30,8 @@ mod reviews;
 mod tx;
 mod votes;
 
+pub use audit_verify::{BrokenAt, Verified};
+pub use chain::{AuditChain, AuditSettings, DEV_AUDIT_KEY};
 pub use claims::ClaimOp;
 pub use error::{StoreError, StoreFailure, WriteError};
 pub use idempotency::{HeldKey, KeyRecord, KeyState};

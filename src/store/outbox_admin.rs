@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::audit_link::{link_admin, Only};
 use super::error::StoreError;
 use super::pg::{PgStore, Statement};
 use super::tx::Staged;
@@ -173,7 +174,13 @@ impl PgStore {
         .fetch_optional(&mut *tx)
         .await?;
         match acted {
-            Some(row) => Ok(Some(Staged::new(tx, row, None))),
+            Some(row) => {
+                // The action joins the admin chain, under its head's row lock.
+                link_admin(&mut tx, &self.audit, Only::OutboxRow(row.id))
+                    .await
+                    .map_err(StoreError::from)?;
+                Ok(Some(Staged::new(tx, row, None)))
+            }
             None => {
                 tx.rollback().await?;
                 Ok(None)

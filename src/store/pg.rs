@@ -22,6 +22,7 @@ use serde_with::{serde_as, DurationMilliSeconds};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, PgConnection, PgPool};
 
+use super::chain::{AuditChain, AuditSettings};
 use super::error::{StoreError, StoreFailure};
 
 /// A pooled connection used within this long is handed out again without a health check.
@@ -77,6 +78,8 @@ pub struct PgStore {
     acquired: Arc<AtomicU64>,
     /// When a session last answered read-only; the pool's hooks read it.
     read_only: Arc<ReadOnlySeen>,
+    /// The key audit rows are linked with (`[audit]`; see `with_audit`).
+    pub(super) audit: AuditChain,
 }
 
 /// When a session of the pool last answered that it is read-only (SQLSTATE 25006, as a
@@ -136,7 +139,14 @@ impl PgStore {
             tx_timeout,
             acquired,
             read_only,
+            audit: AuditChain::default(),
         }
+    }
+
+    /// The store linking audit rows as `[audit]` says (without it: the development key).
+    pub fn with_audit(mut self, settings: &AuditSettings) -> Self {
+        self.audit = AuditChain::from_settings(settings);
+        self
     }
 
     pub fn pool_figures(&self) -> PoolFigures {
@@ -225,7 +235,8 @@ impl PgStore {
     /// Applies the migrations under sqlx's advisory lock (see `run_migrations`), so
     /// instances may start together, on a connection of their own: not a pooled session, whose `statement_timeout` and
     /// `lock_timeout` would end a long migration, or the wait for another instance's, and
-    /// make the instance fail and restart in a loop.
+    /// make the instance fail and restart in a loop. Then, under the same lock, links the
+    /// audit rows that carry no link yet (`audit_link`).
     pub async fn migrate(&self) -> anyhow::Result<()> {
         let opts = (*self.pool.connect_options()).clone();
         let dial = self.pool.options().get_acquire_timeout();
@@ -233,7 +244,7 @@ impl PgStore {
             .await
             .map_err(|_| anyhow::anyhow!("PostgreSQL did not answer within {dial:?}"))?
             .context("could not reach PostgreSQL")?;
-        let ran = run_migrations(&mut conn).await;
+        let ran = run_migrations(&mut conn, Some(&self.audit)).await;
         let _ = conn.close().await;
         ran
     }
@@ -277,7 +288,7 @@ impl<T, F: Future<Output = Result<T, sqlx::Error>>> Statement<T> for F {}
 /// [`PgStore::migrate`], on a connection of its own.
 pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await.context("could not reach PostgreSQL")?;
-    let ran = run_migrations(&mut conn).await;
+    let ran = run_migrations(&mut conn, None).await;
     sqlx::query!("RESET lock_timeout")
         .execute(&mut *conn)
         .await?;
@@ -303,7 +314,10 @@ const MIGRATION_LOCK_POLL: Duration = Duration::from_millis(200);
 /// statement holds a snapshot, which a `CREATE INDEX CONCURRENTLY` of the migrating
 /// instance waits for while the blocked one waits for its lock: a deadlock. Between tries
 /// a waiting session is idle and holds nothing.
-async fn run_migrations(conn: &mut PgConnection) -> anyhow::Result<()> {
+///
+/// With `chain`, the audit rows not linked yet are linked next, still under the lock, so
+/// instances starting together do it once.
+async fn run_migrations(conn: &mut PgConnection, chain: Option<&AuditChain>) -> anyhow::Result<()> {
     sqlx::query!(
         "SELECT set_config('lock_timeout', '0', false) AS lock_timeout, \
          set_config('statement_timeout', '0', false) AS statement_timeout, \
@@ -327,10 +341,13 @@ async fn run_migrations(conn: &mut PgConnection) -> anyhow::Result<()> {
     }
     let mut migrator = sqlx::migrate!("./migrations");
     migrator.set_locking(false); // held above
-    let ran = migrator
+    let mut ran = migrator
         .run(&mut *conn)
         .await
         .context("could not apply database migrations");
+    if let (Ok(()), Some(chain)) = (&ran, chain) {
+        ran = super::audit_link::link_after_migrations(conn, chain).await;
+    }
     sqlx::query!("SELECT pg_advisory_unlock($1)", lock)
         .fetch_one(&mut *conn)
         .await?;

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 use sqlx::PgExecutor;
 
+use super::audit_link::{link_admin, Only};
 use super::error::StoreError;
 use super::pg::{PgStore, Statement};
 use crate::domain::{Policy, PolicyDraft, PolicyName, Stage};
@@ -81,8 +82,10 @@ impl PgStore {
         actor: &str,
     ) -> Result<Policy, StoreError> {
         let stages = serde_json::to_value(&draft.stages).map_err(anyhow::Error::from)?;
-        let row = sqlx::query!(
-            r#"WITH head AS (
+        let write = async {
+            let mut tx = self.begin().await?;
+            let row = sqlx::query!(
+                r#"WITH head AS (
                  INSERT INTO policies (name, version) VALUES ($1, 1)
                  ON CONFLICT (name) DO UPDATE
                    SET version = policies.version + 1, updated_at = clock_timestamp()
@@ -91,15 +94,21 @@ impl PgStore {
                                             claim_ttl_secs, created_by)
                SELECT $1, version, $2, $3, $4, $5 FROM head
                RETURNING version, (SELECT updated_at FROM head) AS "updated_at!""#,
-            name.as_str(),
-            stages,
-            draft.due_after_secs,
-            draft.claim_ttl_secs,
-            actor,
-        )
-        .fetch_one(&self.pool)
-        .bounded(self)
-        .await?;
+                name.as_str(),
+                stages,
+                draft.due_after_secs,
+                draft.claim_ttl_secs,
+                actor,
+            )
+            .fetch_one(&mut *tx)
+            .await?;
+            // The version joins the admin chain, under its head's row lock.
+            let only = Only::Policy(name.as_str(), row.version);
+            link_admin(&mut tx, &self.audit, only).await?;
+            tx.commit().await?;
+            Ok::<_, StoreError>(row)
+        };
+        let row = self.bounded(write).await?;
         Ok(Policy {
             name: name.as_str().to_string(),
             version: row.version,

@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use super::documents::{lock_document, lock_document_of_review, planned_document, write_document};
 use super::error::{violates, StoreError, WriteError};
+use super::links::Head;
 use super::outbox::OutboxRow;
 use super::pg::{PgStore, Statement};
 use super::policies::current_policy;
@@ -32,7 +33,7 @@ impl PgStore {
         ctx: &WriteContext<'_>,
     ) -> Result<Staged<Transitioned>, WriteError> {
         let mut tx = self.begin().await?;
-        let document = lock_document(&mut tx, document_id).await?;
+        let (document, head) = lock_document(&mut tx, document_id).await?.unzip();
         let policy = match &document {
             Some(d) => current_policy(&mut *tx, &d.policy).await?,
             None => None,
@@ -46,7 +47,7 @@ impl PgStore {
             new_review_id: Uuid::now_v7(),
         };
         let plan = rules::plan(&locked, ctx.reader(), command, ctx.guard)?;
-        write_transition(tx, locked, plan, ctx).await
+        self.write_transition(tx, locked, head, plan, ctx).await
     }
 
     /// A vote of the caller (a member of `groups`) on the review's current stage: recorded,
@@ -59,10 +60,10 @@ impl PgStore {
         groups: Vec<String>,
         ctx: &WriteContext<'_>,
     ) -> Result<Staged<Transitioned>, WriteError> {
-        let (tx, locked) = self.lock_review_and_document(review_id).await?;
+        let (tx, locked, head) = self.lock_review_and_document(review_id).await?;
         let command = Command::Decide { decision, groups };
         let plan = rules::plan(&locked, ctx.reader(), command, ctx.guard)?;
-        write_transition(tx, locked, plan, ctx).await
+        self.write_transition(tx, locked, head, plan, ctx).await
     }
 
     /// PENDING_REVIEW -> DRAFT, the current review WITHDRAWN.
@@ -73,7 +74,7 @@ impl PgStore {
         ctx: &WriteContext<'_>,
     ) -> Result<Staged<Transitioned>, WriteError> {
         let mut tx = self.begin().await?;
-        let document = lock_document(&mut tx, document_id).await?;
+        let (document, head) = lock_document(&mut tx, document_id).await?.unzip();
         let (review, now) = match document.as_ref().and_then(|d| d.current_review_id) {
             Some(id) => lock_review(&mut tx, id).await?,
             None => (None, Utc::now()),
@@ -85,18 +86,19 @@ impl PgStore {
             now,
         };
         let plan = rules::plan(&locked, ctx.reader(), Command::Withdraw, ctx.guard)?;
-        write_transition(tx, locked, plan, ctx).await
+        self.write_transition(tx, locked, head, plan, ctx).await
     }
 
-    /// Opens a write transaction and locks the document of `review_id`, then the review;
-    /// `Locked.now` is read once both are held.
+    /// Opens a write transaction and locks the document of `review_id` (its chain head
+    /// read with it), then the review; `Locked.now` is read once both are held.
     pub(super) async fn lock_review_and_document(
         &self,
         review_id: Uuid,
-    ) -> Result<(Transaction<'static, Postgres>, Locked), StoreError> {
+    ) -> Result<(Transaction<'static, Postgres>, Locked, Option<Head>), StoreError> {
         let mut tx = self.begin().await?;
         // Lock the review's document (found without locking the review), then the review.
-        let locked = match lock_document_of_review(&mut tx, review_id).await? {
+        let (document, head) = lock_document_of_review(&mut tx, review_id).await?.unzip();
+        let locked = match document {
             None => Locked::default(),
             Some(document) => {
                 let (review, now) = lock_review(&mut tx, review_id).await?;
@@ -108,7 +110,7 @@ impl PgStore {
                 }
             }
         };
-        Ok((tx, locked))
+        Ok((tx, locked, head))
     }
 
     /// The approvals the current stage of `review_id` needs (`None`: no such review). Read
@@ -128,23 +130,27 @@ impl PgStore {
     }
 }
 
-/// Writes a planned transition: the review row first (the document refers to it), then
-/// the document, the audit row and the outbox row.
-async fn write_transition(
-    tx: Transaction<'static, Postgres>,
-    locked: Locked,
-    plan: Plan,
-    ctx: &WriteContext<'_>,
-) -> Result<Staged<Transitioned>, WriteError> {
-    if plan.review.is_none() {
-        return Err(anyhow::anyhow!("a transition without a review").into());
+impl PgStore {
+    /// Writes a planned transition: the review row first (the document refers to it),
+    /// then the document, the audit row and the outbox row.
+    async fn write_transition(
+        &self,
+        tx: Transaction<'static, Postgres>,
+        locked: Locked,
+        head: Option<Head>,
+        plan: Plan,
+        ctx: &WriteContext<'_>,
+    ) -> Result<Staged<Transitioned>, WriteError> {
+        if plan.review.is_none() {
+            return Err(anyhow::anyhow!("a transition without a review").into());
+        }
+        let (tx, document, review, owned) = self.write_planned(tx, locked, head, plan, ctx).await?;
+        let review = review.ok_or_else(|| anyhow::anyhow!("a transition without a review"))?;
+        Ok(Staged::new(tx, Transitioned { document, review }, owned))
     }
-    let (tx, document, review, owned) = write_planned(tx, locked, plan, ctx).await?;
-    let review = review.ok_or_else(|| anyhow::anyhow!("a transition without a review"))?;
-    Ok(Staged::new(tx, Transitioned { document, review }, owned))
 }
 
-/// What [`write_planned`] wrote: the open transaction, the document as it now is, the
+/// What [`PgStore::write_planned`] wrote: the open transaction, the document as it now is, the
 /// review it wrote (if any) and the outbox row the request owns.
 pub(super) type Written = (
     Transaction<'static, Postgres>,
@@ -153,45 +159,58 @@ pub(super) type Written = (
     Option<OutboxRow>,
 );
 
-/// Writes a plan: its review row first (the document refers to it), then the document, the
-/// audit row and the outbox row.
-pub(super) async fn write_planned(
-    mut tx: Transaction<'static, Postgres>,
-    locked: Locked,
-    plan: Plan,
-    ctx: &WriteContext<'_>,
-) -> Result<Written, WriteError> {
-    let Locked {
-        document,
-        review,
-        now,
-        ..
-    } = locked;
-    let before = planned_document(document)?;
-    let review = match plan.review {
-        Some(ReviewChange::Open(open)) => match open_review(&mut tx, &before, open).await {
-            Err(e) if violates(&e, "reviews_one_pending_per_document") => {
-                return Err(Refusal::AlreadyPending.into())
+impl PgStore {
+    /// Writes a plan: its review row first (the document refers to it), then the
+    /// document, the audit row (linked after `head`, the document's chain head read under
+    /// its row lock) and the outbox row.
+    pub(super) async fn write_planned(
+        &self,
+        mut tx: Transaction<'static, Postgres>,
+        locked: Locked,
+        head: Option<Head>,
+        plan: Plan,
+        ctx: &WriteContext<'_>,
+    ) -> Result<Written, WriteError> {
+        let Locked {
+            document,
+            review,
+            now,
+            ..
+        } = locked;
+        let before = planned_document(document)?;
+        let head = head.ok_or_else(|| anyhow::anyhow!("a plan without a chain head"))?;
+        let version = plan.document.as_ref().map_or(before.version, |c| c.version);
+        let mut link = self
+            .audit
+            .at(head)
+            .link(before.id, &plan.audit, version, ctx);
+        let review = match plan.review {
+            Some(ReviewChange::Open(open)) => match open_review(&mut tx, &before, open).await {
+                Err(e) if violates(&e, "reviews_one_pending_per_document") => {
+                    return Err(Refusal::AlreadyPending.into())
+                }
+                opened => Some(opened?),
+            },
+            Some(ReviewChange::Write(write)) => {
+                let review = review.ok_or_else(|| anyhow::anyhow!("a vote without a review"))?;
+                Some(super::votes::write_review(&mut tx, review, write).await?)
             }
-            opened => Some(opened?),
-        },
-        Some(ReviewChange::Write(write)) => {
-            let review = review.ok_or_else(|| anyhow::anyhow!("a vote without a review"))?;
-            Some(super::votes::write_review(&mut tx, review, write).await?)
-        }
-        None => None,
-    };
-    let (doc, occurred_at) = match plan.document {
-        Some(change) => {
-            let doc = write_document(&mut tx, before, change).await?;
-            let at = doc.updated_at;
-            (doc, at)
-        }
-        None => (before, now),
-    };
-    let owned =
-        write_audit_and_event(&mut tx, &doc, &plan.audit, &plan.outbox, ctx, occurred_at).await?;
-    Ok((tx, doc, review, owned))
+            None => None,
+        };
+        let (doc, occurred_at) = match plan.document {
+            Some(change) => {
+                link = link.moved_with_document();
+                let doc = write_document(&mut tx, before, change, &link).await?;
+                let at = doc.updated_at;
+                (doc, at)
+            }
+            None => (before, now),
+        };
+        let (audit, outbox) = (&plan.audit, &plan.outbox);
+        let owned =
+            write_audit_and_event(&mut tx, &doc, audit, outbox, ctx, occurred_at, &link).await?;
+        Ok((tx, doc, review, owned))
+    }
 }
 
 async fn open_review(

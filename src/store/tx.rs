@@ -15,6 +15,27 @@ use super::pg::PgStore;
 use crate::domain::rules::AuditEntry;
 use crate::domain::{Document, FencingToken, Guard, OutboxEntry, Reader, UserId};
 
+/// The link of one audit row: its position and hash (both `None` with the chain off), its
+/// time, and whether the audit row's statement moves the document's chain head to it
+/// (false: the statement that writes the document does).
+#[derive(Debug, Clone)]
+pub(super) struct Link {
+    pub seq: Option<i64>,
+    pub hash: Option<Vec<u8>>,
+    pub at: DateTime<Utc>,
+    pub moves_head: bool,
+}
+
+impl Link {
+    /// The link, its head moved by the statement that writes the document.
+    pub fn moved_with_document(self) -> Self {
+        Self {
+            moves_head: false,
+            ..self
+        }
+    }
+}
+
 /// Who writes, for which request, under which lock.
 #[derive(Debug, Clone, Copy)]
 pub struct WriteContext<'a> {
@@ -96,7 +117,8 @@ impl PgStore {
 /// type moves nothing in MongoDB: [`crate::domain::EventType::projects`]). The event body is fixed here. The outbox row
 /// is held for this request (returned) when `ctx.own_outbox_for` asks for it and no
 /// earlier row of the document is undelivered: the document's row lock, held here, keeps
-/// that answer true until COMMIT.
+/// that answer true until COMMIT. The audit row carries `link`, and the document's chain
+/// head moves to it here unless the statement that wrote the document moved it.
 pub(super) async fn write_audit_and_event(
     tx: &mut Transaction<'static, Postgres>,
     doc: &Document,
@@ -104,6 +126,7 @@ pub(super) async fn write_audit_and_event(
     entry: &OutboxEntry,
     ctx: &WriteContext<'_>,
     occurred_at: DateTime<Utc>,
+    link: &Link,
 ) -> Result<Option<OutboxRow>, StoreError> {
     let event_id = Uuid::now_v7();
     let event_type = entry.event.as_str();
@@ -122,8 +145,11 @@ pub(super) async fn write_audit_and_event(
     let row = sqlx::query!(
         r#"WITH audit AS (
              INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status,
-                                    to_status, document_version, request_id, lock_mode, fence_token)
-             VALUES ($2, $9, $10, $11, $12, $13, $3, $14, $15, $16)),
+                                    to_status, document_version, request_id, lock_mode, fence_token,
+                                    seq, hash, at)
+             VALUES ($2, $9, $10, $11, $12, $13, $3, $14, $15, $16, $18, $19, $20)),
+           head AS (UPDATE documents SET audit_count = $18, audit_head = $19
+                    WHERE id = $2 AND $21::bool AND $19::bytea IS NOT NULL),
            earlier AS (
              SELECT EXISTS (SELECT 1 FROM outbox WHERE document_id = $2 AND done_at IS NULL)
                     AS waiting)
@@ -153,6 +179,10 @@ pub(super) async fn write_audit_and_event(
         audit.lock_mode,
         audit.fence_token as Option<FencingToken>,
         entry.event.projects(),
+        link.seq,
+        link.hash.as_deref(),
+        link.at,
+        link.moves_head,
     )
     .fetch_one(&mut **tx)
     .await?;
@@ -170,17 +200,21 @@ pub(super) async fn write_audit_and_event(
     }))
 }
 
-/// Writes the audit row of a change that publishes nothing (a claim and its end).
+/// Writes the audit row of a change that publishes nothing (a claim and its end), with
+/// its `link`, and moves the document's chain head to it.
 pub(super) async fn write_audit(
     tx: &mut Transaction<'static, Postgres>,
     document_id: Uuid,
     audit: &AuditEntry,
     ctx: &WriteContext<'_>,
+    link: &Link,
 ) -> Result<(), StoreError> {
     sqlx::query!(
-        "INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status, \
-         to_status, document_version, request_id, lock_mode, fence_token) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        "WITH head AS (UPDATE documents SET audit_count = $11, audit_head = $12 \
+                       WHERE id = $1 AND $12::bytea IS NOT NULL) \
+         INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status, \
+         to_status, document_version, request_id, lock_mode, fence_token, seq, hash, at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         document_id,
         audit.review_id,
         audit.action,
@@ -191,6 +225,9 @@ pub(super) async fn write_audit(
         ctx.request_id,
         audit.lock_mode,
         audit.fence_token as Option<FencingToken>,
+        link.seq,
+        link.hash.as_deref(),
+        link.at,
     )
     .execute(&mut **tx)
     .await?;

@@ -1,6 +1,6 @@
 //! What start-up refuses, with the real binary: the built-in environment is production,
-//! which takes neither the public development secret, nor a short one, nor test hooks, and
-//! needs the issuer and audience of the tokens.
+//! which takes neither the public development secret (nor the development audit key), nor
+//! a short one, nor test hooks, and needs the issuer and audience of the tokens.
 
 use jsonwebtoken::{decode, DecodingKey, Validation};
 use kh_review::config::DEV_SECRET;
@@ -9,9 +9,11 @@ use kh_review::http::auth::Claims;
 use crate::support::binary::run_binary;
 
 const OWN_SECRET: &str = "0123456789abcdef0123456789abcdef";
+const OWN_AUDIT_KEY: &str = "fedcba9876543210fedcba9876543210";
 /// What production needs besides its own secret.
 const PRODUCTION: &[(&str, &str)] = &[
     ("APP__AUTH__JWT_SECRET", OWN_SECRET),
+    ("APP__AUDIT__KEY", OWN_AUDIT_KEY),
     ("APP__AUTH__ISSUER", "https://idp.example.com/realms/kb"),
     ("APP__AUTH__AUDIENCE", "kh-review"),
 ];
@@ -20,6 +22,17 @@ const PRODUCTION: &[(&str, &str)] = &[
 async fn the_production_default_refuses_to_start_with_unsafe_settings() {
     for (envs, key, why) in [
         (vec![], "auth.jwt_secret", "development secret"),
+        (vec![], "audit.key", "development key"),
+        (
+            vec![("APP__AUDIT__KEY", &OWN_AUDIT_KEY[..20])],
+            "audit.key",
+            "32 bytes",
+        ),
+        (
+            vec![("APP__AUDIT__CHAIN", "false")],
+            "audit.chain",
+            "baseline",
+        ),
         (
             vec![("APP__AUTH__JWT_SECRET", OWN_SECRET)],
             "auth.issuer",
@@ -58,6 +71,10 @@ async fn the_production_default_refuses_to_start_with_unsafe_settings() {
         let line = out.lines().find(|l| l.contains(key));
         assert!(line.is_some_and(|l| l.contains(why)), "{envs:?}: {out}");
         assert!(!out.contains(OWN_SECRET), "no secret in the message: {out}");
+        assert!(
+            !out.contains(&OWN_AUDIT_KEY[..20]),
+            "no key in the message: {out}"
+        );
     }
     let (code, out) = run_binary(&["check-config"], &[("APP__ENVIRONMENT", "development")]).await;
     assert_eq!(code, Some(0), "{out}");

@@ -1,6 +1,7 @@
 //! The HTTP API route by route: requests, replies, refusals and concurrent callers,
 //! against the real stores. Part of the parallel run (`make test`, `--test-threads=$(TEST_THREADS)`).
 
+mod audit;
 mod auth;
 mod bad_input;
 mod claims;

@@ -1,0 +1,85 @@
+//! The checks of `[audit]` against `environment`: part of `Settings::validate`, each
+//! problem naming its key. The key is checked as the JWT secret is: the public development
+//! key and keys under 32 bytes are refused outside development.
+
+use secrecy::ExposeSecret;
+
+use super::{Settings, MIN_SECRET_BYTES};
+use crate::store::DEV_AUDIT_KEY;
+
+impl Settings {
+    pub(super) fn check_audit(&self, bad: &mut impl FnMut(&'static str, &str)) {
+        let key = self.audit.key.expose_secret();
+        if self.environment.is_development() {
+            if key.len() < 16 {
+                bad("audit.key", "must be at least 16 bytes");
+            }
+        } else if key == DEV_AUDIT_KEY {
+            let problem = "the development key may only be used with environment = \
+                           \"development\"; set APP__AUDIT__KEY to a secret of your own (at \
+                           least 32 bytes)";
+            bad("audit.key", problem);
+        } else if key.len() < MIN_SECRET_BYTES {
+            bad(
+                "audit.key",
+                "must be at least 32 bytes outside environment = \"development\"",
+            );
+        }
+        if !self.audit.chain && !self.environment.allows_test_hooks() {
+            let problem = "false (audit rows written without their links) is a benchmark's \
+                           baseline: accepted only with environment = \"development\" or \"test\"";
+            bad("audit.chain", problem);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use secrecy::SecretString;
+
+    use crate::config::{ConfigError, Settings};
+
+    fn development() -> Settings {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+        Settings::load_with(&dir, &[("environment", "development")]).unwrap()
+    }
+
+    fn audit_problems(s: &Settings) -> Vec<&'static str> {
+        match s.validate() {
+            Ok(()) => vec![],
+            Err(ConfigError::Invalid(ps)) => ps
+                .into_iter()
+                .map(|p| p.key)
+                .filter(|k| k.starts_with("audit."))
+                .collect(),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn the_key_is_checked_as_the_jwt_secret_is_and_the_baseline_is_development_only() {
+        let mut s = development();
+        assert!(
+            audit_problems(&s).is_empty(),
+            "the development key in development"
+        );
+        s.audit.key = SecretString::from("short");
+        assert_eq!(audit_problems(&s), ["audit.key"], "under 16 bytes");
+        for environment in ["production", "test", "staging"] {
+            let mut s = development();
+            s.environment = environment.into();
+            assert_eq!(audit_problems(&s), ["audit.key"], "{environment}: public");
+            s.audit.key = SecretString::from("0123456789abcdef0123456789abcde");
+            assert_eq!(audit_problems(&s), ["audit.key"], "{environment}: 31 bytes");
+            s.audit.key = SecretString::from("0123456789abcdef0123456789abcdef");
+            assert!(audit_problems(&s).is_empty(), "{environment}: 32 bytes");
+            s.audit.chain = false;
+            let refused: &[&str] = if environment == "test" {
+                &[]
+            } else {
+                &["audit.chain"]
+            };
+            assert_eq!(audit_problems(&s), refused, "{environment}: chain off");
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! `[audit]`, and the key the store links audit rows with (how a write links its row is in
+//! `links`; the rows linked by the migrate step, in `audit_link`; the check, in
+//! `audit_verify`).
+
+use std::sync::Arc;
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+
+use crate::domain::audit::AuditKey;
+
+/// The public key of `config/default.toml`: only ever accepted in development and test.
+pub const DEV_AUDIT_KEY: &str = "development-only-audit-key-change-me";
+
+/// `[audit]` in `config/default.toml`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct AuditSettings {
+    /// The HMAC key of the chain. Held by the service, never by the database.
+    pub key: SecretString,
+    /// false: audit rows are written unlinked (a benchmark's baseline; development and
+    /// test only).
+    #[serde(default = "yes")]
+    pub chain: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for AuditSettings {
+    fn default() -> Self {
+        Self {
+            key: SecretString::from(DEV_AUDIT_KEY),
+            chain: true,
+        }
+    }
+}
+
+/// The key the store links audit rows with, and whether it does.
+#[derive(Debug, Clone)]
+pub struct AuditChain {
+    key: Arc<AuditKey>,
+    on: bool,
+}
+
+impl AuditChain {
+    pub fn from_settings(settings: &AuditSettings) -> Self {
+        Self {
+            key: Arc::new(AuditKey::new(settings.key.expose_secret().as_bytes())),
+            on: settings.chain,
+        }
+    }
+
+    pub fn key(&self) -> &AuditKey {
+        &self.key
+    }
+
+    /// Whether rows are linked (`audit.chain`).
+    pub fn on(&self) -> bool {
+        self.on
+    }
+}
+
+impl Default for AuditChain {
+    fn default() -> Self {
+        Self::from_settings(&AuditSettings::default())
+    }
+}
