@@ -120,6 +120,7 @@ impl Floor {
                 &row.event_id.to_string(),
                 &row.event_type,
                 &body,
+                Default::default(),
             )
             .await?;
         self.store.mark_done(&[row.id]).await?;

@@ -13,6 +13,7 @@
 mod passes;
 pub mod publisher;
 mod settings;
+pub mod trace_headers;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,6 +27,7 @@ use crate::store::mongo::MongoProjection;
 use crate::store::{OutboxRow, PgStore, StoreError};
 use publisher::{AmqpPublisher, PublishError};
 pub use settings::{AmqpSettings, OutboxSettings, QueueType};
+use trace_headers::Producer;
 
 #[derive(Debug, Default)]
 pub struct DispatchStats {
@@ -229,10 +231,18 @@ impl Dispatcher {
         };
         let body = serde_json::to_vec(&row.payload)
             .map_err(|e| Fault::Refused(Phase::Publish, e.to_string()))?;
+        let producer = Producer::start(row, self.publisher.exchange(), rk, body.len());
         let published = self
             .publisher
-            .publish(rk, &row.event_id.to_string(), &row.event_type, &body)
+            .publish(
+                rk,
+                &row.event_id.to_string(),
+                &row.event_type,
+                &body,
+                producer.headers(),
+            )
             .await;
+        producer.end(published.as_ref().err().map(|e| e.to_string()).as_deref());
         match published {
             Ok(()) => {
                 self.stats.published.fetch_add(1, Ordering::Relaxed);

@@ -190,13 +190,20 @@ impl AmqpPublisher {
         }
     }
 
-    /// Publishes one persistent event and waits for the broker's confirm.
+    /// The exchange every event is published to.
+    pub fn exchange(&self) -> &str {
+        &self.exchange
+    }
+
+    /// Publishes one persistent event, with the message's extra AMQP `headers` (its trace
+    /// context), and waits for the broker's confirm.
     pub async fn publish(
         &self,
         routing_key: &str,
         message_id: &str,
         event_type: &str,
         body: &[u8],
+        headers: FieldTable,
     ) -> Result<(), PublishError> {
         if body.len() > self.max_message_bytes {
             return Err(PublishError::Refused(format!(
@@ -213,7 +220,8 @@ impl AmqpPublisher {
                 .with_message_id(message_id.into())
                 .with_type(event_type.into())
                 .with_app_id("kh-review".into())
-                .with_timestamp(chrono::Utc::now().timestamp() as u64);
+                .with_timestamp(chrono::Utc::now().timestamp() as u64)
+                .with_headers(headers);
             let options = BasicPublishOptions {
                 mandatory: true,
                 ..Default::default()

@@ -19,6 +19,7 @@ mod policies;
 mod queue;
 mod review_rows;
 mod reviews;
+pub mod trace_context;
 mod tx;
 mod votes;
 
@@ -29,4 +30,5 @@ pub use outbox::OutboxRow;
 pub use outbox_admin::{OutboxAction, OutboxFilter, OutboxRecord};
 pub use pg::{migrate, migration_lock_id, DatabaseSettings, PgStore, PoolFigures};
 pub use queue::{QueueFilter, QueueOrder};
+pub use trace_context::TraceContext;
 pub use tx::{Committed, Staged, WriteContext};

@@ -12,6 +12,7 @@ use uuid::Uuid;
 use super::error::StoreError;
 use super::outbox::OutboxRow;
 use super::pg::PgStore;
+use super::trace_context::TraceContext;
 use crate::domain::rules::AuditEntry;
 use crate::domain::{Document, FencingToken, Guard, OutboxEntry, Reader, UserId};
 
@@ -119,6 +120,13 @@ pub(super) async fn write_audit_and_event(
     });
     let routing_key = entry.event.routing_key();
     let ticket = Uuid::new_v4();
+    // The span writing the row (inside the transaction, in the request's or the background
+    // task's trace): its context goes with the row to whoever publishes it.
+    let trace = TraceContext::current();
+    let (traceparent, tracestate) = match &trace {
+        Some(t) => (Some(t.traceparent.as_str()), t.tracestate.as_deref()),
+        None => (None, None),
+    };
     let row = sqlx::query!(
         r#"WITH audit AS (
              INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status,
@@ -128,12 +136,14 @@ pub(super) async fn write_audit_and_event(
              SELECT EXISTS (SELECT 1 FROM outbox WHERE document_id = $2 AND done_at IS NULL)
                     AS waiting)
            INSERT INTO outbox (event_id, document_id, document_version, event_type,
-                               routing_key, payload, claimed_until, claim_token, projected_at)
+                               routing_key, payload, claimed_until, claim_token, projected_at,
+                               traceparent, tracestate)
            SELECT $1, $2, $3, $4, $5, $6,
                   CASE WHEN $7::float8 IS NULL OR waiting THEN NULL
                        ELSE now() + make_interval(secs => $7) END,
                   CASE WHEN $7::float8 IS NULL OR waiting THEN NULL ELSE $8::uuid END,
-                  CASE WHEN $17 THEN NULL ELSE now() END
+                  CASE WHEN $17 THEN NULL ELSE now() END,
+                  $18, $19
            FROM earlier
            RETURNING id, claim_token"#,
         event_id,
@@ -153,6 +163,8 @@ pub(super) async fn write_audit_and_event(
         audit.lock_mode,
         audit.fence_token as Option<FencingToken>,
         entry.event.projects(),
+        traceparent,
+        tracestate,
     )
     .fetch_one(&mut **tx)
     .await?;
@@ -167,6 +179,8 @@ pub(super) async fn write_audit_and_event(
         attempts: 0,
         ticket,
         projected: !entry.event.projects(),
+        traceparent: traceparent.map(str::to_string),
+        tracestate: tracestate.map(str::to_string),
     }))
 }
 
