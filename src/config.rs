@@ -12,7 +12,7 @@ use crate::lock::{LockSettings, RedisMode, RedisSettings};
 use crate::outbox::{AmqpSettings, OutboxSettings};
 use crate::store::mongo::MongoSettings;
 use crate::store::DatabaseSettings;
-use crate::telemetry::LogSettings;
+use crate::telemetry::{LogSettings, TelemetrySettings};
 use crate::usecases::{IdempotencySettings, ReviewSettings};
 
 /// Every setting of the service. Each layer owns the type of its own section; durations
@@ -36,6 +36,10 @@ pub struct Settings {
     #[serde(default)]
     pub review: ReviewSettings,
     pub log: LogSettings,
+    /// `[telemetry]`: trace export (off unless `otlp_endpoint` is set); every key has a
+    /// default.
+    #[serde(default)]
+    pub telemetry: TelemetrySettings,
 }
 
 /// One problem found in the configuration, naming its key.
@@ -343,6 +347,7 @@ impl Settings {
         if !matches!(self.log.format.as_str(), "pretty" | "json") {
             bad("log.format", "must be \"pretty\" or \"json\"");
         }
+        self.telemetry.check(bad);
     }
 
     /// Whether test-only request headers are honoured: `server.test_hooks` on, in
