@@ -18,4 +18,5 @@ mod probes;
 mod read_only;
 mod startup;
 mod tasks;
+mod traces;
 mod workflow_races;

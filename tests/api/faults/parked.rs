@@ -27,7 +27,7 @@ pub(crate) fn with_max_attempts(n: i32) -> AppOptions {
 
 /// The example: the only queue on the exchange takes `document.approved` alone, so
 /// every `document.submitted` comes back unroutable.
-async fn route_only_approvals(app: &TestApp) {
+pub(crate) async fn route_only_approvals(app: &TestApp) {
     let (queue, exchange) = (&app.shared.queue, &app.shared.exchange);
     let args = FieldTable::default;
     app.amqp
@@ -53,7 +53,7 @@ async fn route_only_approvals(app: &TestApp) {
 }
 
 /// Every routing key reaches the test's queue again.
-async fn route_everything(app: &TestApp) {
+pub(crate) async fn route_everything(app: &TestApp) {
     let (queue, exchange) = (&app.shared.queue, &app.shared.exchange);
     let bind = QueueBindOptions::default();
     (app.amqp)
