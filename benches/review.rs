@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use bench_support::{
     approve_load, console_rows, cost_row, data_size_row, drain_row, drive, interleaved,
-    lifecycle_rows, rounds, starvation_row, sustained_row, workflow_rows, ApproveFigures, BenchEnv,
-    Figures, Goals, Measure, Rec, Report, Service,
+    lifecycle_rows, rounds, starvation_row, sustained_row, trace_rows, workflow_rows,
+    ApproveFigures, BenchEnv, Figures, Goals, Measure, Rec, Report, Service,
 };
 use kh_review::lock::redis::RedisLockProvider;
 use kh_review::lock::{Attempt, LockProvider, Ttl};
@@ -46,6 +46,7 @@ async fn main() -> anyhow::Result<()> {
         .await?;
     let approve = approve_rows(&mut report, &env, &up, &down).await?;
     drop(down);
+    trace_rows(&mut report, &env).await?;
 
     // Contention: 64 clients on one review.
     let contention = rounds(|| contention(&env, &up, 64)).await?;
@@ -104,6 +105,7 @@ async fn one_row(report: &mut Report, env: &BenchEnv, only: &str) -> anyhow::Res
         "cost" => cost_row(report, env).await.map(|_| ())?,
         "lock" => lock_rows(report, env).await.map(|_| ())?,
         "console" => console_rows(report, env).await.map(|_| ())?,
+        "trace" => trace_rows(report, env).await.map(|_| ())?,
         "workflow" | "two" | "claim" | "queue" | "overdue" => {
             let only = Some(only).filter(|o| *o != "workflow");
             workflow_rows(report, env, only).await?.report(report);
