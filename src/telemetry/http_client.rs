@@ -28,16 +28,18 @@ impl RuntimeClient {
 impl HttpClient for RuntimeClient {
     async fn send_bytes(&self, request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
         let (parts, body) = request.into_parts();
-        let sent = self
-            .client
-            .request(parts.method, parts.uri.to_string())
-            .headers(parts.headers)
-            .body(body)
-            .send();
+        let client = self.client.clone();
+        // Built and sent inside the task: reqwest needs the runtime's timers and reactor
+        // from the first call, which the exporter's thread does not have.
         let (status, headers, body) = self
             .runtime
             .spawn(async move {
-                let response = sent.await?;
+                let response = client
+                    .request(parts.method, parts.uri.to_string())
+                    .headers(parts.headers)
+                    .body(body)
+                    .send()
+                    .await?;
                 let status = response.status();
                 let headers = response.headers().clone();
                 let body = response.bytes().await?;
