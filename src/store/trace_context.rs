@@ -54,6 +54,12 @@ impl TraceContext {
         Self::of(&remote_context(traceparent, tracestate))
     }
 
+    /// The values of the columns `traceparent` and `tracestate` for `context`.
+    pub fn columns(context: Option<&Self>) -> (Option<&str>, Option<&str>) {
+        let state = context.and_then(|t| t.tracestate.as_deref());
+        (context.map(|t| t.traceparent.as_str()), state)
+    }
+
     /// The remote parent this context names, for a span to continue it.
     pub fn parent(&self) -> Context {
         remote_context(&self.traceparent, self.tracestate.as_deref())

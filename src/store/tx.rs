@@ -120,13 +120,8 @@ pub(super) async fn write_audit_and_event(
     });
     let routing_key = entry.event.routing_key();
     let ticket = Uuid::new_v4();
-    // The span writing the row (inside the transaction, in the request's or the background
-    // task's trace): its context goes with the row to whoever publishes it.
-    let trace = TraceContext::current();
-    let (traceparent, tracestate) = match &trace {
-        Some(t) => (Some(t.traceparent.as_str()), t.tracestate.as_deref()),
-        None => (None, None),
-    };
+    let trace = TraceContext::current(); // goes with the row to whoever publishes it
+    let (traceparent, tracestate) = TraceContext::columns(trace.as_ref());
     let row = sqlx::query!(
         r#"WITH audit AS (
              INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status,
