@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use bench_support::{
     approve_load, audit_rows, console_rows, cost_row, data_size_row, drain_row, drive, interleaved,
-    lifecycle_rows, replay_row, rounds, starvation_row, sustained_row, workflow_rows,
+    lifecycle_rows, replay_row, rounds, starvation_row, sustained_row, trace_rows, workflow_rows,
     ApproveFigures, BenchEnv, Figures, Goals, Measure, Rec, Report, Service,
 };
 use kh_review::lock::redis::RedisLockProvider;
@@ -46,6 +46,7 @@ async fn main() -> anyhow::Result<()> {
         .await?;
     let approve = approve_rows(&mut report, &env, &up, &down).await?;
     drop(down);
+    trace_rows(&mut report, &env).await?;
 
     // Contention: 64 clients on one review.
     let contention = rounds(|| contention(&env, &up, 64)).await?;
@@ -108,6 +109,7 @@ async fn one_row(report: &mut Report, env: &BenchEnv, only: &str) -> anyhow::Res
         "lock" => lock_rows(report, env).await.map(|_| ())?,
         "console" => console_rows(report, env).await.map(|_| ())?,
         "audit" => audit_rows(report, env).await?,
+        "trace" => trace_rows(report, env).await.map(|_| ())?,
         "workflow" | "two" | "claim" | "queue" | "overdue" => {
             let only = Some(only).filter(|o| *o != "workflow");
             workflow_rows(report, env, only).await?.report(report);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/services.sh — local / CI backing services for kh-review, on 127.0.0.1 only.
-#   up [PROFILE...]      install what is missing, start PostgreSQL, Redis, RabbitMQ, FerretDB
+#   up [PROFILE...]      install what is missing, start PostgreSQL, Redis, RabbitMQ, FerretDB,
+#                        Jaeger (the OTLP receiver of the trace tests)
 #                        (idempotent; well under a second when all is up), or only PROFILEs
 #   down [PROFILE...]    stop everything, profiles included, or only PROFILEs
 #   status [PROFILE...]  a line each, profiles once created; exit 3 if one is down
@@ -17,7 +18,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=scripts/lib/common.sh
 source "$here/lib/common.sh"
 
-BASE=(postgres redis rabbitmq ferretdb)   # started in this order, stopped in reverse
+BASE=(postgres redis rabbitmq ferretdb jaeger)   # started in this order, stopped in reverse
 PROFILES=(redis-cluster redis-sentinel)
 
 service() { "$here/services/$1.sh" "$2"; }     # service NAME COMMAND
@@ -38,6 +39,7 @@ cmd_up() {
     for s in "$@"; do topology "$s" up || failed+=("$s"); done
   else
     service ferretdb install || warn "ferretdb build failed (see $STATE/ferretdb-build.log)"
+    service jaeger install || warn "jaeger build failed (see $STATE/jaeger-build.log)"
     for s in "${BASE[@]}"; do service "$s" up || failed+=("$s"); done
   fi
   if (( ${#failed[@]} )); then echo "[services] FAILED: ${failed[*]} (after ${SECONDS}s)" >&2; exit 1; fi
@@ -50,7 +52,7 @@ cmd_down() {
   take_lock
   for s in "${profiles[@]}"; do topology "$s" down || rc=1; done
   if (( $# == 0 )); then
-    for s in ferretdb rabbitmq redis postgres; do service "$s" down || rc=1; done
+    for s in jaeger ferretdb rabbitmq redis postgres; do service "$s" down || rc=1; done
     (( rc )) || log "all down"
   fi
   exit "$rc"

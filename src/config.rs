@@ -13,7 +13,7 @@ use crate::outbox::replay::ReplaySettings;
 use crate::outbox::{AmqpSettings, EventSettings, OutboxSettings};
 use crate::store::mongo::MongoSettings;
 use crate::store::{AuditSettings, DatabaseSettings};
-use crate::telemetry::LogSettings;
+use crate::telemetry::{LogSettings, TelemetrySettings};
 use crate::usecases::{IdempotencySettings, ReviewSettings};
 
 /// Every setting of the service. Each layer owns the type of its own section; durations
@@ -47,6 +47,10 @@ pub struct Settings {
     /// `[audit]`: the audit chain's key (see `config_audit.rs` for its checks).
     #[serde(default)]
     pub audit: AuditSettings,
+    /// `[telemetry]`: trace export (off unless `otlp_endpoint` is set); every key has a
+    /// default.
+    #[serde(default)]
+    pub telemetry: TelemetrySettings,
 }
 
 /// One problem found in the configuration, naming its key.
@@ -369,6 +373,7 @@ impl Settings {
         if !matches!(self.log.format.as_str(), "pretty" | "json") {
             bad("log.format", "must be \"pretty\" or \"json\"");
         }
+        self.telemetry.check(bad);
     }
 
     /// Whether test-only request headers are honoured: `server.test_hooks` on, in

@@ -77,7 +77,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    telemetry::init(&settings.log);
+    let traces = telemetry::install(&settings.log, &settings.telemetry);
     let result = match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(settings).await,
         Command::Migrate => migrate(&settings).await,
@@ -100,6 +100,8 @@ async fn main() -> ExitCode {
             command: AuditCommand::Verify { document },
         } => audit_verify(&settings, document).await,
     };
+    // After the server drained: the spans of its last requests are sent before exit.
+    traces.shutdown().await;
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -12,8 +12,9 @@ use kh_review::config::Settings;
 use kh_review::domain::{Decision, Guard, UserId};
 use kh_review::outbox::envelope::{cloudevent_headers, EventSettings};
 use kh_review::outbox::publisher::{AmqpPublisher, Destination};
+use kh_review::outbox::trace_headers;
 use kh_review::store::mongo::MongoProjection;
-use kh_review::store::{Committed, PgStore, WriteContext, WriteError};
+use kh_review::store::{Committed, PgStore, TraceContext, WriteContext, WriteError};
 use uuid::Uuid;
 
 use super::cost::cpu_seconds;
@@ -118,7 +119,10 @@ impl Floor {
             .ok_or_else(|| anyhow::anyhow!("an approval's outbox row without an event"))?;
         let body = serde_json::to_vec(&row.payload)?;
         // The same headers as the service's publishes, so the floor sends what it sends.
-        let headers = cloudevent_headers(&row, &self.events);
+        let mut headers = cloudevent_headers(&row, &self.events);
+        let trace = (row.traceparent.as_deref())
+            .and_then(|tp| TraceContext::parse(tp, row.tracestate.as_deref()));
+        trace_headers::add(&mut headers, trace.as_ref());
         (self.publisher)
             .publish(
                 &Destination::topic(routing_key),

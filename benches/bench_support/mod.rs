@@ -21,6 +21,7 @@ mod revise;
 mod rows;
 mod service;
 mod sustained;
+mod trace;
 mod workflow;
 
 pub use approve::{approve_each, approve_load};
@@ -38,6 +39,7 @@ pub use report::{Figures, Report};
 pub use rows::{cost_row, starvation_row};
 pub use service::Service;
 pub use sustained::sustained_row;
+pub use trace::trace_rows;
 pub use workflow::{workflow_rows, WorkflowFigures};
 
 use std::time::{Duration, Instant};

@@ -11,8 +11,7 @@ use super::request_id;
 use super::test_hooks;
 use crate::usecases::{
     AuditService, Context, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes,
-    ReplayService,
-    ReviewService, TestHooks,
+    ReplayService, ReviewService, TestHooks,
 };
 
 pub struct AppState {

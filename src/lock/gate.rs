@@ -125,7 +125,7 @@ impl LockGate {
     }
 
     /// Acquires `key` or says who holds it; never waits for a holder.
-    #[tracing::instrument(level = "debug", skip_all, fields(lock_key = %key))]
+    #[tracing::instrument(name = "lock.acquire", level = "debug", skip_all, fields(lock_key = %key))]
     pub async fn enter(&self, key: &str) -> Result<Passage, LockBusy> {
         if self.breaker.permit() == Permit::Rejected {
             tracing::debug!("redis circuit open: row lock only");

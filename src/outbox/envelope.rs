@@ -148,6 +148,8 @@ mod tests {
             event_type: "document.approved".into(),
             routing_key: Some("document.approved".into()),
             payload: json!({"occurred_at": occurred_at}),
+            traceparent: None,
+            tracestate: None,
             attempts: 0,
             ticket: Uuid::nil(),
             projected: true,

@@ -14,10 +14,11 @@ pub mod asyncapi;
 pub mod envelope;
 mod passes;
 pub mod publisher;
+pub mod replay;
 mod required;
 pub mod schemas;
-pub mod replay;
 mod settings;
+pub mod trace_headers;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -33,6 +34,7 @@ pub use envelope::EventSettings;
 use publisher::{AmqpPublisher, Destination, PublishError};
 use required::RequiredQueues;
 pub use settings::{AmqpSettings, OutboxSettings, QueueType};
+use trace_headers::Producer;
 
 #[derive(Debug, Default)]
 pub struct DispatchStats {
@@ -261,12 +263,24 @@ impl Dispatcher {
         };
         let body = serde_json::to_vec(&row.payload)
             .map_err(|e| Fault::Refused(Phase::Publish, e.to_string()))?;
-        let headers = envelope::cloudevent_headers(row, &self.events);
+        let producer = Producer::start(row, self.publisher.exchange(), rk, body.len());
+        let mut headers = envelope::cloudevent_headers(row, &self.events);
+        for (name, value) in producer.headers().inner() {
+            headers.insert(name.clone(), value.clone());
+        }
         let to = Destination::topic(rk);
         let (id, kind) = (row.event_id.to_string(), &row.event_type);
-        let published =
-            required::publish(&self.publisher, &self.required, &to, &id, kind, headers, &body)
-                .await;
+        let published = required::publish(
+            &self.publisher,
+            &self.required,
+            &to,
+            &id,
+            kind,
+            headers,
+            &body,
+        )
+        .await;
+        producer.end(published.as_ref().err().map(|e| e.to_string()).as_deref());
         match published {
             Ok(()) => {
                 self.stats.published.fetch_add(1, Ordering::Relaxed);

@@ -216,6 +216,11 @@ impl AmqpPublisher {
         }
     }
 
+    /// The exchange every event is published to.
+    pub fn exchange(&self) -> &str {
+        &self.exchange
+    }
+
     /// Publishes one persistent event to `to`, with `headers` (the caller builds them from
     /// the outbox row), and waits for the broker's confirm.
     pub async fn publish(

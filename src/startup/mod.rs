@@ -11,6 +11,7 @@ use actix_web::dev::{Server, ServerHandle};
 use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
+use opentelemetry_instrumentation_actix_web::RequestTracing;
 
 use crate::config::Settings;
 use crate::http::auth::{Jwks, JwtVerifier};
@@ -47,6 +48,8 @@ impl Application {
         let http = HttpServer::new(move || {
             App::new()
                 .wrap(from_fn(crate::http::middleware::middleware))
+                // Outermost: the request's server span, continuing its `traceparent`.
+                .wrap(RequestTracing::new())
                 .app_data(state.clone())
                 .app_data(verifier.clone())
                 .configure(crate::http::configure)

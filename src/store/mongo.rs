@@ -273,7 +273,7 @@ impl MongoProjection {
     /// working copy goes to `working`; `head_version` is the document's own version, the
     /// write guard (projections written before revisions existed have none: their
     /// `version` is it).
-    #[tracing::instrument(level = "debug", skip_all, fields(document_id = %doc.id, version = doc.version))]
+    #[tracing::instrument(name = "mongo.project", level = "debug", skip_all, fields(document_id = %doc.id, version = doc.version))]
     pub async fn project(&self, doc: &Document) -> anyhow::Result<Projected> {
         let id = doc.id.to_string();
         let fields = projection_fields(doc);

@@ -26,6 +26,10 @@ pub struct OutboxRow {
     pub ticket: Uuid,
     /// Its projection is done, or was never needed (its event moves nothing in MongoDB).
     pub projected: bool,
+    /// The W3C trace context of the span that wrote the row (`trace_context.rs`), sent on
+    /// with its event; None for rows written before it was kept, or outside any trace.
+    pub traceparent: Option<String>,
+    pub tracestate: Option<String>,
 }
 
 impl PgStore {
@@ -72,7 +76,7 @@ impl PgStore {
                WHERE id IN (SELECT id FROM due UNION SELECT id FROM fresh)
                RETURNING id, event_id, document_id, document_version, event_type, routing_key,
                          payload, attempts, claim_token AS "ticket!",
-                         projected_at IS NOT NULL AS "projected!""#,
+                         projected_at IS NOT NULL AS "projected!", traceparent, tracestate"#,
             only_document,
             limit,
             take_for.as_secs_f64(),
@@ -117,7 +121,7 @@ impl PgStore {
                WHERE id IN (SELECT id FROM due UNION SELECT id FROM fresh)
                RETURNING id, event_id, document_id, document_version, event_type, routing_key,
                          payload, attempts, claim_token AS "ticket!",
-                         projected_at IS NOT NULL AS "projected!""#,
+                         projected_at IS NOT NULL AS "projected!", traceparent, tracestate"#,
             only_document,
             limit,
             take_for.as_secs_f64(),

@@ -49,6 +49,9 @@ pub struct StoredEvent {
     pub document_id: Uuid,
     pub event_type: String,
     pub payload: serde_json::Value,
+    /// The trace context stored with the row when it was written (sent again as it was).
+    pub traceparent: Option<String>,
+    pub tracestate: Option<String>,
 }
 
 /// The unique index that keeps one running replay per target queue.
@@ -294,7 +297,8 @@ impl PgStore {
     ) -> Result<Vec<StoredEvent>, StoreError> {
         sqlx::query_as!(
             StoredEvent,
-            r#"SELECT id, event_id, document_id, event_type, payload FROM outbox
+            r#"SELECT id, event_id, document_id, event_type, payload, traceparent, tracestate
+               FROM outbox
                WHERE id > $1 AND id <= $2 AND published_at IS NOT NULL AND published_at <= $3
                  AND ($4::timestamptz IS NULL OR created_at >= $4)
                  AND ($5::timestamptz IS NULL OR created_at < $5)

@@ -12,6 +12,7 @@ use uuid::Uuid;
 use super::error::StoreError;
 use super::outbox::OutboxRow;
 use super::pg::PgStore;
+use super::trace_context::TraceContext;
 use crate::domain::rules::AuditEntry;
 use crate::domain::{Document, FencingToken, Guard, OutboxEntry, Reader, UserId};
 
@@ -142,6 +143,8 @@ pub(super) async fn write_audit_and_event(
     });
     let routing_key = entry.event.routing_key();
     let ticket = Uuid::new_v4();
+    let trace = TraceContext::current(); // goes with the row to whoever publishes it
+    let (traceparent, tracestate) = TraceContext::columns(trace.as_ref());
     let row = sqlx::query!(
         r#"WITH audit AS (
              INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status,
@@ -154,12 +157,14 @@ pub(super) async fn write_audit_and_event(
              SELECT EXISTS (SELECT 1 FROM outbox WHERE document_id = $2 AND done_at IS NULL)
                     AS waiting)
            INSERT INTO outbox (event_id, document_id, document_version, event_type,
-                               routing_key, payload, claimed_until, claim_token, projected_at)
+                               routing_key, payload, claimed_until, claim_token, projected_at,
+                               traceparent, tracestate)
            SELECT $1, $2, $3, $4, $5, $6,
                   CASE WHEN $7::float8 IS NULL OR waiting THEN NULL
                        ELSE now() + make_interval(secs => $7) END,
                   CASE WHEN $7::float8 IS NULL OR waiting THEN NULL ELSE $8::uuid END,
-                  CASE WHEN $17 THEN NULL ELSE now() END
+                  CASE WHEN $17 THEN NULL ELSE now() END,
+                  $22, $23
            FROM earlier
            RETURNING id, claim_token"#,
         event_id,
@@ -183,6 +188,8 @@ pub(super) async fn write_audit_and_event(
         link.hash.as_deref(),
         link.at,
         link.moves_head,
+        traceparent,
+        tracestate,
     )
     .fetch_one(&mut **tx)
     .await?;
@@ -197,6 +204,8 @@ pub(super) async fn write_audit_and_event(
         attempts: 0,
         ticket,
         projected: !entry.event.projects(),
+        traceparent: traceparent.map(str::to_string),
+        tracestate: tracestate.map(str::to_string),
     }))
 }
 

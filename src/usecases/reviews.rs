@@ -215,6 +215,7 @@ impl ReviewService {
     }
 
     /// Stage, then commit (idempotency record and lease check first).
+    #[tracing::instrument(name = "pg.transaction", level = "debug", skip_all)]
     async fn transaction<T: Outcome>(
         &self,
         ctx: &Context,

@@ -141,7 +141,10 @@ pub async fn sweep_overdue(store: PgStore, every: Duration, batch: i64, stop: Ca
             own_outbox_for: None,
         };
         loop {
-            match store.sweep_overdue(batch, &ctx).await {
+            // Each sweep is a trace of its own (no request started it): the events it
+            // writes carry that trace.
+            let sweep = tracing::debug_span!(parent: None, "overdue.sweep");
+            match tracing::Instrument::instrument(store.sweep_overdue(batch, &ctx), sweep).await {
                 Ok(n) if n >= batch as u64 => {
                     tracing::info!(marked = n, "reviews marked overdue; more are due");
                 }

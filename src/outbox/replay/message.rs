@@ -8,9 +8,10 @@ use lapin::types::{AMQPValue, FieldTable};
 use lapin::BasicProperties;
 use uuid::Uuid;
 
-use crate::outbox::envelope::{headers_for, EventSettings};
 use crate::domain::replay::{snapshot_event, PublishedRevision, SNAPSHOT_EVENT_TYPE};
-use crate::store::StoredEvent;
+use crate::outbox::envelope::{headers_for, EventSettings};
+use crate::outbox::trace_headers;
+use crate::store::{StoredEvent, TraceContext};
 
 /// The header naming the replay a message belongs to: a consumer processes such a message
 /// even when it has seen its `event_id`.
@@ -49,13 +50,20 @@ pub fn properties(
 
 /// The headers a live publish of `row` carries, besides the replay's own.
 pub fn stored_headers(row: &StoredEvent, events: &EventSettings) -> FieldTable {
-    headers_for(
+    let mut headers = headers_for(
         row.event_id,
         &row.event_type,
         row.document_id,
         &row.payload,
         events,
-    )
+    );
+    // The trace of the change, as it was stored: the replay continues it.
+    let trace = row
+        .traceparent
+        .as_deref()
+        .and_then(|tp| TraceContext::parse(tp, row.tracestate.as_deref()));
+    trace_headers::add(&mut headers, trace.as_ref());
+    headers
 }
 
 /// A delivered outbox row, sent again as it was.
@@ -84,7 +92,13 @@ pub fn snapshot(
     events: &EventSettings,
 ) -> Outgoing {
     let (event_id, body) = snapshot_event(replay, rev, actor, Utc::now());
-    let headers = headers_for(event_id, SNAPSHOT_EVENT_TYPE, rev.document_id, &body, events);
+    let headers = headers_for(
+        event_id,
+        SNAPSHOT_EVENT_TYPE,
+        rev.document_id,
+        &body,
+        events,
+    );
     Outgoing {
         event_id,
         body: serde_json::to_vec(&body).expect("a JSON value serializes"),
@@ -104,6 +118,8 @@ mod tests {
             document_id: Uuid::now_v7(),
             event_type: "document.approved".into(),
             payload: serde_json::json!({"event_type": "document.approved", "n": 1}),
+            traceparent: None,
+            tracestate: None,
         };
         let replay = Uuid::now_v7();
         let m = replayed(&row, replay, &EventSettings::default()).unwrap();

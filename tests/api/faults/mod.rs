@@ -20,4 +20,5 @@ mod read_only;
 mod required_queues;
 mod startup;
 mod tasks;
+mod traces;
 mod workflow_races;

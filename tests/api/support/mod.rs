@@ -16,5 +16,6 @@ pub mod own_redis;
 pub mod stores;
 mod teardown;
 pub mod topology;
+pub mod traces;
 pub mod views;
 pub mod workflow;
