@@ -98,8 +98,18 @@ pub fn install(log: &LogSettings, telemetry: &TelemetrySettings) -> Telemetry {
 
 /// The log output: pretty or JSON to stderr, at the configured level.
 fn log_layer(settings: &LogSettings) -> Box<dyn Layer<Registry> + Send + Sync> {
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&settings.level));
+    // The OpenTelemetry crates' own diagnostics ("global tracer provider is set", ...) only
+    // from warnings up, unless the level names them: commands such as `token` print their
+    // answer alone.
+    let level = if settings.level.contains("opentelemetry") {
+        settings.level.clone()
+    } else {
+        format!(
+            "{},opentelemetry=warn,opentelemetry_sdk=warn",
+            settings.level
+        )
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
     // Colours only for a person at a terminal, never into a log file or collector.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let layer = fmt::layer().with_ansi(ansi).with_writer(std::io::stderr);

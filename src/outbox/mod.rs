@@ -12,6 +12,7 @@
 
 pub mod asyncapi;
 pub mod envelope;
+mod fault;
 mod passes;
 pub mod publisher;
 pub mod replay;
@@ -31,6 +32,7 @@ use crate::domain::Document;
 use crate::store::mongo::MongoProjection;
 use crate::store::{OutboxRow, PgStore, StoreError};
 pub use envelope::EventSettings;
+use fault::{Fault, Phase};
 use publisher::{AmqpPublisher, Destination, PublishError};
 use required::RequiredQueues;
 pub use settings::{AmqpSettings, OutboxSettings, QueueType};
@@ -57,44 +59,6 @@ pub struct Dispatcher {
     stats: DispatchStats,
     /// `amqp.required_queues`: each gets its own copy of every event.
     required: RequiredQueues,
-}
-
-/// A phase of a delivery: the projection, then the publish.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Projection,
-    Publish,
-}
-
-/// Why a delivery failed, which decides what becomes of the row.
-#[derive(Debug)]
-enum Fault {
-    /// MongoDB or RabbitMQ is unreachable or too slow. Nothing about the row: it goes back
-    /// as it was (its error noted), and that dependency's pass pauses.
-    Down(Phase, String),
-    /// The row itself was refused (unroutable, nacked, its document missing): it is retried
-    /// with a backoff of its own.
-    Refused(Phase, String),
-}
-
-impl Fault {
-    fn phase(&self) -> Phase {
-        match self {
-            Fault::Down(phase, _) | Fault::Refused(phase, _) => *phase,
-        }
-    }
-
-    fn is_down(&self) -> bool {
-        matches!(self, Fault::Down(..))
-    }
-
-    fn describe(&self) -> String {
-        let (Fault::Down(phase, e) | Fault::Refused(phase, e)) = self;
-        match phase {
-            Phase::Projection => format!("projection: {e}"),
-            Phase::Publish => format!("publish: {e}"),
-        }
-    }
 }
 
 /// What a pass did: rows delivered or tried, and whether a dependency was down.

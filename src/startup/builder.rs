@@ -88,17 +88,7 @@ impl<'a> CoreBuilder<'a> {
         ));
         let gate = self.lock_gate(&tasks).await?;
         let mongo = MongoProjection::from_settings(&s.mongo).await?;
-        let publisher = self.publisher().await;
-        let dispatcher = Arc::new(
-            Dispatcher::new(
-                store.clone(),
-                mongo.clone(),
-                publisher,
-                s.outbox.clone(),
-                s.events.clone(),
-            )
-            .with_required_queues(s.amqp.required_queues.clone()),
-        );
+        let dispatcher = self.dispatcher(&store, &mongo).await;
         let stats = Arc::new(ReviewStats::new());
         let metrics = HttpMetrics::new(&stats);
         spawn_purger(&tasks, &store, &s.outbox, &metrics);
@@ -157,13 +147,22 @@ impl<'a> CoreBuilder<'a> {
         })
     }
 
-    /// The AMQP publisher, connected if the broker answers (if not, events wait in the outbox).
-    async fn publisher(&self) -> Arc<AmqpPublisher> {
-        let publisher = Arc::new(AmqpPublisher::from_settings(&self.settings.amqp));
+    /// The outbox's dispatcher, with its AMQP publisher connected if the broker answers (if
+    /// not, events wait in the outbox).
+    async fn dispatcher(&self, store: &PgStore, mongo: &MongoProjection) -> Arc<Dispatcher> {
+        let s = self.settings;
+        let publisher = Arc::new(AmqpPublisher::from_settings(&s.amqp));
         if let Err(e) = publisher.ping().await {
             tracing::warn!(error = %e, "rabbitmq unreachable at start-up: events wait in the outbox");
         }
-        publisher
+        let dispatcher = Dispatcher::new(
+            store.clone(),
+            mongo.clone(),
+            publisher,
+            s.outbox.clone(),
+            s.events.clone(),
+        );
+        Arc::new(dispatcher.with_required_queues(s.amqp.required_queues.clone()))
     }
 
     /// The replay runner, running under `tasks` when `replay.run` is on.

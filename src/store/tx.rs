@@ -113,6 +113,27 @@ impl PgStore {
     }
 }
 
+/// The event's body, as consumers get it (docs/events.md, "Schema").
+fn event_body(
+    event_id: Uuid,
+    entry: &OutboxEntry,
+    doc: &Document,
+    audit: &AuditEntry,
+    ctx: &WriteContext<'_>,
+    occurred_at: DateTime<Utc>,
+) -> serde_json::Value {
+    json!({
+        "event_id": event_id,
+        "event_type": entry.event.as_str(),
+        "occurred_at": occurred_at,
+        "document_id": doc.id,
+        "review_id": audit.review_id,
+        "document_version": doc.version,
+        "actor_id": ctx.actor.as_str(),
+        "data": entry.data,
+    })
+}
+
 /// Writes the audit row and the outbox row of a change to `doc` (as it is after the
 /// change), in one statement, the event as of `occurred_at` (already projected when its
 /// type moves nothing in MongoDB: [`crate::domain::EventType::projects`]). The event body is fixed here. The outbox row
@@ -131,16 +152,7 @@ pub(super) async fn write_audit_and_event(
 ) -> Result<Option<OutboxRow>, StoreError> {
     let event_id = Uuid::now_v7();
     let event_type = entry.event.as_str();
-    let payload = json!({
-        "event_id": event_id,
-        "event_type": event_type,
-        "occurred_at": occurred_at,
-        "document_id": doc.id,
-        "review_id": audit.review_id,
-        "document_version": doc.version,
-        "actor_id": ctx.actor.as_str(),
-        "data": entry.data,
-    });
+    let payload = event_body(event_id, entry, doc, audit, ctx, occurred_at);
     let routing_key = entry.event.routing_key();
     let ticket = Uuid::new_v4();
     let trace = TraceContext::current(); // goes with the row to whoever publishes it

@@ -77,6 +77,15 @@ async fn cloudevent_headers_survive_a_parking_and_an_admin_retry() {
         let mut wanted = want.as_object().unwrap().clone();
         rest.remove("ce-time");
         wanted.remove("ce-time");
+        // The trace context goes with them (its span id is each attempt's PRODUCER span).
+        let trace = rest.remove("traceparent");
+        let trace_id =
+            |t: &serde_json::Value| t.as_str().unwrap().split('-').nth(1).map(str::to_string);
+        assert!(
+            trace.as_ref().is_some_and(|t| trace_id(t).is_some()),
+            "{}: {trace:?}",
+            body["event_type"]
+        );
         assert_eq!(rest, wanted, "{}", body["event_type"]);
         let mut keys: Vec<String> = headers.as_object().unwrap().keys().cloned().collect();
         keys.sort();

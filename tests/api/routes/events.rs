@@ -123,8 +123,13 @@ async fn a_published_event_carries_its_cloudevent_headers() {
         "ce-subject": doc,
         "ce-time": headers["ce-time"],
         "ce-dataschema": "http://127.0.0.1:8080/schemas/events/document.approved.json",
+        // The W3C trace context travels beside them (faults/traces.rs follows it).
+        "traceparent": headers["traceparent"],
     });
     assert_eq!(headers, want);
+    let traceparent = headers["traceparent"].as_str().unwrap_or_default();
+    let parts: Vec<usize> = traceparent.split('-').map(str::len).collect();
+    assert_eq!(parts, [2, 32, 16, 2], "{traceparent}");
     let time = chrono::DateTime::parse_from_rfc3339(headers["ce-time"].as_str().unwrap());
     let occurred = chrono::DateTime::parse_from_rfc3339(body["occurred_at"].as_str().unwrap());
     assert_eq!(time.unwrap(), occurred.unwrap());
