@@ -77,7 +77,7 @@ impl PgStore {
         checked: &mut u64,
     ) -> Result<Option<BrokenAt>, StoreError> {
         let mut heads = Heads::new(only);
-        let mut cursor = (only.unwrap_or(Uuid::nil()), i64::MIN);
+        let mut cursor = (only.unwrap_or_default(), i64::MIN);
         let mut current: Option<(DocHead, Walk)> = None;
         let mut buf = Vec::with_capacity(256);
         'pages: loop {
@@ -329,7 +329,7 @@ impl Heads {
 
     async fn next(&mut self, store: &PgStore) -> Result<Option<DocHead>, StoreError> {
         if self.buf.is_empty() && !self.done {
-            let from = self.after.unwrap_or(Uuid::nil());
+            let from = self.after.unwrap_or_default();
             // From `from` itself on the first page (and for the one document).
             let inclusive = self.only.is_some() || self.after.is_none();
             let limit = if self.only.is_some() { 1 } else { PAGE };
