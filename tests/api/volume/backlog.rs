@@ -26,10 +26,15 @@ async fn backlog(app: &TestApp, n: i64) {
     sqlx::query(
         "WITH d AS (INSERT INTO documents (id, title, body, status, version, author_id) \
                     SELECT gen_random_uuid(), 'Backlog', 'Body', 'APPROVED', 3, 'someone' \
-                    FROM generate_series(1, $1) RETURNING id) \
+                    FROM generate_series(1, $1) RETURNING id), \
+              e AS (SELECT gen_random_uuid() AS event_id, id FROM d) \
          INSERT INTO outbox (event_id, document_id, document_version, event_type, routing_key, payload) \
-         SELECT gen_random_uuid(), id, 3, 'document.approved', 'document.approved', \
-                jsonb_build_object('document_id', id, 'event_type', 'document.approved') FROM d",
+         SELECT event_id, id, 3, 'document.approved', 'document.approved', \
+                jsonb_build_object('event_id', event_id, 'event_type', 'document.approved', \
+                  'occurred_at', now(), 'document_id', id, 'review_id', NULL, \
+                  'document_version', 3, 'actor_id', 'someone', \
+                  'data', jsonb_build_object('title', 'Backlog', 'comment', NULL, \
+                                             'replaced_version', NULL)) FROM e",
     )
     .bind(n)
     .execute(&app.pg)
@@ -39,7 +44,7 @@ async fn backlog(app: &TestApp, n: i64) {
 
 /// What the listener saw: when each review's event arrived, how many others did, and the
 /// reviews' messages themselves (checked against `/asyncapi.json` once all are in; the
-/// backlog's rows are the test's own, written by SQL with a body of two fields).
+/// backlog's rows are the test's own, written by SQL: events of the schema without a review).
 type Seen = (
     HashMap<Uuid, Instant>,
     usize,
