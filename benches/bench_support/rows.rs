@@ -18,11 +18,15 @@ fn env_usize(key: &str, default: usize) -> usize {
 }
 
 /// CPU and commits per approval, on an instance of its own whose background dispatcher is
-/// off: every event must then go out from the request that committed it.
+/// off: every event must then go out from the request that committed it. Its replay runner
+/// is off too: it looks for replays once a second (`replay.poll_ms`), a transaction each
+/// time, and the commit counter would never stand still long enough to be read.
 pub async fn cost_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<CostPer> {
-    let svc = env
-        .spawn_service("cost", &[("APP__OUTBOX__RUN_DISPATCHER", "false".into())])
-        .await?;
+    let quiet = [
+        ("APP__OUTBOX__RUN_DISPATCHER", "false".to_string()),
+        ("APP__REPLAY__RUN", "false".to_string()),
+    ];
+    let svc = env.spawn_service("cost", &quiet).await?;
     // As many approvals as the measured ones first, so that the pool has grown to its
     // steady size: a new PostgreSQL connection counts commits of its own.
     let n = 960;
