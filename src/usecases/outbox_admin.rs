@@ -3,7 +3,11 @@
 //! events go. Every action is audited with the admin's id, in the statement that makes it,
 //! and recorded under the request's idempotency key, in the same transaction.
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
 
 use super::commit::commit;
 use super::error::Error;
@@ -58,11 +62,16 @@ pub struct OutboxStats {
 
 pub struct OutboxAdmin {
     store: PgStore,
+    /// The settled minutes of the delivery chart, counted once (see `published_per_minute`).
+    settled: Mutex<SettledMinutes>,
 }
 
 impl OutboxAdmin {
     pub fn new(store: PgStore) -> Self {
-        Self { store }
+        Self {
+            store,
+            settled: Mutex::new(SettledMinutes::default()),
+        }
     }
 
     /// Up to `limit` rows in `filter`, oldest first, after the row `after`.
@@ -90,12 +99,23 @@ impl OutboxAdmin {
         })
     }
 
-    /// Events published in each of the last `minutes` minutes, over every instance.
+    /// Events published in each of the last `minutes` minutes, over every instance. A
+    /// minute that ended more than a minute ago is settled (every row marked done in it
+    /// has committed): it is counted once and kept, so that the operator page's refresh
+    /// every 5 s counts the two latest minutes only, not an hour of rows.
     pub async fn published_per_minute(
         &self,
         minutes: i32,
-    ) -> Result<Vec<(chrono::DateTime<chrono::Utc>, i64)>, StoreError> {
-        self.store.published_per_minute(minutes).await
+    ) -> Result<Vec<(DateTime<Utc>, i64)>, StoreError> {
+        let from = self
+            .settled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .next();
+        let mut series = self.store.published_per_minute(minutes, from).await?;
+        let mut settled = self.settled.lock().unwrap_or_else(|e| e.into_inner());
+        settled.merge(&mut series, from);
+        Ok(series)
     }
 
     /// Retries or skips the parked row `id` for `admin`; returns the row as it is now. With
@@ -130,5 +150,71 @@ impl OutboxAdmin {
             None => Err(AdminError::NotFound(id)),
             Some(row) => Err(AdminError::NotParked(id, row.state())),
         }
+    }
+}
+
+/// The chart's minutes that can no longer change, by their start.
+#[derive(Debug, Default)]
+struct SettledMinutes(BTreeMap<DateTime<Utc>, i64>);
+
+impl SettledMinutes {
+    /// The first minute still to count: the one after the last settled one.
+    fn next(&self) -> Option<DateTime<Utc>> {
+        self.0
+            .keys()
+            .next_back()
+            .map(|m| *m + TimeDelta::minutes(1))
+    }
+
+    /// Fills the minutes of `series` before `from` from the settled ones, keeps the
+    /// minutes it counted that have settled since (those before the one before the current
+    /// minute), and forgets those that left the window.
+    fn merge(&mut self, series: &mut [(DateTime<Utc>, i64)], from: Option<DateTime<Utc>>) {
+        let (Some(first), Some(current)) =
+            (series.first().map(|m| m.0), series.last().map(|m| m.0))
+        else {
+            return;
+        };
+        let settled_before = current - TimeDelta::minutes(1);
+        for (minute, events) in series.iter_mut() {
+            if from.is_some_and(|f| *minute < f) {
+                *events = self.0.get(minute).copied().unwrap_or(0);
+            } else if *minute < settled_before {
+                self.0.insert(*minute, *events);
+            }
+        }
+        self.0.retain(|m, _| *m >= first);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn minute(m: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000 - 1_800_000_000 % 60 + m * 60, 0).unwrap()
+    }
+
+    #[test]
+    fn settled_minutes_are_counted_once_and_the_two_latest_every_time() {
+        let mut s = SettledMinutes::default();
+        // First call: everything counted; minutes 0..=2 settle, 3 and 4 (current) do not.
+        let mut series: Vec<_> = (0..5).map(|m| (minute(m), 10 + m)).collect();
+        s.merge(&mut series, None);
+        assert_eq!(s.next(), Some(minute(3)));
+        // Next call, a minute later: the store counted from minute 3 only (0 before it).
+        let mut series: Vec<_> = (1..6)
+            .map(|m| (minute(m), if m >= 3 { 20 + m } else { 0 }))
+            .collect();
+        s.merge(&mut series, Some(minute(3)));
+        let events: Vec<i64> = series.iter().map(|(_, n)| *n).collect();
+        assert_eq!(
+            events,
+            vec![11, 12, 23, 24, 25],
+            "settled from the cache, the rest counted"
+        );
+        // Minute 0 left the window; minute 3 settled.
+        assert_eq!(s.0.keys().next(), Some(&minute(1)));
+        assert_eq!(s.next(), Some(minute(4)));
     }
 }
