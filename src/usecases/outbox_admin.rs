@@ -192,7 +192,8 @@ mod tests {
     use super::*;
 
     fn minute(m: i64) -> DateTime<Utc> {
-        DateTime::from_timestamp(1_800_000_000 - 1_800_000_000 % 60 + m * 60, 0).unwrap()
+        // 1_800_000_000 s is a whole minute.
+        DateTime::from_timestamp(1_800_000_000 + m * 60, 0).unwrap()
     }
 
     #[test]
