@@ -20,6 +20,8 @@ pub const LEAVE_TO_DISPATCHER_HEADER: &str = "x-test-leave-to-dispatcher";
 pub const PAUSE_AFTER_COMMIT_HEADER: &str = "x-test-pause-after-commit-ms";
 /// Answer 503 after a successful COMMIT, as if the reply had been lost.
 pub const FAIL_AFTER_COMMIT_HEADER: &str = "x-test-fail-after-commit";
+/// A token (a u64) recorded once COMMIT has returned (`usecases::test_hooks::committed`).
+pub const SIGNAL_AFTER_COMMIT_HEADER: &str = "x-test-signal-after-commit";
 
 /// The hooks a request's headers name.
 pub fn from_request(req: &HttpRequest) -> TestHooks {
@@ -45,6 +47,7 @@ fn from_headers<'a>(header: impl Fn(&str) -> Option<&'a str>) -> TestHooks {
         pause_after_commit: ms(PAUSE_AFTER_COMMIT_HEADER),
         suspend_renewal: on(SUSPEND_RENEWAL_HEADER),
         fail_after_commit: on(FAIL_AFTER_COMMIT_HEADER),
+        signal_after_commit: header(SIGNAL_AFTER_COMMIT_HEADER).and_then(|v| v.parse().ok()),
         delivery,
     }
 }

@@ -23,7 +23,7 @@ mod retention;
 mod reviews;
 mod stage_needs;
 mod stats;
-mod test_hooks;
+pub mod test_hooks;
 mod workflow;
 
 pub use audit::{AuditError, AuditService};

@@ -4,10 +4,23 @@
 //! request carries unless `server.test_hooks` is on (refused in production). The HTTP layer
 //! turns them on from request headers (`http::test_hooks`).
 
+use std::collections::BTreeSet;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::lock::lease::Lease;
 use crate::store::StoreError;
+
+/// The tokens of `signal_after_commit` whose COMMIT has returned, in this process.
+static COMMITTED: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
+
+/// Whether a request carrying `signal_after_commit = token` has seen its COMMIT return.
+pub fn committed(token: u64) -> bool {
+    COMMITTED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains(&token)
+}
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TestHooks {
@@ -21,6 +34,10 @@ pub struct TestHooks {
     pub suspend_renewal: bool,
     /// Report a (retryable) failure after a successful COMMIT, as a lost reply would.
     pub fail_after_commit: bool,
+    /// Record this token once COMMIT has returned here (see [`committed`]): a test can
+    /// then act after the instance learned of its COMMIT, not only after the database
+    /// made it visible (which comes a little earlier).
+    pub signal_after_commit: Option<u64>,
     /// Who delivers the outbox row of the change.
     pub delivery: Delivery,
 }
@@ -63,10 +80,18 @@ impl TestHooks {
                 self.pause_after_lock
             }
             Point::Staged => self.pause_before_commit,
-            Point::Committed if self.fail_after_commit => {
-                return Err(StoreError::TimedOut(Duration::ZERO))
+            Point::Committed => {
+                if let Some(token) = self.signal_after_commit {
+                    COMMITTED
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(token);
+                }
+                if self.fail_after_commit {
+                    return Err(StoreError::TimedOut(Duration::ZERO));
+                }
+                self.pause_after_commit
             }
-            Point::Committed => self.pause_after_commit,
         };
         if let Some(pause) = pause {
             tokio::time::sleep(pause).await;

@@ -5,7 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use kh_review::http::test_hooks::PAUSE_AFTER_COMMIT_HEADER;
+use kh_review::http::test_hooks::{PAUSE_AFTER_COMMIT_HEADER, SIGNAL_AFTER_COMMIT_HEADER};
+use kh_review::usecases::test_hooks::committed;
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -50,27 +51,28 @@ async fn behind_proxy(owner: &TestApp) -> (TestApp, Proxy) {
 async fn approve_frozen_after_commit(owner: &TestApp) -> Duration {
     let (app, proxy) = behind_proxy(owner).await;
     let review = owner.pending_reviews_in_db(1).await.remove(0);
+    let token = uuid::Uuid::new_v4().as_u64_pair().0;
     let approve = async {
         let r = app
             .client
             .post(app.url(&format!("/api/v1/reviews/{review}/approve")))
             .bearer_auth(app.reviewer())
             .header(PAUSE_AFTER_COMMIT_HEADER, "500")
+            .header(SIGNAL_AFTER_COMMIT_HEADER, token.to_string())
             .json(&json!({}))
             .send()
             .await;
         (r, Instant::now())
     };
+    // Not as soon as the database shows the review approved: that comes a little before
+    // the COMMIT's reply reaches the instance, and a freeze in between loses the reply (the
+    // approve then answers 503, its outcome unknown to it).
     let freeze = async {
-        wait_for("the approve to commit", Duration::from_secs(10), || async {
-            let status: String =
-                sqlx::query_scalar("SELECT status FROM reviews WHERE id = $1::uuid")
-                    .bind(&review)
-                    .fetch_one(&owner.pg)
-                    .await
-                    .unwrap();
-            (status == "APPROVED").then_some(())
-        })
+        wait_for(
+            "the approve's COMMIT to return",
+            Duration::from_secs(10),
+            || async { committed(token).then_some(()) },
+        )
         .await;
         proxy.freeze();
         Instant::now()
