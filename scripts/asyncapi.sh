@@ -3,7 +3,7 @@
 # one the service serves with the default configuration) with the official AsyncAPI parser,
 # offline (`make lint` runs it). A document the parser reports any error or warning in fails.
 #
-# The parser (@asyncapi/parser, pinned with its whole tree in scripts/asyncapi/package-lock.json)
+# The parser (@asyncapi/parser, pinned with its whole tree in tools/asyncapi/package-lock.json, npm's generated lockfile)
 # is installed with `npm ci` into ${KH_TOOLS_DIR:-/var/tmp/kh-review-tools}/asyncapi-parser,
 # outside the clone so fresh clones reuse it: once per lock file, one install at a time.
 # Needs node and npm (Debian's `nodejs` and `npm` are installed when missing).
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 FILE="${1:-docs/asyncapi.json}"
 TOOLS="${KH_TOOLS_DIR:-/var/tmp/kh-review-tools}"
 DIR="$TOOLS/asyncapi-parser"
-LOCK=scripts/asyncapi/package-lock.json
+LOCK=tools/asyncapi/package-lock.json
 
 if [[ ${EUID} -eq 0 ]]; then ROOT_CMD=(); else ROOT_CMD=(sudo); fi
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
@@ -31,7 +31,7 @@ if [[ "$(cat "$DIR/.kh-installed" 2>/dev/null)" != "$want" ]]; then
   echo "[asyncapi] installing the parser into $DIR (once per lock file)" >&2
   rm -rf "$DIR"
   mkdir -p "$DIR"
-  cp scripts/asyncapi/package.json "$LOCK" "$DIR/"
+  cp tools/asyncapi/package.json "$LOCK" "$DIR/"
   (cd "$DIR" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null)
   printf '%s' "$want" >"$DIR/.kh-installed"
 fi
