@@ -20,7 +20,7 @@ pub const LEAVE_TO_DISPATCHER_HEADER: &str = "x-test-leave-to-dispatcher";
 pub const PAUSE_AFTER_COMMIT_HEADER: &str = "x-test-pause-after-commit-ms";
 /// Answer 503 after a successful COMMIT, as if the reply had been lost.
 pub const FAIL_AFTER_COMMIT_HEADER: &str = "x-test-fail-after-commit";
-/// A token (a u64) recorded once COMMIT has returned (`usecases::test_hooks::committed`).
+/// A token (a u64) recorded once COMMIT has returned (`usecases::commit_signalled`).
 pub const SIGNAL_AFTER_COMMIT_HEADER: &str = "x-test-signal-after-commit";
 
 /// The hooks a request's headers name.

@@ -23,7 +23,7 @@ mod retention;
 mod reviews;
 mod stage_needs;
 mod stats;
-pub mod test_hooks;
+mod test_hooks;
 mod workflow;
 
 pub use audit::{AuditError, AuditService};
@@ -38,5 +38,5 @@ pub use replays::{ReplayError, ReplayService};
 pub use retention::{PurgeRound, Retention, RetentionSettings, RetentionStats};
 pub use reviews::ReviewService;
 pub use stats::{ReviewStats, LATENCY_BUCKETS};
-pub use test_hooks::{Delivery, Point, TestHooks};
+pub use test_hooks::{commit_signalled, Delivery, Point, TestHooks};
 pub use workflow::{sweep_overdue, PolicyError, PolicyService, ReviewSettings};

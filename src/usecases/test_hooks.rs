@@ -15,7 +15,7 @@ use crate::store::StoreError;
 static COMMITTED: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
 
 /// Whether a request carrying `signal_after_commit = token` has seen its COMMIT return.
-pub fn committed(token: u64) -> bool {
+pub fn commit_signalled(token: u64) -> bool {
     COMMITTED
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -34,7 +34,7 @@ pub struct TestHooks {
     pub suspend_renewal: bool,
     /// Report a (retryable) failure after a successful COMMIT, as a lost reply would.
     pub fail_after_commit: bool,
-    /// Record this token once COMMIT has returned here (see [`committed`]): a test can
+    /// Record this token once COMMIT has returned here (see [`commit_signalled`]): a test can
     /// then act after the instance learned of its COMMIT, not only after the database
     /// made it visible (which comes a little earlier).
     pub signal_after_commit: Option<u64>,

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use kh_review::http::test_hooks::{PAUSE_AFTER_COMMIT_HEADER, SIGNAL_AFTER_COMMIT_HEADER};
-use kh_review::usecases::test_hooks::committed;
+use kh_review::usecases::commit_signalled;
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -71,7 +71,7 @@ async fn approve_frozen_after_commit(owner: &TestApp) -> Duration {
         wait_for(
             "the approve's COMMIT to return",
             Duration::from_secs(10),
-            || async { committed(token).then_some(()) },
+            || async { commit_signalled(token).then_some(()) },
         )
         .await;
         proxy.freeze();
