@@ -13,6 +13,7 @@
 pub mod asyncapi;
 pub mod envelope;
 mod fault;
+pub(crate) mod nodes;
 mod passes;
 pub mod publisher;
 pub mod replay;

@@ -1,8 +1,9 @@
-//! The AMQP publisher: one lazily (re)connected connection (to the first of the configured
-//! nodes that answers), a confirm-mode channel, the durable topic exchange declared on
+//! The AMQP publisher: one lazily (re)connected connection (to the first node that answers,
+//! see [`Nodes`]), a confirm-mode channel, the durable topic exchange declared on
 //! connect. A publish succeeds only when the broker confirms it and did not return it as
 //! unroutable.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
@@ -18,6 +19,7 @@ use lapin::{
 use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::Mutex;
 
+use super::nodes::Nodes;
 use super::settings::{AmqpSettings, QueueType};
 
 /// Why a publish failed.
@@ -65,62 +67,76 @@ const ARCHIVE_MAX_LENGTH: i64 = 100_000;
 const PRECONDITION_FAILED: u16 = 406;
 
 pub struct AmqpPublisher {
-    urls: Vec<SecretString>,
+    nodes: Nodes,
     exchange: String,
     bind_queue: Option<String>,
     queue_type: QueueType,
     timeout: Duration,
     max_message_bytes: usize,
-    live: Mutex<Option<(Connection, Channel)>>,
+    live: Mutex<Option<Live>>,
+    /// Numbers the connections made, so a failed publish retires only the one it used.
+    made: AtomicU64,
+}
+
+/// The open connection and its confirm-mode channel.
+struct Live {
+    conn: Connection,
+    ch: Channel,
+    generation: u64,
+}
+
+impl Live {
+    fn healthy(&self) -> bool {
+        self.conn.status().connected() && self.ch.status().connected()
+    }
 }
 
 impl AmqpPublisher {
     /// The publisher `[amqp]` describes; does not connect.
     pub fn from_settings(settings: &AmqpSettings) -> Self {
         Self {
-            urls: settings.urls.clone(),
+            nodes: Nodes::new(settings.urls.clone(), settings.connect_timeout),
             exchange: settings.exchange.clone(),
             bind_queue: Some(settings.bind_queue.clone()).filter(|q| !q.trim().is_empty()),
             queue_type: settings.bind_queue_type,
             timeout: settings.timeout,
             max_message_bytes: settings.max_message_bytes,
             live: Mutex::new(None),
+            made: AtomicU64::new(0),
         }
     }
 
-    /// A connected confirm-mode channel, connecting (and declaring) when needed.
+    /// A connected confirm-mode channel, connecting (and declaring) when needed: every node
+    /// is tried within two thirds of `amqp.timeout_ms`, which leaves the rest of a
+    /// publish's deadline to the publish and its confirm.
     pub async fn channel(&self) -> anyhow::Result<Channel> {
+        self.live_channel().await.map(|(ch, _)| ch)
+    }
+
+    /// The channel and the number of the connection it belongs to.
+    async fn live_channel(&self) -> anyhow::Result<(Channel, u64)> {
         let mut live = self.live.lock().await;
-        if let Some((conn, ch)) = live.as_ref() {
-            if conn.status().connected() && ch.status().connected() {
-                return Ok(ch.clone());
-            }
+        if let Some(l) = live.as_ref().filter(|l| l.healthy()) {
+            return Ok((l.ch.clone(), l.generation));
         }
-        *live = None;
-        // The nodes in order; each gets the whole timeout, so one dead node (refused at
-        // once, or silent) does not stop the next from being tried.
-        let mut failures = Vec::new();
-        for (i, url) in self.urls.iter().enumerate() {
-            match tokio::time::timeout(self.timeout, self.connect(url)).await {
-                Ok(Ok((conn, ch))) => {
-                    *live = Some((conn, ch.clone()));
-                    return Ok(ch);
-                }
-                Ok(Err(e)) => failures.push(format!("node {}: {e:#}", i + 1)),
-                Err(_) => failures.push(format!(
-                    "node {}: did not answer within {:?}",
-                    i + 1,
-                    self.timeout
-                )),
-            }
-            if i + 1 < self.urls.len() {
-                tracing::warn!(node = i + 1, error = %failures[i], "rabbitmq node unreachable: trying the next");
-            }
+        if let Some(dead) = live.take() {
+            retire(dead);
         }
-        Err(anyhow!(
-            "no rabbitmq node answered ({})",
-            failures.join("; ")
-        ))
+        let opened = self
+            .nodes
+            .connect_any(self.timeout * 2 / 3, |url| async move {
+                self.connect(&url).await
+            })
+            .await?;
+        let (conn, ch) = opened.value;
+        let generation = self.made.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::info!(node = opened.node, exchange = %self.exchange, "connected to rabbitmq");
+        *live = Some(Live {
+            conn,
+            ch: ch.clone(),
+            generation,
+        });
+        Ok((ch, generation))
     }
 
     /// A confirm-mode channel on `conn`.
@@ -163,7 +179,6 @@ impl AmqpPublisher {
             .await
             .context("amqp queue bind")?;
         }
-        tracing::info!(exchange = %self.exchange, "connected to rabbitmq");
         Ok((conn, ch))
     }
 
@@ -240,8 +255,10 @@ impl AmqpPublisher {
                 self.max_message_bytes
             )));
         }
+        let used = AtomicU64::new(0);
         let sent = tokio::time::timeout(self.timeout, async {
-            let ch = self.channel().await?;
+            let (ch, generation) = self.live_channel().await?;
+            used.store(generation, Ordering::Relaxed);
             let props = BasicProperties::default()
                 .with_delivery_mode(2)
                 .with_content_type("application/json".into())
@@ -281,13 +298,16 @@ impl AmqpPublisher {
             ))),
         };
         if let Err(PublishError::Unavailable(_)) = &result {
-            // Start from a fresh connection next time, unless this one is still healthy.
+            // The connection it used is suspect even if it looks open: a node that stops
+            // answering (a partition, dropped packets) keeps the socket open, and only the
+            // heartbeat, a minute later, would notice. The next publish connects afresh,
+            // starting at the next node; the one that failed is closed in the background.
             let mut live = self.live.lock().await;
-            let healthy = live
+            if live
                 .as_ref()
-                .is_some_and(|(c, ch)| c.status().connected() && ch.status().connected());
-            if !healthy {
-                *live = None;
+                .is_some_and(|l| l.generation == used.load(Ordering::Relaxed))
+            {
+                retire(live.take().expect("checked above"));
             }
         }
         result
@@ -295,11 +315,7 @@ impl AmqpPublisher {
 
     /// Whether a connection is open now (publishing would not have to connect first).
     pub async fn is_connected(&self) -> bool {
-        self.live
-            .lock()
-            .await
-            .as_ref()
-            .is_some_and(|(c, ch)| c.status().connected() && ch.status().connected())
+        self.live.lock().await.as_ref().is_some_and(Live::healthy)
     }
 
     /// A new plain channel (no confirms) on the live connection, for a declare that may
@@ -308,8 +324,8 @@ impl AmqpPublisher {
     pub async fn side_channel(&self) -> anyhow::Result<Channel> {
         self.channel().await?;
         let live = self.live.lock().await;
-        let (conn, _) = live.as_ref().context("rabbitmq connection lost")?;
-        conn.create_channel().await.context("amqp channel")
+        let l = live.as_ref().context("rabbitmq connection lost")?;
+        l.conn.create_channel().await.context("amqp channel")
     }
 
     /// How long one publish may take (`amqp.timeout_ms`).
@@ -322,8 +338,18 @@ impl AmqpPublisher {
     }
 
     pub async fn close(&self) {
-        if let Some((conn, _)) = self.live.lock().await.take() {
-            let _ = conn.close(200, "shutdown".into()).await;
+        if let Some(l) = self.live.lock().await.take() {
+            let closing = l.conn.close(200, "shutdown".into());
+            let _ = tokio::time::timeout(self.timeout, closing).await;
         }
     }
+}
+
+/// Closes a connection given up on, without waiting for it: a silent node would never
+/// answer the close.
+fn retire(dead: Live) {
+    tokio::spawn(async move {
+        let closing = dead.conn.close(320, "reconnecting".into());
+        let _ = tokio::time::timeout(Duration::from_secs(1), closing).await;
+    });
 }

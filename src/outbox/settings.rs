@@ -41,8 +41,14 @@ impl QueueType {
 #[serde_as]
 #[derive(Debug, Clone, Deserialize)]
 pub struct AmqpSettings {
-    /// The broker's nodes, tried in order on every (re)connect.
+    /// The broker's nodes. A (re)connect tries each once, starting at the node after the
+    /// one it last used (see `outbox::nodes`).
     pub urls: Vec<SecretString>,
+    /// How long one node may take to accept a connection and finish the AMQP handshake;
+    /// less when the nodes still to be tried need their share of a publish's `timeout`.
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "connect_timeout_ms")]
+    pub connect_timeout: Duration,
     pub exchange: String,
     /// When not empty, a bounded durable queue of this name bound to every routing key.
     pub bind_queue: String,

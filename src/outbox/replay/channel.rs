@@ -14,6 +14,7 @@ use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::Mutex;
 
 use super::message::Outgoing;
+use crate::outbox::nodes::Nodes;
 use crate::outbox::AmqpSettings;
 
 /// AMQP reply code 404: no such queue (the answer to a passive declare).
@@ -32,7 +33,7 @@ pub enum SendError {
 }
 
 pub struct ReplayChannel {
-    urls: Vec<SecretString>,
+    nodes: Nodes,
     timeout: Duration,
     live: Mutex<Option<(Connection, Channel)>>,
 }
@@ -41,7 +42,7 @@ impl ReplayChannel {
     /// The replays' connection to the nodes of `[amqp]`; does not connect.
     pub fn from_settings(settings: &AmqpSettings) -> Self {
         Self {
-            urls: settings.urls.clone(),
+            nodes: Nodes::new(settings.urls.clone(), settings.connect_timeout),
             timeout: settings.timeout,
             live: Mutex::new(None),
         }
@@ -65,20 +66,13 @@ impl ReplayChannel {
         Ok(ch.clone())
     }
 
-    /// The first node that answers, each within the timeout.
+    /// The first node that answers (see [`Nodes`]), all within the timeout.
     async fn connect_any(&self) -> anyhow::Result<(Connection, Channel)> {
-        let mut failures = Vec::new();
-        for (i, url) in self.urls.iter().enumerate() {
-            match tokio::time::timeout(self.timeout, Self::connect(url)).await {
-                Ok(Ok(opened)) => return Ok(opened),
-                Ok(Err(e)) => failures.push(format!("node {}: {e:#}", i + 1)),
-                Err(_) => failures.push(format!("node {}: no answer", i + 1)),
-            }
-        }
-        Err(anyhow!(
-            "no rabbitmq node answered ({})",
-            failures.join("; ")
-        ))
+        let opened = self
+            .nodes
+            .connect_any(self.timeout, |url| async move { Self::connect(&url).await })
+            .await?;
+        Ok(opened.value)
     }
 
     async fn connect(url: &SecretString) -> anyhow::Result<(Connection, Channel)> {
@@ -194,7 +188,9 @@ impl ReplayChannel {
 
     pub async fn close(&self) {
         if let Some((conn, _)) = self.live.lock().await.take() {
-            let _ = conn.close(200, "shutdown".into()).await;
+            // bounded: a silent node never answers the close
+            let closing = conn.close(200, "shutdown".into());
+            let _ = tokio::time::timeout(self.timeout, closing).await;
         }
     }
 }

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::support::app::{spawn_app_with, AppOptions, TestApp};
 use crate::support::events::conforming;
 use kh_review_testkit::amqp::amqp_connection;
-use kh_review_testkit::proxy::dead_port;
+use kh_review_testkit::proxy::{blackhole, dead_port, Proxy};
 
 async fn channel() -> (Connection, Channel) {
     let conn = amqp_connection().await.unwrap_or_else(|e| panic!("{e:#}"));
@@ -91,6 +91,78 @@ async fn events_are_published_through_the_second_node_when_the_first_is_down() {
         .map(|e| e["event_type"].as_str().unwrap())
         .collect();
     assert_eq!(types, ["document.submitted", "document.approved"]);
+    app.finish().await;
+}
+
+/// The first node accepts TCP and never answers (a node that drops packets, not one that
+/// refuses): it costs one connect timeout, not the publish, so the event goes out through
+/// the second node, and `/readyz` (capped at 2 s) still answers that RabbitMQ is up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_first_node_is_given_up_on_within_the_publish_deadline() {
+    let (silent, _stop) = blackhole().await;
+    let silent = format!("amqp://guest:guest@127.0.0.1:{silent}/%2f");
+    let app = spawn_app_with(AppOptions {
+        configure: Some(Box::new(move |s| {
+            let live = s.amqp.urls[0].clone();
+            s.amqp.urls = vec![silent.clone().into(), live];
+            s.amqp.connect_timeout = Duration::from_millis(500);
+        })),
+        ..Default::default()
+    })
+    .await;
+    let (_, review_id) = app.pending_review().await;
+    let r = app.approve(&review_id, &app.reviewer()).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let events = app.wait_events(2, Duration::from_secs(10)).await;
+    let types: Vec<&str> = events
+        .iter()
+        .map(|e| e["event_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["document.submitted", "document.approved"]);
+    let ready: Value = app.public_json("/readyz").await;
+    assert_eq!(ready["checks"]["rabbitmq"]["status"], "up", "{ready}");
+    app.finish().await;
+}
+
+/// The node the service is connected to stops forwarding without closing (a partition):
+/// the unconfirmed publish times out, and the reconnect starts at the next node rather than
+/// knocking at the silent one first. The event is delivered, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connected_node_that_goes_silent_is_left_for_the_next() {
+    let live = kh_review_testkit::stores::amqp_url();
+    let (proxy, through) = Proxy::in_front_of(&live).await;
+    let app = spawn_app_with(AppOptions {
+        configure: Some(Box::new(move |s| {
+            s.amqp.urls = vec![through.clone().into(), live.clone().into()];
+        })),
+        ..Default::default()
+    })
+    .await;
+    let (_, first) = app.pending_review().await;
+    assert_eq!(
+        app.approve(&first, &app.reviewer()).await.status(),
+        StatusCode::OK
+    );
+    app.wait_events(2, Duration::from_secs(10)).await;
+    proxy.freeze();
+    let frozen = std::time::Instant::now();
+    let (_, second) = app.pending_review().await;
+    assert_eq!(
+        app.approve(&second, &app.reviewer()).await.status(),
+        StatusCode::OK
+    );
+    let events = app.wait_events(2, Duration::from_secs(15)).await;
+    println!(
+        "node 1 silent: its events were published through node 2 {:.1} s after the freeze",
+        frozen.elapsed().as_secs_f64()
+    );
+    let types: Vec<&str> = events
+        .iter()
+        .map(|e| e["event_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["document.submitted", "document.approved"]);
+    app.outbox_drained(Duration::from_secs(10)).await;
+    proxy.cut();
     app.finish().await;
 }
 

@@ -65,11 +65,13 @@ impl Proxy {
                     // wait for the peer's delayed ACK (about 40 ms each time).
                     let _ = inbound.set_nodelay(true);
                     let _ = outbound.set_nodelay(true);
-                    let (client_r, client_w) = inbound.into_split();
-                    let (server_r, server_w) = outbound.into_split();
+                    // The halves live in this task, not in the pumps: a freeze drops the pumps
+                    // and must leave both sockets open (no FIN, no RST), as a partition does.
+                    let (mut client_r, mut client_w) = inbound.into_split();
+                    let (mut server_r, mut server_w) = outbound.into_split();
                     let both = futures_util::future::join(
-                        pump(client_r, server_w, Some(rule)),
-                        pump(server_r, client_w, None),
+                        pump(&mut client_r, &mut server_w, Some(rule)),
+                        pump(&mut server_r, &mut client_w, None),
                     );
                     tokio::select! {
                         _ = both => {}
@@ -128,7 +130,7 @@ impl Proxy {
 /// Copies `from` to `to` until either ends. With a delay rule (requests only), a chunk that
 /// contains the rule's pattern (also across two reads) is held back `by`; reading stops
 /// meanwhile, so what follows on this connection keeps its order behind it.
-async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, rule: Option<DelayRule>) {
+async fn pump(from: &mut OwnedReadHalf, to: &mut OwnedWriteHalf, rule: Option<DelayRule>) {
     let mut buf = vec![0u8; 16 * 1024];
     let mut tail: Vec<u8> = Vec::new();
     loop {
