@@ -23,6 +23,7 @@ mod outbox_figures;
 mod pg;
 mod policies;
 mod queue;
+mod read_only;
 mod replays;
 mod retention;
 mod review_rows;

@@ -8,12 +8,12 @@
 //! whole under [`PgStore::bounded`]; a statement on the pool ends in
 //! [`Statement::bounded`]. Both note a read-only answer (SQLSTATE 25006), after which the
 //! pool closes every connection opened until then instead of handing it out again
-//! ([`ReadOnlySeen`]).
+//! ([`ReadOnlySeen`]); a new session is only added to the pool if it can write.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use secrecy::{ExposeSecret, SecretString};
@@ -24,6 +24,7 @@ use sqlx::{Connection, PgConnection, PgPool};
 
 use super::chain::{AuditChain, AuditSettings};
 use super::error::{StoreError, StoreFailure};
+use super::read_only::{refuse_read_only, ReadOnlySeen};
 
 /// A pooled connection used within this long is handed out again without a health check.
 const FRESH: Duration = Duration::from_secs(1);
@@ -80,44 +81,6 @@ pub struct PgStore {
     read_only: Arc<ReadOnlySeen>,
     /// The key audit rows are linked with (`[audit]`; see `with_audit`).
     pub(super) audit: AuditChain,
-}
-
-/// When a session of the pool last answered that it is read-only (SQLSTATE 25006, as a
-/// demoted primary behind a proxy does). Every connection opened until then is closed
-/// rather than handed out again, on release and before reuse: the ones on the read-only
-/// server are all suspect, and telling them apart would cost a round trip each. The
-/// connection that answered may be released before its error is noted here; the check
-/// before reuse closes it then. Costs an atomic load per acquire and release.
-#[derive(Debug)]
-struct ReadOnlySeen {
-    since: Instant,
-    /// Nanoseconds after `since`, plus one, of the last read-only answer; 0: none yet.
-    at: AtomicU64,
-}
-
-impl ReadOnlySeen {
-    fn new() -> Self {
-        Self {
-            since: Instant::now(),
-            at: AtomicU64::new(0),
-        }
-    }
-
-    fn note(&self) {
-        let now = self.since.elapsed().as_nanos() as u64 + 1;
-        if self.at.fetch_max(now, Ordering::Relaxed) == 0 {
-            tracing::warn!(
-                "a postgresql session is read-only: closing the pool's older connections"
-            );
-        }
-    }
-
-    /// Whether a connection `age` old was opened before the last read-only answer.
-    fn condemns(&self, age: Duration) -> bool {
-        let at = self.at.load(Ordering::Relaxed);
-        let opened = self.since.elapsed().saturating_sub(age).as_nanos() as u64 + 1;
-        at != 0 && opened <= at
-    }
 }
 
 impl PgStore {
@@ -209,9 +172,16 @@ impl PgStore {
                 let keep = !on_release.condemns(meta.age);
                 Box::pin(async move { Ok(keep) })
             })
-            .after_connect(move |_, _| {
-                opened.fetch_add(1, Ordering::Relaxed);
-                Box::pin(async { Ok(()) })
+            // A new session on a standby (the proxy still routes to a demoted primary, or a
+            // URL names a replica) is closed at once; the pool tries again until its acquire
+            // timeout, so a failover that ends within it costs the request nothing.
+            .after_connect(move |conn, _| {
+                let opened = opened.clone();
+                Box::pin(async move {
+                    refuse_read_only(conn).await?;
+                    opened.fetch_add(1, Ordering::Relaxed);
+                    Ok(())
+                })
             })
             .connect_lazy_with(opts);
         Ok(Self::over(pool, settings.tx_timeout(), acquired, read_only))
@@ -374,21 +344,6 @@ pub fn migration_lock_id(database: &str) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_read_only_answer_condemns_the_connections_opened_before_it() {
-        let seen = ReadOnlySeen::new();
-        std::thread::sleep(Duration::from_millis(2));
-        assert!(!seen.condemns(Duration::from_millis(1)), "nothing seen yet");
-        seen.note();
-        assert!(
-            seen.condemns(Duration::from_millis(1)),
-            "opened before the answer"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-        assert!(!seen.condemns(Duration::from_millis(1)), "opened after it");
-        assert!(seen.condemns(Duration::from_millis(10)), "opened before it");
-    }
 
     #[test]
     fn the_migration_lock_is_sqlx_s() {
