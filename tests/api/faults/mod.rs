@@ -12,6 +12,7 @@ mod jwks;
 mod leases;
 mod lock_provider;
 mod migrations;
+mod mongo_guard;
 mod mongo_reads;
 mod outbox;
 pub(crate) mod parked;

@@ -11,152 +11,33 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use mongodb::bson::{doc, Bson as Value, Document as Bson};
+use mongodb::bson::{doc, Document as Bson};
 use mongodb::error::{ErrorKind, WriteFailure};
 use mongodb::options::{
-    Acknowledgment, ClientOptions, ReadPreference, SelectionCriteria, WriteConcern,
+    Acknowledgment, ClientOptions, CollectionOptions, ReadConcern, ReadPreference,
+    SelectionCriteria, WriteConcern,
 };
 use mongodb::{Client, Collection};
-use secrecy::{ExposeSecret, SecretString};
-use serde::Deserialize;
-use serde_with::{serde_as, DurationMilliSeconds};
+use secrecy::ExposeSecret;
 use uuid::Uuid;
 
 use crate::breaker::{BreakerState, CircuitBreaker, Permit};
-use crate::domain::{preview_of, Document, DocumentStatus};
+use crate::domain::Document;
 
-/// `[mongo]` in `config/default.toml`.
-#[serde_as]
-#[derive(Debug, Clone, Deserialize)]
-pub struct MongoSettings {
-    pub url: SecretString,
-    pub database: String,
-    pub collection: String,
-    /// Server selection and connect timeout; a whole operation is bounded by three times it.
-    #[serde_as(as = "DurationMilliSeconds<u64>")]
-    #[serde(rename = "timeout_ms")]
-    pub timeout: Duration,
-    /// `majority`, or how many nodes must acknowledge a projection write (at least 1).
-    pub write_concern: String,
-    /// Where reads of the body go: `primary`, `primaryPreferred`, `secondary`,
-    /// `secondaryPreferred` or `nearest`.
-    pub read_preference: String,
-    /// Consecutive failed reads that open the read breaker.
-    pub breaker_failure_threshold: u32,
-    /// How long the read breaker stays open before one read probes MongoDB again.
-    #[serde_as(as = "DurationMilliSeconds<u64>")]
-    #[serde(rename = "breaker_open_ms")]
-    pub breaker_open: Duration,
-}
+mod fields;
+mod settings;
 
-impl MongoSettings {
-    /// The write concern `mongo.write_concern` names.
-    pub fn acknowledgment(&self) -> Result<Acknowledgment, &'static str> {
-        match self.write_concern.trim() {
-            "majority" => Ok(Acknowledgment::Majority),
-            n => match n.parse::<u32>() {
-                Ok(0) => Err("must acknowledge: 0 (unacknowledged writes) is refused"),
-                Ok(n) => Ok(Acknowledgment::Nodes(n)),
-                Err(_) => Err("must be \"majority\" or a number of nodes (at least 1)"),
-            },
-        }
-    }
-
-    /// The read preference `mongo.read_preference` names.
-    pub fn read_preference(&self) -> Result<ReadPreference, &'static str> {
-        Ok(match self.read_preference.trim() {
-            "primary" => ReadPreference::Primary,
-            "primaryPreferred" => ReadPreference::PrimaryPreferred { options: None },
-            "secondary" => ReadPreference::Secondary { options: None },
-            "secondaryPreferred" => ReadPreference::SecondaryPreferred { options: None },
-            "nearest" => ReadPreference::Nearest { options: None },
-            _ => return Err(
-                "must be one of primary, primaryPreferred, secondary, secondaryPreferred, nearest",
-            ),
-        })
-    }
-}
+use fields::projection_fields;
+pub use fields::{ProjectedCopy, ProjectedDocument};
+pub use settings::MongoSettings;
 
 /// What a projection write did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Projected {
     Inserted,
     Updated,
-    /// MongoDB already held this version or a newer one.
+    /// A majority of MongoDB already held a newer copy.
     Stale,
-}
-
-/// One copy of a document in the projection.
-#[derive(Debug, Clone)]
-pub struct ProjectedCopy {
-    pub version: i64,
-    pub status: String,
-    pub body: String,
-    pub preview: String,
-}
-
-/// The fields the API reads back: the top-level copy (the published revision while a
-/// revision is in progress, else the document as it is) and the working copy beside it.
-#[derive(Debug, Clone)]
-pub struct ProjectedDocument {
-    pub top: ProjectedCopy,
-    /// The version of the document row this projection was written from.
-    pub head_version: i64,
-    pub published_version: Option<i64>,
-    pub working: Option<ProjectedCopy>,
-}
-
-impl ProjectedDocument {
-    /// The document as it is at `version` (its working copy), if this projection holds it.
-    pub fn current(self, version: i64) -> Option<ProjectedCopy> {
-        if self.head_version != version {
-            return None;
-        }
-        match self.working {
-            Some(w) if w.version == version => Some(w),
-            _ if self.top.version == version => Some(self.top),
-            _ => None,
-        }
-    }
-
-    /// The published revision `version`, if this projection holds it.
-    pub fn published(self, version: i64) -> Option<ProjectedCopy> {
-        (self.published_version == Some(version) && self.top.version == version).then_some(self.top)
-    }
-}
-
-/// The projection of `doc`: see [`MongoProjection::project`].
-fn projection_fields(doc: &Document) -> Bson {
-    let copy = |version: i64, title: &str, body: &str, status: &str| {
-        doc! {
-            "version": version,
-            "title": title,
-            "body": body,
-            "preview": preview_of(body),
-            "status": status,
-        }
-    };
-    let working = copy(doc.version, &doc.title, &doc.body, doc.status.as_str());
-    let published = match (&doc.published_title, &doc.published_body) {
-        (Some(t), Some(b)) if doc.in_revision() => doc
-            .published_version
-            .map(|v| copy(v, t, b, DocumentStatus::Approved.as_str())),
-        _ => None,
-    };
-    let (mut fields, working) = match published {
-        Some(p) => (p, Value::Document(working)),
-        None => (working, Value::Null),
-    };
-    fields.insert("working", working);
-    fields.insert("head_version", doc.version);
-    fields.insert("published_version", doc.published_version);
-    fields.insert("author_id", &doc.author_id);
-    fields.insert(
-        "current_review_id",
-        doc.current_review_id.map(|r| r.to_string()),
-    );
-    fields.insert("updated_at", doc.updated_at.to_rfc3339());
-    fields
 }
 
 /// Why a read of the projection gave no answer.
@@ -176,6 +57,10 @@ const DEFAULT_BREAKER: (u32, Duration) = (1, Duration::from_secs(2));
 pub struct MongoProjection {
     client: Client,
     coll: Collection<Bson>,
+    /// The same collection read at `majority`: what a projection write that found a newer
+    /// copy checks, so that a copy no majority holds (a primary that may yet roll it back)
+    /// never lets an event go out.
+    majority: Collection<Bson>,
     timeout: Duration,
     /// Shared by the clones: one view of MongoDB's health per process.
     breaker: Arc<CircuitBreaker>,
@@ -222,10 +107,17 @@ impl MongoProjection {
         opts.selection_criteria = Some(SelectionCriteria::ReadPreference(read));
         let client = Client::with_options(opts).context("could not build the mongo client")?;
         let coll = client.database(database).collection(collection);
+        let majority = client.database(database).collection_with_options(
+            collection,
+            CollectionOptions::builder()
+                .read_concern(ReadConcern::majority())
+                .build(),
+        );
         let (threshold, open_for) = DEFAULT_BREAKER;
         Ok(Self {
             client,
             coll,
+            majority,
             timeout,
             breaker: Arc::new(CircuitBreaker::new(threshold, open_for)),
         })
@@ -268,29 +160,38 @@ impl MongoProjection {
         self.timeout * 3
     }
 
-    /// Writes `doc` unless MongoDB already holds its version or a newer one. While a
-    /// revision is in progress the top-level fields stay the published revision and the
-    /// working copy goes to `working`; `head_version` is the document's own version, the
-    /// write guard (projections written before revisions existed have none: their
-    /// `version` is it).
+    /// Writes `doc` unless MongoDB already holds a newer copy. While a revision is in
+    /// progress the top-level fields stay the published revision and the working copy goes
+    /// to `working`. The write guard is the pair (`head_version`, `head_commit`): the
+    /// document's own version and the time its row was committed (`updated_at`), so a copy
+    /// written from a transaction a PostgreSQL failover lost (the new primary issues the
+    /// same version again, later, with another body) is replaced, never kept. The same copy
+    /// again is written again: it waits for the write concern once more, so a write that
+    /// never reached a majority is not taken for done. Projections written before
+    /// revisions (no `head_version`: their `version` is it) or before `head_commit` are
+    /// replaced at the same version.
     #[tracing::instrument(name = "mongo.project", level = "debug", skip_all, fields(document_id = %doc.id, version = doc.version))]
     pub async fn project(&self, doc: &Document) -> anyhow::Result<Projected> {
         let id = doc.id.to_string();
         let fields = projection_fields(doc);
-        let older = doc! { "$or": [
-            { "head_version": { "$lt": doc.version } },
-            { "head_version": { "$exists": false }, "version": { "$lt": doc.version } },
+        let (v, at) = (doc.version, doc.updated_at.timestamp_micros());
+        let not_newer = doc! { "$or": [
+            { "head_version": { "$lt": v } },
+            { "head_version": v, "head_commit": { "$lte": at } },
+            { "head_version": v, "head_commit": { "$exists": false } },
+            { "head_version": { "$exists": false }, "version": { "$lte": v } },
         ] };
-        let same_or_newer = doc! { "$or": [
-            { "head_version": { "$gte": doc.version } },
-            { "head_version": { "$exists": false }, "version": { "$gte": doc.version } },
+        let newer = doc! { "$or": [
+            { "head_version": { "$gt": v } },
+            { "head_version": v, "head_commit": { "$gt": at } },
+            { "head_version": { "$exists": false }, "version": { "$gt": v } },
         ] };
-        // Update only if the stored version is older, in one atomic write (an `_id` index
+        // Update unless the stored copy is newer, in one atomic write (an `_id` index
         // lookup); insert when the document is absent. Every document is projected at
         // creation, so later versions take one round trip.
         let work = async {
             for _ in 0..3 {
-                let mut filter = older.clone();
+                let mut filter = not_newer.clone();
                 filter.insert("_id", &id);
                 let r = self
                     .coll
@@ -307,12 +208,13 @@ impl MongoProjection {
                     Err(e) if is_duplicate_key(&e) => {}
                     Err(e) => return Err(anyhow::Error::new(e).context("mongo insert")),
                 }
-                // Present: stale, unless it was written between the two calls with an older
-                // version (then the update goes round again).
-                let mut filter = same_or_newer.clone();
+                // Present: stale if a majority holds a newer copy; else it was written
+                // between the two calls with an older one, or the newer copy is not
+                // majority-committed yet (then the update goes round again).
+                let mut filter = newer.clone();
                 filter.insert("_id", &id);
                 let present = self
-                    .coll
+                    .majority
                     .find_one(filter)
                     .projection(doc! { "version": 1 })
                     .await
