@@ -6,8 +6,10 @@
 #   down [PROFILE...]    stop everything, profiles included, or only PROFILEs
 #   status [PROFILE...]  a line each, profiles once created; exit 3 if one is down
 #   env [PROFILE]        the APP__* export lines:  eval "$(scripts/services.sh env)"
-# PROFILE: redis-cluster (7001-7006) or redis-sentinel (6391/6392, sentinels 26391-26393),
-# the Redis topologies whose nodes the tests kill (scripts/topologies/). The base services
+# PROFILE: the topologies whose nodes the tests kill (scripts/topologies/): redis-cluster
+# (7001-7006), redis-sentinel (6391/6392, sentinels 26391-26393), rabbitmq-cluster (three
+# nodes, AMQP 5681-5683) or postgres-ha (three Patroni members behind HAProxy on 5440, one
+# etcd, a FerretDB on 27027 through the same HAProxy). The base services
 # are in scripts/services/, shared helpers in scripts/lib/, SQL in scripts/sql/. Debian or
 # Ubuntu without systemd, as root (or with sudo). KH_DATABASE_URL, KH_REDIS_URL, KH_AMQP_URL,
 # KH_MONGO_URL: use that server instead (up checks it answers, env prints it, down leaves
@@ -19,7 +21,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib/common.sh"
 
 BASE=(postgres redis rabbitmq ferretdb jaeger)   # started in this order, stopped in reverse
-PROFILES=(redis-cluster redis-sentinel)
+PROFILES=(redis-cluster redis-sentinel rabbitmq-cluster postgres-ha)
 
 service() { "$here/services/$1.sh" "$2"; }     # service NAME COMMAND
 topology() { "$here/topologies/$1.sh" "$2"; }  # topology PROFILE COMMAND
@@ -70,12 +72,12 @@ cmd_status() {
 
 cmd_env() {
   local s
-  if (( $# > 1 )); then echo "[services] ERROR: env takes at most one profile (they set the same APP__REDIS__MODE)" >&2; exit 2; fi
+  if (( $# > 1 )); then echo "[services] ERROR: env takes at most one profile (a Redis one and another would set the same variables twice)" >&2; exit 2; fi
   for s in "${BASE[@]}"; do service "$s" env; done
   (( $# == 0 )) || topology "$1" env
 }
 
-usage() { echo "usage: $0 [up|down|status|env] [redis-cluster|redis-sentinel]   ($0 help)" >&2; exit 2; }
+usage() { echo "usage: $0 [up|down|status|env] [redis-cluster|redis-sentinel|rabbitmq-cluster|postgres-ha]   ($0 help)" >&2; exit 2; }
 
 cmd=${1:-up}
 (( $# == 0 )) || shift
