@@ -29,6 +29,31 @@ pub const MASTER_NAME: &str = "kh-master";
 
 static TURN: Mutex<()> = Mutex::const_new(());
 
+/// The topology turn: tests that kill nodes of a topology run one at a time.
+pub async fn take_turn() -> MutexGuard<'static, ()> {
+    TURN.lock().await
+}
+
+/// `scripts/services.sh up PROFILE`: starts the topology, or repairs what a test killed.
+pub async fn profile_up(profile: &'static str) {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/services.sh");
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("bash")
+            .arg(script)
+            .args(["up", profile])
+            .output()
+    })
+    .await
+    .unwrap()
+    .expect("bash runs scripts/services.sh");
+    assert!(
+        out.status.success(),
+        "`scripts/services.sh up {profile}` failed (run it by hand to see why):\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Cluster,
@@ -60,24 +85,8 @@ impl Topology {
     }
 
     async fn up(kind: Kind) -> Self {
-        let turn = TURN.lock().await;
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/services.sh");
-        let out = tokio::task::spawn_blocking(move || {
-            Command::new("bash")
-                .arg(script)
-                .args(["up", kind.profile()])
-                .output()
-        })
-        .await
-        .unwrap()
-        .expect("bash runs scripts/services.sh");
-        assert!(
-            out.status.success(),
-            "`scripts/services.sh up {}` failed (run it by hand to see why):\n{}{}",
-            kind.profile(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let turn = take_turn().await;
+        profile_up(kind.profile()).await;
         Self { kind, _turn: turn }
     }
 
@@ -158,7 +167,7 @@ impl Topology {
     }
 }
 
-fn state_dir() -> PathBuf {
+pub fn state_dir() -> PathBuf {
     PathBuf::from(std::env::var("KH_STATE_DIR").unwrap_or_else(|_| "/var/tmp/kh-review".into()))
 }
 

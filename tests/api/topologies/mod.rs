@@ -1,5 +1,8 @@
-//! Redis topologies (a Redis Cluster, a Sentinel set-up) that these tests start with
-//! `scripts/services.sh` and whose nodes they kill; one at a time (`make test-topologies`).
+//! Topologies these tests start with `scripts/services.sh` and whose nodes they kill, one
+//! at a time (`make test-topologies`): a Redis Cluster, a Redis Sentinel set-up, a RabbitMQ
+//! cluster, and PostgreSQL under Patroni behind HAProxy.
 
 mod cluster;
+mod postgres;
+mod rabbitmq;
 mod sentinel;

@@ -1,0 +1,192 @@
+//! A steady load for the failover tests: each instance starts one review flow (create,
+//! submit, approve) every `every`, whatever the earlier flows are doing, so a store that
+//! fails over meets requests at the same rate throughout. Every answer is recorded, with
+//! its time, so a test can say what the clients saw during the fault.
+
+use std::time::{Duration, Instant};
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use serde_json::{json, Value};
+
+use super::app::TestApp;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Create,
+    Submit,
+    Approve,
+}
+
+/// One answer the clients got.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub step: Step,
+    pub document: Option<String>,
+    pub status: u16,
+    /// The error's `code`, when the answer is an error.
+    pub code: Option<String>,
+    pub at: Instant,
+}
+
+impl Outcome {
+    pub fn ok(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+}
+
+/// Runs `apps[i]` flows every `every` for `length`; returns every answer, in no order.
+pub async fn steady_load(apps: &[&TestApp], length: Duration, every: Duration) -> Vec<Outcome> {
+    let runs = apps.iter().map(|app| one_instance(app, length, every));
+    futures_util::future::join_all(runs)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+async fn one_instance(app: &TestApp, length: Duration, every: Duration) -> Vec<Outcome> {
+    let end = Instant::now() + length;
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut flows = FuturesUnordered::new();
+    let mut out = Vec::new();
+    let mut n = 0u64;
+    while Instant::now() < end {
+        tokio::select! {
+            _ = tick.tick() => {
+                n += 1;
+                flows.push(flow(app, n));
+            }
+            Some(done) = flows.next() => out.extend(done),
+        }
+    }
+    while let Some(done) = flows.next().await {
+        out.extend(done);
+    }
+    out
+}
+
+/// Create, submit, approve: as far as the answers let it go.
+async fn flow(app: &TestApp, n: u64) -> Vec<Outcome> {
+    let mut out = Vec::new();
+    let created = send(
+        app,
+        Step::Create,
+        None,
+        "/api/v1/documents",
+        &app.author(),
+        json!({"title": format!("load {n}"), "body": format!("body of flow {n}")}),
+    )
+    .await;
+    let Some(doc) = created
+        .1
+        .as_ref()
+        .and_then(|v| v["id"].as_str())
+        .map(str::to_string)
+    else {
+        out.push(created.0);
+        return out;
+    };
+    out.push(Outcome {
+        document: Some(doc.clone()),
+        ..created.0
+    });
+    let path = format!("/api/v1/documents/{doc}/submit");
+    let (submitted, body) = send(
+        app,
+        Step::Submit,
+        Some(&doc),
+        &path,
+        &app.author(),
+        json!({}),
+    )
+    .await;
+    out.push(submitted);
+    let Some(review) = body.as_ref().and_then(|v| v["review"]["id"].as_str()) else {
+        return out;
+    };
+    let path = format!("/api/v1/reviews/{review}/approve");
+    let (approved, _) = send(
+        app,
+        Step::Approve,
+        Some(&doc),
+        &path,
+        &app.reviewer(),
+        json!({}),
+    )
+    .await;
+    out.push(approved);
+    out
+}
+
+/// One request; the JSON body when it succeeded. A request that got no answer at all is
+/// status 0.
+async fn send(
+    app: &TestApp,
+    step: Step,
+    document: Option<&str>,
+    path: &str,
+    token: &str,
+    body: Value,
+) -> (Outcome, Option<Value>) {
+    let sent = app
+        .client
+        .post(app.url(path))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await;
+    let outcome = |status: u16, code: Option<String>| Outcome {
+        step,
+        document: document.map(str::to_string),
+        status,
+        code,
+        at: Instant::now(),
+    };
+    let Ok(r) = sent else {
+        return (outcome(0, None), None);
+    };
+    let status = r.status().as_u16();
+    let json: Option<Value> = r.json().await.ok();
+    if (200..300).contains(&status) {
+        (outcome(status, None), json)
+    } else {
+        let code = json
+            .as_ref()
+            .and_then(|v| v["code"].as_str())
+            .map(str::to_string);
+        (outcome(status, code), None)
+    }
+}
+
+/// Counts of the answers by (step, status, code), for the test's printout.
+pub fn tally(outcomes: &[Outcome]) -> String {
+    let mut counts = std::collections::BTreeMap::new();
+    for o in outcomes {
+        let key = format!(
+            "{:?} {} {}",
+            o.step,
+            o.status,
+            o.code.as_deref().unwrap_or("")
+        );
+        *counts.entry(key).or_insert(0) += 1;
+    }
+    counts
+        .iter()
+        .map(|(k, n)| format!("{}: {n}", k.trim_end()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// After a fault at `from`: when the first request that failed got its answer, and how
+/// long after `from` the first success after that failure came (the outage the clients
+/// saw). None when nothing failed.
+pub fn outage(outcomes: &[Outcome], from: Instant) -> Option<(Duration, Option<Duration>)> {
+    let after = || outcomes.iter().filter(|o| o.at > from);
+    let failed = after().filter(|o| !o.ok()).map(|o| o.at).min()?;
+    let back = after()
+        .filter(|o| o.ok() && o.at > failed)
+        .map(|o| o.at - from)
+        .min();
+    Some((failed - from, back))
+}

@@ -1,0 +1,191 @@
+//! A three-node RabbitMQ cluster (`scripts/services.sh up rabbitmq-cluster`) whose node the
+//! service publishes through is killed under load: requests keep succeeding, every
+//! transition that got its 2xx has its event on a quorum queue, none lost (duplicates, as
+//! at-least-once allows, counted and printed).
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use lapin::options::{
+    BasicGetOptions, ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions,
+    QueueDeleteOptions,
+};
+use lapin::types::{AMQPValue, FieldTable};
+use lapin::{Channel, Connection, ConnectionProperties, ExchangeKind};
+use serde_json::Value;
+
+use crate::support::app::{spawn_app_with, AppOptions, TestApp};
+use crate::support::inspect::wait_for;
+use crate::support::load::{steady_load, tally, Step};
+use crate::support::topology::{profile_up, state_dir, take_turn};
+
+const PORTS: [u16; 3] = [5681, 5682, 5683];
+
+fn node_url(port: u16) -> String {
+    format!("amqp://guest:guest@127.0.0.1:{port}/%2f")
+}
+
+/// SIGKILL for the cluster node on `port` (its Erlang VM, by its pid file).
+fn kill_node(port: u16) {
+    let file = state_dir()
+        .join("rabbitmq-cluster")
+        .join(port.to_string())
+        .join("rabbitmq.pid");
+    let pid = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let ok = std::process::Command::new("kill")
+        .args(["-KILL", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(ok.success(), "kill -KILL {} (node on {port})", pid.trim());
+}
+
+/// A quorum queue bound to every event of `exchange`, declared through the node on `port`.
+async fn quorum_queue(port: u16, exchange: &str, queue: &str) -> (Connection, Channel) {
+    let conn = Connection::connect(&node_url(port), ConnectionProperties::default())
+        .await
+        .unwrap_or_else(|e| {
+            panic!("node on {port}: {e} (scripts/services.sh up rabbitmq-cluster)")
+        });
+    let ch = conn.create_channel().await.unwrap();
+    let durable = ExchangeDeclareOptions {
+        durable: true,
+        ..Default::default()
+    };
+    ch.exchange_declare(
+        exchange.into(),
+        ExchangeKind::Topic,
+        durable,
+        FieldTable::default(),
+    )
+    .await
+    .unwrap();
+    let mut args = FieldTable::default();
+    args.insert(
+        "x-queue-type".into(),
+        AMQPValue::LongString("quorum".into()),
+    );
+    let options = QueueDeclareOptions {
+        durable: true,
+        ..Default::default()
+    };
+    ch.queue_declare(queue.into(), options, args).await.unwrap();
+    ch.queue_bind(
+        queue.into(),
+        exchange.into(),
+        "#".into(),
+        QueueBindOptions::default(),
+        FieldTable::default(),
+    )
+    .await
+    .unwrap();
+    (conn, ch)
+}
+
+/// Every message on `queue` now: (document_id, event_type) -> how many times.
+async fn drain(ch: &Channel, queue: &str, into: &mut HashMap<(String, String), usize>) {
+    while let Some(m) = ch
+        .basic_get(queue.into(), BasicGetOptions { no_ack: true })
+        .await
+        .unwrap()
+    {
+        let v: Value = serde_json::from_slice(&m.delivery.data).unwrap();
+        let key = (
+            v["document_id"].as_str().unwrap_or_default().to_string(),
+            v["event_type"].as_str().unwrap_or_default().to_string(),
+        );
+        *into.entry(key).or_default() += 1;
+    }
+}
+
+async fn instance(share_with: Option<&TestApp>) -> TestApp {
+    spawn_app_with(AppOptions {
+        share_with: share_with.map(|a| a.shared.clone()),
+        configure: Some(Box::new(|s| {
+            s.amqp.urls = PORTS.iter().map(|&p| node_url(p).into()).collect();
+        })),
+        ..Default::default()
+    })
+    .await
+}
+
+/// 3 instances approve for 30 s (a flow each 150 ms each); 10 s in, the node they publish
+/// through (the first: each starts there) gets SIGKILL, and is started again at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_killed_node_loses_no_event_of_an_acknowledged_transition() {
+    let _turn = take_turn().await;
+    profile_up("rabbitmq-cluster").await;
+    let owner = instance(None).await;
+    let (second, third) = (instance(Some(&owner)).await, instance(Some(&owner)).await);
+    let queue = format!("kh.test.quorum.{}", uuid::Uuid::new_v4().simple());
+    let (_conn, ch) = quorum_queue(PORTS[1], &owner.shared.exchange, &queue).await;
+
+    let killed = async {
+        // the scenario: the kill comes 10 s into the load
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let (at, wall) = (Instant::now(), chrono::Utc::now());
+        kill_node(PORTS[0]);
+        profile_up("rabbitmq-cluster").await;
+        println!(
+            "node 1 killed and started again in {:.1} s",
+            at.elapsed().as_secs_f64()
+        );
+        (at, wall)
+    };
+    let apps = [&owner, &second, &third];
+    let load = steady_load(&apps, Duration::from_secs(30), Duration::from_millis(150));
+    let (outcomes, (_, killed_wall)) = tokio::join!(load, killed);
+    println!("answers: {}", tally(&outcomes));
+    assert!(
+        outcomes.iter().all(|o| o.ok()),
+        "every request succeeds: {}",
+        tally(&outcomes)
+    );
+
+    owner.outbox_drained(Duration::from_secs(60)).await;
+    let first_after: Option<f64> = sqlx::query_scalar(
+        "SELECT EXTRACT(EPOCH FROM min(done_at) - $1)::float8 FROM outbox WHERE done_at > $1",
+    )
+    .bind(killed_wall)
+    .fetch_one(&owner.pg)
+    .await
+    .unwrap();
+    println!(
+        "from the kill to the first event delivered after it: {:.2} s",
+        first_after.unwrap_or(f64::NAN)
+    );
+
+    let expected: HashSet<(String, String)> = outcomes
+        .iter()
+        .filter_map(|o| {
+            let kind = match o.step {
+                Step::Submit => "document.submitted",
+                Step::Approve => "document.approved",
+                Step::Create => return None,
+            };
+            Some((o.document.clone()?, kind.to_string()))
+        })
+        .collect();
+    let got = std::cell::RefCell::new(HashMap::new());
+    wait_for(
+        "every acknowledged transition's event on the quorum queue",
+        Duration::from_secs(60),
+        || async {
+            let mut seen = got.borrow_mut();
+            drain(&ch, &queue, &mut seen).await;
+            expected.iter().all(|k| seen.contains_key(k)).then_some(())
+        },
+    )
+    .await;
+    let got = got.into_inner();
+    let duplicates: usize = expected.iter().map(|k| got[k] - 1).sum();
+    println!(
+        "{} transitions acknowledged, each with its event on the quorum queue; {duplicates} duplicates",
+        expected.len()
+    );
+    ch.queue_delete(queue.as_str().into(), QueueDeleteOptions::default())
+        .await
+        .unwrap();
+    for app in [third, second, owner] {
+        app.stop().await;
+    }
+}
