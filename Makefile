@@ -35,8 +35,9 @@ migrate: services
 
 # Unit tests (lib), the integration suite, then the volume tests (a 20,000-row backlog, a
 # 100,000-document database) on their own, so that their load does not skew the timing of
-# the others, then the Redis topology tests (a Redis Cluster and a Sentinel set-up, which
-# they start with scripts/services.sh and whose nodes they kill), then the page tests in a
+# the others, then the topology tests (a Redis Cluster and a Sentinel set-up, a RabbitMQ
+# cluster, PostgreSQL under Patroni behind HAProxy, which they start with
+# scripts/services.sh and whose nodes they kill), then the page tests in a
 # headless Chromium (test-ui). Examples and the binary hold no tests. The Python consumer
 # test's virtualenv (the CloudEvents SDK, pika) comes from scripts/events_venv.sh.
 # Each run is a folder of tests/api/ (a module of the one test binary `api`), selected by
@@ -57,8 +58,8 @@ test: services
 test-volume: services
 	$(WITH_ENV) cargo test --test api -- --test-threads=1 $(VOLUME_TESTS)
 
-# The Redis topology tests alone (tests/api/topologies/); they print how long each
-# failover took.
+# The topology tests alone (tests/api/topologies/); they print how long each failover
+# took.
 test-topologies: services
 	$(WITH_ENV) cargo test --test api -- --test-threads=1 --nocapture $(TOPOLOGY_TESTS)
 

@@ -165,13 +165,17 @@ async fn a_killed_node_loses_no_event_of_an_acknowledged_transition() {
             Some((o.document.clone()?, kind.to_string()))
         })
         .collect();
-    let got = std::cell::RefCell::new(HashMap::new());
+    let got = std::cell::RefCell::new(HashMap::<(String, String), usize>::new());
     wait_for(
         "every acknowledged transition's event on the quorum queue",
         Duration::from_secs(60),
         || async {
+            let mut now = HashMap::new();
+            drain(&ch, &queue, &mut now).await;
             let mut seen = got.borrow_mut();
-            drain(&ch, &queue, &mut seen).await;
+            for (k, n) in now {
+                *seen.entry(k).or_default() += n;
+            }
             expected.iter().all(|k| seen.contains_key(k)).then_some(())
         },
     )
