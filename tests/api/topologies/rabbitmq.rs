@@ -1,7 +1,7 @@
 //! A three-node RabbitMQ cluster (`scripts/services.sh up rabbitmq-cluster`) whose node the
 //! service publishes through is killed under load: requests keep succeeding, every
 //! transition that got its 2xx has its event on a quorum queue, none lost (duplicates, as
-//! at-least-once allows, counted and printed).
+//! at-least-once allows, counted and printed), and in the instances' quorum archive queue.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -13,6 +13,8 @@ use lapin::options::{
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{Channel, Connection, ConnectionProperties, ExchangeKind};
 use serde_json::Value;
+
+use kh_review::outbox::QueueType;
 
 use crate::support::app::{spawn_app_with, AppOptions, TestApp};
 use crate::support::inspect::wait_for;
@@ -97,11 +99,15 @@ async fn drain(ch: &Channel, queue: &str, into: &mut HashMap<(String, String), u
     }
 }
 
-async fn instance(share_with: Option<&TestApp>) -> TestApp {
+/// An instance publishing to the cluster, with a quorum archive queue `archive`.
+async fn instance(share_with: Option<&TestApp>, archive: &str) -> TestApp {
+    let archive = archive.to_string();
     spawn_app_with(AppOptions {
         share_with: share_with.map(|a| a.shared.clone()),
-        configure: Some(Box::new(|s| {
+        configure: Some(Box::new(move |s| {
             s.amqp.urls = PORTS.iter().map(|&p| node_url(p).into()).collect();
+            s.amqp.bind_queue = archive.clone();
+            s.amqp.bind_queue_type = QueueType::Quorum;
         })),
         ..Default::default()
     })
@@ -114,8 +120,10 @@ async fn instance(share_with: Option<&TestApp>) -> TestApp {
 async fn a_killed_node_loses_no_event_of_an_acknowledged_transition() {
     let _turn = take_turn().await;
     profile_up("rabbitmq-cluster").await;
-    let owner = instance(None).await;
-    let (second, third) = (instance(Some(&owner)).await, instance(Some(&owner)).await);
+    let archive = format!("kh.test.archive.{}", uuid::Uuid::new_v4().simple());
+    let owner = instance(None, &archive).await;
+    let second = instance(Some(&owner), &archive).await;
+    let third = instance(Some(&owner), &archive).await;
     let queue = format!("kh.test.quorum.{}", uuid::Uuid::new_v4().simple());
     let (_conn, ch) = quorum_queue(PORTS[1], &owner.shared.exchange, &queue).await;
 
@@ -186,6 +194,26 @@ async fn a_killed_node_loses_no_event_of_an_acknowledged_transition() {
         "{} transitions acknowledged, each with its event on the quorum queue; {duplicates} duplicates",
         expected.len()
     );
+    let archived = ch
+        .queue_declare(
+            archive.as_str().into(),
+            QueueDeclareOptions {
+                passive: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .unwrap()
+        .message_count() as usize;
+    println!("the quorum archive queue holds {archived} events");
+    assert!(
+        archived >= expected.len(),
+        "the archive queue has every event too"
+    );
+    ch.queue_delete(archive.as_str().into(), QueueDeleteOptions::default())
+        .await
+        .unwrap();
     ch.queue_delete(queue.as_str().into(), QueueDeleteOptions::default())
         .await
         .unwrap();
