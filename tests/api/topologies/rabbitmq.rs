@@ -18,7 +18,7 @@ use kh_review::outbox::QueueType;
 
 use crate::support::app::{spawn_app_with, AppOptions, TestApp};
 use crate::support::inspect::wait_for;
-use crate::support::load::{steady_load, tally, Step};
+use crate::support::load::{steady_load, tally, Outcome, Step};
 use crate::support::topology::{profile_up, state_dir, take_turn};
 
 const PORTS: [u16; 3] = [5681, 5682, 5683];
@@ -150,62 +150,14 @@ async fn a_killed_node_loses_no_event_of_an_acknowledged_transition() {
     );
 
     owner.outbox_drained(Duration::from_secs(60)).await;
-    let first_after: Option<f64> = sqlx::query_scalar(
-        "SELECT EXTRACT(EPOCH FROM min(done_at) - $1)::float8 FROM outbox WHERE done_at > $1",
-    )
-    .bind(killed_wall)
-    .fetch_one(&owner.pg)
-    .await
-    .unwrap();
-    println!(
-        "from the kill to the first event delivered after it: {:.2} s",
-        first_after.unwrap_or(f64::NAN)
-    );
-
-    let expected: HashSet<(String, String)> = outcomes
-        .iter()
-        .filter_map(|o| {
-            let kind = match o.step {
-                Step::Submit => "document.submitted",
-                Step::Approve => "document.approved",
-                Step::Create => return None,
-            };
-            Some((o.document.clone()?, kind.to_string()))
-        })
-        .collect();
-    let got = std::cell::RefCell::new(HashMap::<(String, String), usize>::new());
-    wait_for(
-        "every acknowledged transition's event on the quorum queue",
-        Duration::from_secs(60),
-        || async {
-            let mut now = HashMap::new();
-            drain(&ch, &queue, &mut now).await;
-            let mut seen = got.borrow_mut();
-            for (k, n) in now {
-                *seen.entry(k).or_default() += n;
-            }
-            expected.iter().all(|k| seen.contains_key(k)).then_some(())
-        },
-    )
-    .await;
-    let got = got.into_inner();
-    let duplicates: usize = expected.iter().map(|k| got[k] - 1).sum();
+    print_first_delivery_after(&owner, killed_wall).await;
+    let expected = acknowledged(&outcomes);
+    let duplicates = all_on_queue(&ch, &queue, &expected).await;
     println!(
         "{} transitions acknowledged, each with its event on the quorum queue; {duplicates} duplicates",
         expected.len()
     );
-    let archived = ch
-        .queue_declare(
-            archive.as_str().into(),
-            QueueDeclareOptions {
-                passive: true,
-                ..Default::default()
-            },
-            FieldTable::default(),
-        )
-        .await
-        .unwrap()
-        .message_count() as usize;
+    let archived = message_count(&ch, &archive).await;
     println!("the quorum archive queue holds {archived} events");
     assert!(
         archived >= expected.len(),
@@ -220,4 +172,66 @@ async fn a_killed_node_loses_no_event_of_an_acknowledged_transition() {
     for app in [third, second, owner] {
         app.stop().await;
     }
+}
+
+async fn print_first_delivery_after(app: &TestApp, at: chrono::DateTime<chrono::Utc>) {
+    let first_after: Option<f64> = sqlx::query_scalar(
+        "SELECT EXTRACT(EPOCH FROM min(done_at) - $1)::float8 FROM outbox WHERE done_at > $1",
+    )
+    .bind(at)
+    .fetch_one(&app.pg)
+    .await
+    .unwrap();
+    println!(
+        "from the kill to the first event delivered after it: {:.2} s",
+        first_after.unwrap_or(f64::NAN)
+    );
+}
+
+/// The events the acknowledged transitions must have: (document_id, event_type).
+fn acknowledged(outcomes: &[Outcome]) -> HashSet<(String, String)> {
+    outcomes
+        .iter()
+        .filter(|o| o.ok())
+        .filter_map(|o| {
+            let kind = match o.step {
+                Step::Submit => "document.submitted",
+                Step::Approve => "document.approved",
+                Step::Create => return None,
+            };
+            Some((o.document.clone()?, kind.to_string()))
+        })
+        .collect()
+}
+
+/// Reads `queue` until each of `expected` is there; returns how many came more than once.
+async fn all_on_queue(ch: &Channel, queue: &str, expected: &HashSet<(String, String)>) -> usize {
+    let got = std::cell::RefCell::new(HashMap::<(String, String), usize>::new());
+    wait_for(
+        "every acknowledged transition's event on the quorum queue",
+        Duration::from_secs(60),
+        || async {
+            let mut now = HashMap::new();
+            drain(ch, queue, &mut now).await;
+            let mut seen = got.borrow_mut();
+            for (k, n) in now {
+                *seen.entry(k).or_default() += n;
+            }
+            expected.iter().all(|k| seen.contains_key(k)).then_some(())
+        },
+    )
+    .await;
+    let got = got.into_inner();
+    expected.iter().map(|k| got[k] - 1).sum()
+}
+
+async fn message_count(ch: &Channel, queue: &str) -> usize {
+    let passive = QueueDeclareOptions {
+        passive: true,
+        ..Default::default()
+    };
+    ch.queue_declare(queue.into(), passive, FieldTable::default())
+        .await
+        .unwrap()
+        .message_count() as usize
 }
