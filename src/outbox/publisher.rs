@@ -3,6 +3,7 @@
 //! connect. A publish succeeds only when the broker confirms it and did not return it as
 //! unroutable.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -255,32 +256,26 @@ impl AmqpPublisher {
                 self.max_message_bytes
             )));
         }
-        let used = AtomicU64::new(0);
-        let sent = tokio::time::timeout(self.timeout, async {
-            let (ch, generation) = self.live_channel().await?;
-            used.store(generation, Ordering::Relaxed);
-            let props = BasicProperties::default()
-                .with_delivery_mode(2)
-                .with_content_type("application/json".into())
-                .with_message_id(message_id.into())
-                .with_type(event_type.into())
-                .with_app_id("kh-review".into())
-                .with_timestamp(chrono::Utc::now().timestamp() as u64)
-                .with_headers(headers);
-            let options = BasicPublishOptions {
-                mandatory: true,
-                ..Default::default()
-            };
-            ch.basic_publish(exchange.into(), routing_key.into(), options, body, props)
-                .await
-                .context("amqp publish")?
-                .await
-                .context("amqp confirm")
-        })
-        .await
-        .map_err(|_| anyhow!("rabbitmq did not confirm within {:?}", self.timeout))
-        .and_then(|r| r);
-        let result = match sent {
+        let sent = self
+            .within_deadline(|ch| async move {
+                let options = BasicPublishOptions {
+                    mandatory: true,
+                    ..Default::default()
+                };
+                let props = message_properties(message_id, event_type, headers);
+                let confirmation = ch
+                    .basic_publish(exchange.into(), routing_key.into(), options, body, props)
+                    .await
+                    .context("amqp publish")?
+                    .await
+                    .context("amqp confirm")?;
+                if confirmation == Confirmation::NotRequested {
+                    return Err(anyhow!("channel is not in confirm mode"));
+                }
+                Ok(confirmation)
+            })
+            .await;
+        match sent {
             Err(e) => Err(PublishError::Unavailable(e)),
             Ok(Confirmation::Ack(None)) => Ok(()),
             Ok(Confirmation::Ack(Some(_))) => Err(PublishError::Refused(format!(
@@ -293,24 +288,37 @@ impl AmqpPublisher {
             Ok(Confirmation::Nack(_)) => Err(PublishError::Refused(
                 "broker refused the message (nack)".into(),
             )),
-            Ok(Confirmation::NotRequested) => Err(PublishError::Unavailable(anyhow!(
-                "channel is not in confirm mode"
-            ))),
-        };
-        if let Err(PublishError::Unavailable(_)) = &result {
-            // The connection it used is suspect even if it looks open: a node that stops
-            // answering (a partition, dropped packets) keeps the socket open, and only the
-            // heartbeat, a minute later, would notice. The next publish connects afresh,
-            // starting at the next node; the one that failed is closed in the background.
+            Ok(Confirmation::NotRequested) => unreachable!("refused above"),
+        }
+    }
+
+    /// Runs `work` on the live confirm channel (connecting first if needed), all within
+    /// `amqp.timeout_ms`. When it fails or runs out of time, the connection it used is given
+    /// up on even if it looks open: a node that stops answering (a partition, dropped
+    /// packets) keeps the socket open, and only the heartbeat, a minute later, would notice.
+    /// The next call connects afresh, starting at the next node; the one that failed is
+    /// closed in the background.
+    pub(super) async fn within_deadline<T, F, Fut>(&self, work: F) -> anyhow::Result<T>
+    where
+        F: FnOnce(Channel) -> Fut,
+        Fut: Future<Output = anyhow::Result<T>>,
+    {
+        let mut used = None;
+        let done = tokio::time::timeout(self.timeout, async {
+            let (ch, generation) = self.live_channel().await?;
+            used = Some(generation);
+            work(ch).await
+        })
+        .await
+        .map_err(|_| anyhow!("rabbitmq did not confirm within {:?}", self.timeout))
+        .and_then(|r| r);
+        if let (Err(_), Some(generation)) = (&done, used) {
             let mut live = self.live.lock().await;
-            if live
-                .as_ref()
-                .is_some_and(|l| l.generation == used.load(Ordering::Relaxed))
-            {
+            if live.as_ref().is_some_and(|l| l.generation == generation) {
                 retire(live.take().expect("checked above"));
             }
         }
-        result
+        done
     }
 
     /// Whether a connection is open now (publishing would not have to connect first).
@@ -352,4 +360,20 @@ fn retire(dead: Live) {
         let closing = dead.conn.close(320, "reconnecting".into());
         let _ = tokio::time::timeout(Duration::from_secs(1), closing).await;
     });
+}
+
+/// The properties of every event message: persistent, JSON, its id and type, `headers`.
+pub(super) fn message_properties(
+    message_id: &str,
+    event_type: &str,
+    headers: FieldTable,
+) -> BasicProperties {
+    BasicProperties::default()
+        .with_delivery_mode(2)
+        .with_content_type("application/json".into())
+        .with_message_id(message_id.into())
+        .with_type(event_type.into())
+        .with_app_id("kh-review".into())
+        .with_timestamp(chrono::Utc::now().timestamp() as u64)
+        .with_headers(headers)
 }

@@ -19,10 +19,10 @@ use anyhow::anyhow;
 use futures_util::future::join_all;
 use lapin::options::{BasicPublishOptions, QueueDeclareOptions};
 use lapin::types::FieldTable;
-use lapin::{BasicProperties, Confirmation, ErrorKind};
+use lapin::{Channel, Confirmation, ErrorKind};
 use tokio::sync::Mutex;
 
-use super::publisher::{AmqpPublisher, Destination, PublishError};
+use super::publisher::{message_properties, AmqpPublisher, Destination, PublishError};
 
 /// How long a look-up of the queues' existence is reused.
 pub const FRESH_FOR: Duration = Duration::from_secs(1);
@@ -149,14 +149,9 @@ impl RequiredQueues {
         if self.names.is_empty() {
             return Ok(());
         }
-        let timeout = publisher.timeout();
-        let sent = tokio::time::timeout(
-            timeout,
-            self.publish_all(publisher, message_id, event_type, headers, body),
-        )
-        .await
-        .map_err(|_| anyhow!("rabbitmq did not confirm within {timeout:?}"))
-        .and_then(|r| r);
+        let sent = publisher
+            .within_deadline(|ch| self.publish_all(ch, message_id, event_type, headers, body))
+            .await;
         let confirms = sent.map_err(PublishError::Unavailable)?;
         let mut returned = Vec::new();
         for (name, confirm) in self.names.iter().zip(confirms) {
@@ -187,22 +182,14 @@ impl RequiredQueues {
 
     async fn publish_all(
         &self,
-        publisher: &AmqpPublisher,
+        ch: Channel,
         message_id: &str,
         event_type: &str,
         headers: FieldTable,
         body: &[u8],
     ) -> anyhow::Result<Vec<Confirmation>> {
-        let ch = publisher.channel().await?;
         // The properties and headers of the exchange publish (`AmqpPublisher::publish`).
-        let props = BasicProperties::default()
-            .with_delivery_mode(2)
-            .with_content_type("application/json".into())
-            .with_message_id(message_id.into())
-            .with_type(event_type.into())
-            .with_app_id("kh-review".into())
-            .with_timestamp(chrono::Utc::now().timestamp() as u64)
-            .with_headers(headers);
+        let props = message_properties(message_id, event_type, headers);
         let options = BasicPublishOptions {
             mandatory: true,
             ..Default::default()
