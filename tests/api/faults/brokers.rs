@@ -21,6 +21,13 @@ async fn channel() -> (Connection, Channel) {
     (conn, ch)
 }
 
+fn types(events: &[Value]) -> Vec<&str> {
+    events
+        .iter()
+        .map(|e| e["event_type"].as_str().unwrap())
+        .collect()
+}
+
 /// A test app whose archive queue is `queue`, declared as `wanted` if it does not exist.
 async fn app_with_archive(queue: &str, wanted: QueueType) -> TestApp {
     let queue = queue.to_string();
@@ -86,11 +93,7 @@ async fn events_are_published_through_the_second_node_when_the_first_is_down() {
     let r = app.approve(&review_id, &app.reviewer()).await;
     assert_eq!(r.status(), StatusCode::OK);
     let events = app.wait_events(2, Duration::from_secs(10)).await;
-    let types: Vec<&str> = events
-        .iter()
-        .map(|e| e["event_type"].as_str().unwrap())
-        .collect();
-    assert_eq!(types, ["document.submitted", "document.approved"]);
+    assert_eq!(types(&events), ["document.submitted", "document.approved"]);
     app.finish().await;
 }
 
@@ -114,11 +117,7 @@ async fn a_silent_first_node_is_given_up_on_within_the_publish_deadline() {
     let r = app.approve(&review_id, &app.reviewer()).await;
     assert_eq!(r.status(), StatusCode::OK);
     let events = app.wait_events(2, Duration::from_secs(10)).await;
-    let types: Vec<&str> = events
-        .iter()
-        .map(|e| e["event_type"].as_str().unwrap())
-        .collect();
-    assert_eq!(types, ["document.submitted", "document.approved"]);
+    assert_eq!(types(&events), ["document.submitted", "document.approved"]);
     let ready: Value = app.public_json("/readyz").await;
     assert_eq!(ready["checks"]["rabbitmq"]["status"], "up", "{ready}");
     app.finish().await;
@@ -156,11 +155,7 @@ async fn a_connected_node_that_goes_silent_is_left_for_the_next() {
         "node 1 silent: its events were published through node 2 {:.1} s after the freeze",
         frozen.elapsed().as_secs_f64()
     );
-    let types: Vec<&str> = events
-        .iter()
-        .map(|e| e["event_type"].as_str().unwrap())
-        .collect();
-    assert_eq!(types, ["document.submitted", "document.approved"]);
+    assert_eq!(types(&events), ["document.submitted", "document.approved"]);
     app.outbox_drained(Duration::from_secs(10)).await;
     proxy.cut();
     app.finish().await;
@@ -180,12 +175,8 @@ async fn publishes_to_an_archive_made_elsewhere(existing: FieldTable, wanted: Qu
     assert_eq!(r.status(), StatusCode::OK);
     app.outbox_drained(Duration::from_secs(10)).await;
     let archived = drain(&app, &ch, &archive).await;
-    let types: Vec<&str> = archived
-        .iter()
-        .map(|e| e["event_type"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        types,
+        types(&archived),
         ["document.submitted", "document.approved"],
         "published to the archive"
     );

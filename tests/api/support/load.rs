@@ -3,12 +3,14 @@
 //! fails over meets requests at the same rate throughout. Every answer is recorded, with
 //! its time, so a test can say what the clients saw during the fault.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde_json::{json, Value};
 
 use super::app::TestApp;
+use super::inspect::wait_for;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
@@ -34,9 +36,34 @@ impl Outcome {
     }
 }
 
-/// Runs `apps[i]` flows every `every` for `length`; returns every answer, in no order.
-pub async fn steady_load(apps: &[&TestApp], length: Duration, every: Duration) -> Vec<Outcome> {
-    let runs = apps.iter().map(|app| one_instance(app, length, every));
+/// How many approvals of the load have been answered 2xx so far: a fault waits for the
+/// load to be well under way by this, not by the clock.
+#[derive(Default)]
+pub struct Progress(AtomicUsize);
+
+impl Progress {
+    /// Waits (at most a minute) until `n` approvals have succeeded.
+    pub async fn approvals(&self, n: usize) {
+        wait_for(
+            &format!("{n} approvals"),
+            Duration::from_secs(60),
+            || async { (self.0.load(Ordering::Relaxed) >= n).then_some(()) },
+        )
+        .await
+    }
+}
+
+/// Runs `apps[i]` flows every `every` for `length`, counting its approvals in `progress`;
+/// returns every answer, in no order.
+pub async fn steady_load(
+    apps: &[&TestApp],
+    length: Duration,
+    every: Duration,
+    progress: &Progress,
+) -> Vec<Outcome> {
+    let runs = apps
+        .iter()
+        .map(|app| one_instance(app, length, every, progress));
     futures_util::future::join_all(runs)
         .await
         .into_iter()
@@ -44,7 +71,12 @@ pub async fn steady_load(apps: &[&TestApp], length: Duration, every: Duration) -
         .collect()
 }
 
-async fn one_instance(app: &TestApp, length: Duration, every: Duration) -> Vec<Outcome> {
+async fn one_instance(
+    app: &TestApp,
+    length: Duration,
+    every: Duration,
+    progress: &Progress,
+) -> Vec<Outcome> {
     let end = Instant::now() + length;
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -55,7 +87,7 @@ async fn one_instance(app: &TestApp, length: Duration, every: Duration) -> Vec<O
         tokio::select! {
             _ = tick.tick() => {
                 n += 1;
-                flows.push(flow(app, n));
+                flows.push(flow(app, n, progress));
             }
             Some(done) = flows.next() => out.extend(done),
         }
@@ -67,7 +99,7 @@ async fn one_instance(app: &TestApp, length: Duration, every: Duration) -> Vec<O
 }
 
 /// Create, submit, approve: as far as the answers let it go.
-async fn flow(app: &TestApp, n: u64) -> Vec<Outcome> {
+async fn flow(app: &TestApp, n: u64, progress: &Progress) -> Vec<Outcome> {
     let mut out = Vec::new();
     let created = send(
         app,
@@ -115,6 +147,9 @@ async fn flow(app: &TestApp, n: u64) -> Vec<Outcome> {
         json!({}),
     )
     .await;
+    if approved.ok() {
+        progress.0.fetch_add(1, Ordering::Relaxed);
+    }
     out.push(approved);
     out
 }

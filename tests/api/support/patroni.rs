@@ -16,7 +16,7 @@ use sqlx::PgPool;
 use super::app::{spawn_app_with, AppOptions, TestApp};
 use super::inspect::wait_for;
 use super::load::{Outcome, Step};
-use super::topology::state_dir;
+use super::topology::{sigkill, state_dir};
 
 pub const PROXY: &str = "postgres://kh:kh@127.0.0.1:5440";
 pub const MONGO: &str = "mongodb://127.0.0.1:27027";
@@ -101,17 +101,7 @@ pub async fn new_leader(old: &str, deadline: Duration) -> String {
 /// would be restarted in place by Patroni: no failover).
 pub fn kill_member(name: &str) {
     let dir = state_dir().join("postgres-ha").join(name);
-    let read = |f: PathBuf| {
-        let text = std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-        text.lines().next().unwrap_or_default().trim().to_string()
-    };
-    let patroni = read(dir.join("patroni.pid"));
-    let postmaster = read(dir.join("data/postmaster.pid"));
-    let ok = Command::new("kill")
-        .args(["-KILL", &patroni, &postmaster])
-        .status()
-        .unwrap();
-    assert!(ok.success(), "kill -KILL {patroni} {postmaster} ({name})");
+    sigkill(&[dir.join("patroni.pid"), dir.join("data/postmaster.pid")]);
 }
 
 /// `postgres-ha.sh switchover`: the sync standby becomes the leader; returns once the

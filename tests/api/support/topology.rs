@@ -132,17 +132,8 @@ impl Topology {
 
     /// SIGKILL for the node on `port`, by its pid file.
     pub fn kill(&self, port: u16) {
-        let pidfile = state_dir()
-            .join(self.kind.profile())
-            .join(port.to_string())
-            .join("redis.pid");
-        let pid = std::fs::read_to_string(&pidfile)
-            .unwrap_or_else(|e| panic!("{}: {e}", pidfile.display()));
-        let ok = Command::new("kill")
-            .args(["-KILL", pid.trim()])
-            .status()
-            .expect("kill runs");
-        assert!(ok.success(), "kill -KILL {} (port {port})", pid.trim());
+        let node = state_dir().join(self.kind.profile()).join(port.to_string());
+        sigkill(&[node.join("redis.pid")]);
     }
 
     /// Lock keys (not fence counters) left under `prefix` on any data node.
@@ -165,6 +156,24 @@ impl Topology {
         all.dedup();
         all
     }
+}
+
+/// SIGKILL, at once, for the processes whose pids the first lines of `pid_files` hold.
+pub fn sigkill(pid_files: &[PathBuf]) {
+    let pids: Vec<String> = pid_files
+        .iter()
+        .map(|f| {
+            let text =
+                std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            text.lines().next().unwrap_or_default().trim().to_string()
+        })
+        .collect();
+    let ok = Command::new("kill")
+        .arg("-KILL")
+        .args(&pids)
+        .status()
+        .expect("kill runs");
+    assert!(ok.success(), "kill -KILL {pids:?} ({pid_files:?})");
 }
 
 pub fn state_dir() -> PathBuf {

@@ -6,6 +6,8 @@
 //! last version. A session on a primary that came back as a replica is refused.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
@@ -13,7 +15,7 @@ use sqlx::PgPool;
 
 use crate::support::app::TestApp;
 use crate::support::inspect::{expect_error, wait_for};
-use crate::support::load::{outage, steady_load, tally, Outcome, Step};
+use crate::support::load::{outage, steady_load, tally, Outcome, Progress, Step};
 use crate::support::patroni::{
     committed_state_holds, database, events_of_outbox, instance, kill_member, leader, new_leader,
     only_unavailable, switchover, PROXY,
@@ -78,20 +80,37 @@ async fn after_failover(
     );
 }
 
-async fn load_for(apps: &[TestApp], secs: u64) -> Vec<Outcome> {
-    let refs: Vec<&TestApp> = apps.iter().collect();
-    steady_load(&refs, Duration::from_secs(secs), Duration::from_millis(200)).await
-}
-
-/// 10 s into 30 s of load, the leader's Patroni and its postmaster get SIGKILL together.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn the_primary_killed_under_load_loses_no_acknowledged_transition() {
+/// `fault` (given the load's progress; it returns when the fault struck) during `secs` of
+/// load on three fresh instances through the proxy, then the checks.
+async fn failover_under_load<F, Fut>(secs: u64, what: &str, fault: F)
+where
+    F: FnOnce(Arc<Progress>) -> Fut,
+    Fut: Future<Output = Instant>,
+{
     let _turn = take_turn().await;
     profile_up("postgres-ha").await;
     let (apps, pg) = instances().await;
-    let fault = async {
-        // the scenario: the kill comes 10 s into the load
-        tokio::time::sleep(Duration::from_secs(10)).await;
+    let progress = Arc::new(Progress::default());
+    let refs: Vec<&TestApp> = apps.iter().collect();
+    let load = steady_load(
+        &refs,
+        Duration::from_secs(secs),
+        Duration::from_millis(200),
+        &progress,
+    );
+    let (outcomes, at) = tokio::join!(load, fault(progress.clone()));
+    after_failover(&apps, &pg, &outcomes, at, what).await;
+    for app in apps.into_iter().rev() {
+        app.stop().await;
+    }
+}
+
+/// 30 s of load (15 flows a second); once 150 approvals are in (about 10 s), the leader's
+/// Patroni and its postmaster get SIGKILL together.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_primary_killed_under_load_loses_no_acknowledged_transition() {
+    failover_under_load(30, "primary killed", |progress| async move {
+        progress.approvals(150).await;
         let (old, _) = leader().await.expect("a leader");
         let at = Instant::now();
         kill_member(&old);
@@ -106,23 +125,16 @@ async fn the_primary_killed_under_load_loses_no_acknowledged_transition() {
             at.elapsed().as_secs_f64()
         );
         at
-    };
-    let (outcomes, at) = tokio::join!(load_for(&apps, 30), fault);
-    after_failover(&apps, &pg, &outcomes, at, "primary killed").await;
-    for app in apps.into_iter().rev() {
-        app.stop().await;
-    }
+    })
+    .await
 }
 
-/// 5 s into 20 s of load, a switchover to the sync standby (patronictl).
+/// 20 s of load; once 75 approvals are in (about 5 s), a switchover to the sync standby
+/// (patronictl).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_switchover_under_load_loses_no_acknowledged_transition() {
-    let _turn = take_turn().await;
-    profile_up("postgres-ha").await;
-    let (apps, pg) = instances().await;
-    let fault = async {
-        // the scenario: the switchover comes 5 s into the load
-        tokio::time::sleep(Duration::from_secs(5)).await;
+    failover_under_load(20, "switchover", |progress| async move {
+        progress.approvals(75).await;
         let (old, _) = leader().await.expect("a leader");
         let at = Instant::now();
         switchover().await;
@@ -133,12 +145,8 @@ async fn a_switchover_under_load_loses_no_acknowledged_transition() {
             at.elapsed().as_secs_f64()
         );
         at
-    };
-    let (outcomes, at) = tokio::join!(load_for(&apps, 20), fault);
-    after_failover(&apps, &pg, &outcomes, at, "switchover").await;
-    for app in apps.into_iter().rev() {
-        app.stop().await;
-    }
+    })
+    .await
 }
 
 /// An instance that names the primary itself (no proxy) after that member was demoted by

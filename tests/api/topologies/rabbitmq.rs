@@ -6,20 +6,18 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use lapin::options::{
-    BasicGetOptions, ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions,
-    QueueDeleteOptions,
-};
-use lapin::types::{AMQPValue, FieldTable};
-use lapin::{Channel, Connection, ConnectionProperties, ExchangeKind};
+use lapin::options::{BasicGetOptions, QueueDeclareOptions, QueueDeleteOptions};
+use lapin::types::FieldTable;
+use lapin::{Channel, Connection, ConnectionProperties};
 use serde_json::Value;
 
 use kh_review::outbox::QueueType;
 
 use crate::support::app::{spawn_app_with, AppOptions, TestApp};
 use crate::support::inspect::wait_for;
-use crate::support::load::{steady_load, tally, Outcome, Step};
-use crate::support::topology::{profile_up, state_dir, take_turn};
+use crate::support::load::{steady_load, tally, Outcome, Progress, Step};
+use crate::support::topology::{profile_up, sigkill, state_dir, take_turn};
+use kh_review_testkit::amqp::{declare_exchange_and_queue, Lasting};
 
 const PORTS: [u16; 3] = [5681, 5682, 5683];
 
@@ -29,16 +27,8 @@ fn node_url(port: u16) -> String {
 
 /// SIGKILL for the cluster node on `port` (its Erlang VM, by its pid file).
 fn kill_node(port: u16) {
-    let file = state_dir()
-        .join("rabbitmq-cluster")
-        .join(port.to_string())
-        .join("rabbitmq.pid");
-    let pid = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-    let ok = std::process::Command::new("kill")
-        .args(["-KILL", pid.trim()])
-        .status()
-        .unwrap();
-    assert!(ok.success(), "kill -KILL {} (node on {port})", pid.trim());
+    let node = state_dir().join("rabbitmq-cluster").join(port.to_string());
+    sigkill(&[node.join("rabbitmq.pid")]);
 }
 
 /// A quorum queue bound to every event of `exchange`, declared through the node on `port`.
@@ -49,37 +39,9 @@ async fn quorum_queue(port: u16, exchange: &str, queue: &str) -> (Connection, Ch
             panic!("node on {port}: {e} (scripts/services.sh up rabbitmq-cluster)")
         });
     let ch = conn.create_channel().await.unwrap();
-    let durable = ExchangeDeclareOptions {
-        durable: true,
-        ..Default::default()
-    };
-    ch.exchange_declare(
-        exchange.into(),
-        ExchangeKind::Topic,
-        durable,
-        FieldTable::default(),
-    )
-    .await
-    .unwrap();
-    let mut args = FieldTable::default();
-    args.insert(
-        "x-queue-type".into(),
-        AMQPValue::LongString("quorum".into()),
-    );
-    let options = QueueDeclareOptions {
-        durable: true,
-        ..Default::default()
-    };
-    ch.queue_declare(queue.into(), options, args).await.unwrap();
-    ch.queue_bind(
-        queue.into(),
-        exchange.into(),
-        "#".into(),
-        QueueBindOptions::default(),
-        FieldTable::default(),
-    )
-    .await
-    .unwrap();
+    declare_exchange_and_queue(&ch, exchange, queue, Lasting::Quorum)
+        .await
+        .unwrap();
     (conn, ch)
 }
 
@@ -114,8 +76,9 @@ async fn instance(share_with: Option<&TestApp>, archive: &str) -> TestApp {
     .await
 }
 
-/// 3 instances approve for 30 s (a flow each 150 ms each); 10 s in, the node they publish
-/// through (the first: each starts there) gets SIGKILL, and is started again at once.
+/// 3 instances approve for 30 s (a flow each 150 ms each); once 200 approvals are in (about
+/// 10 s), the node they publish through (the first: each starts there) gets SIGKILL, and is
+/// started again at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_killed_node_loses_no_event_of_an_acknowledged_transition() {
     let _turn = take_turn().await;
@@ -127,9 +90,9 @@ async fn a_killed_node_loses_no_event_of_an_acknowledged_transition() {
     let queue = format!("kh.test.quorum.{}", uuid::Uuid::new_v4().simple());
     let (_conn, ch) = quorum_queue(PORTS[1], &owner.shared.exchange, &queue).await;
 
+    let progress = Progress::default();
     let killed = async {
-        // the scenario: the kill comes 10 s into the load
-        tokio::time::sleep(Duration::from_secs(10)).await;
+        progress.approvals(200).await; // about 10 s into the load
         let (at, wall) = (Instant::now(), chrono::Utc::now());
         kill_node(PORTS[0]);
         profile_up("rabbitmq-cluster").await;
@@ -140,7 +103,12 @@ async fn a_killed_node_loses_no_event_of_an_acknowledged_transition() {
         (at, wall)
     };
     let apps = [&owner, &second, &third];
-    let load = steady_load(&apps, Duration::from_secs(30), Duration::from_millis(150));
+    let load = steady_load(
+        &apps,
+        Duration::from_secs(30),
+        Duration::from_millis(150),
+        &progress,
+    );
     let (outcomes, (_, killed_wall)) = tokio::join!(load, killed);
     println!("answers: {}", tally(&outcomes));
     assert!(

@@ -3,7 +3,7 @@
 //! benchmark run.
 
 use lapin::options::{ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions};
-use lapin::types::FieldTable;
+use lapin::types::{AMQPValue, FieldTable};
 use lapin::{Channel, Connection, ConnectionProperties, ExchangeKind};
 
 use crate::stores::{amqp_url, unreachable};
@@ -22,6 +22,8 @@ pub enum Lasting {
     Transient,
     /// Across broker restarts (the benchmark's, purged at its start).
     Durable,
+    /// Durable and replicated over a cluster's nodes: a quorum queue.
+    Quorum,
 }
 
 /// Declares the durable topic `exchange` the service publishes to, and `queue`, bound to
@@ -44,11 +46,17 @@ pub async fn declare_exchange_and_queue(
     )
     .await?;
     let options = QueueDeclareOptions {
-        durable: lasting == Lasting::Durable,
+        durable: lasting != Lasting::Transient,
         ..Default::default()
     };
-    ch.queue_declare(queue.into(), options, FieldTable::default())
-        .await?;
+    let mut args = FieldTable::default();
+    if lasting == Lasting::Quorum {
+        args.insert(
+            "x-queue-type".into(),
+            AMQPValue::LongString("quorum".into()),
+        );
+    }
+    ch.queue_declare(queue.into(), options, args).await?;
     let bind = QueueBindOptions::default();
     ch.queue_bind(
         queue.into(),
