@@ -323,6 +323,12 @@ impl Settings {
         if self.outbox.inline_lease.is_zero() {
             bad("outbox.inline_lease_ms", "must be greater than zero");
         }
+        if self.outbox.mark_window * 10 > self.outbox.inline_lease {
+            bad(
+                "outbox.mark_window_ms",
+                "must be at most a tenth of outbox.inline_lease_ms (a row waiting for its mark must stay claimed)",
+            );
+        }
         if self.outbox.purge_batch <= 0 {
             bad("outbox.purge_batch", "must be greater than zero");
         }

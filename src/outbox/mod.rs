@@ -13,6 +13,7 @@
 pub mod asyncapi;
 pub mod envelope;
 mod fault;
+pub mod marks;
 pub(crate) mod nodes;
 mod passes;
 pub mod publisher;
@@ -34,6 +35,7 @@ use crate::store::mongo::MongoProjection;
 use crate::store::{OutboxRow, PgStore, StoreError};
 pub use envelope::EventSettings;
 use fault::{Fault, Phase};
+pub use marks::Marks;
 use publisher::{AmqpPublisher, Destination, PublishError};
 use required::RequiredQueues;
 pub use settings::{AmqpSettings, OutboxSettings, QueueType};
@@ -60,6 +62,8 @@ pub struct Dispatcher {
     stats: DispatchStats,
     /// `amqp.required_queues`: each gets its own copy of every event.
     required: RequiredQueues,
+    /// The done marks of rows delivered by their requests, written in groups.
+    marks: Marks,
 }
 
 /// What a pass did: rows delivered or tried, and whether a dependency was down.
@@ -81,7 +85,9 @@ impl Dispatcher {
         settings: OutboxSettings,
         events: EventSettings,
     ) -> Self {
+        let marks = Marks::new(store.clone(), settings.mark_window);
         Self {
+            marks,
             store,
             mongo,
             publisher,
@@ -142,12 +148,22 @@ impl Dispatcher {
     pub async fn after_commit(&self, document: &Document, owned: Option<OutboxRow>) {
         match owned {
             Some(row) => self.deliver_owned(document, row).await,
-            None => self.dispatch_document_now(document.id).await,
+            None => {
+                // An earlier row of the document may be undone only because its mark
+                // waits here: written first, the inline pass can deliver this one.
+                self.marks.flush_if_pending(document.id).await;
+                self.dispatch_document_now(document.id).await
+            }
         }
     }
 
-    /// Projects `document`, publishes the row's event, and marks the row done in one
-    /// statement. On a failure the row is given back or marked for a retry (or, if even
+    /// Writes the done marks still waiting for their group (at shutdown).
+    pub async fn flush_marks(&self) {
+        self.marks.flush().await;
+    }
+
+    /// Projects `document`, publishes the row's event, and hands the row to the grouped
+    /// done marks. On a failure the row is given back or marked for a retry (or, if even
     /// that fails, left to the dispatchers once its lease ends).
     async fn deliver_owned(&self, document: &Document, row: OutboxRow) {
         let projected = match row.projected {
@@ -159,7 +175,10 @@ impl Dispatcher {
             Err(fault) => Err(fault),
         };
         let marked = match delivered {
-            Ok(()) => self.store.mark_done(&[row.id]).await,
+            Ok(()) => {
+                self.marks.mark(row.id, row.document_id).await;
+                Ok(())
+            }
             Err(fault) => self.fail(&[&row], &fault).await,
         };
         if let Err(e) = marked {

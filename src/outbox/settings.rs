@@ -105,6 +105,12 @@ pub struct OutboxSettings {
     #[serde_as(as = "DurationMilliSeconds<u64>")]
     #[serde(rename = "inline_lease_ms")]
     pub inline_lease: std::time::Duration,
+    /// The done marks of rows delivered by their requests are written by groups: the rows
+    /// delivered within this of the first are marked by one statement. Zero: each request
+    /// marks its own row before it answers. Far below `inline_lease`.
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "mark_window_ms")]
+    pub mark_window: std::time::Duration,
     /// Failed attempts the broker's refusals (unroutable, nacked) may cost a row before it
     /// is parked for an admin. A dependency that is down costs no attempt.
     pub max_attempts: i32,

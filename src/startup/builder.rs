@@ -55,6 +55,7 @@ impl Core {
     /// `server.shutdown_grace_ms`), then closes the AMQP connection and the pool.
     pub async fn close(&self) {
         self.tasks.stop(self.tasks_grace).await;
+        self.dispatcher.flush_marks().await;
         self.dispatcher.publisher().close().await;
         self.store.close().await;
     }

@@ -85,7 +85,7 @@ async fn redis_over_tls_with_a_password_guards_transitions() {
             ("APP__REDIS__URL", url(password)),
             ("SSL_CERT_FILE", roots.clone()),
         ];
-        let _binary = serve_binary(&app, port, &envs);
+        let binary = serve_binary(&app, port, &envs);
         let base = format!("http://127.0.0.1:{port}");
         listening(&app, &base).await;
         let r = app
@@ -99,6 +99,10 @@ async fn redis_over_tls_with_a_password_guards_transitions() {
         assert_eq!(r.status(), reqwest::StatusCode::OK);
         let mode = app.approval_lock_mode(&review_id).await;
         assert_eq!(mode, guarded, "password {password}, roots {roots}");
+        // Stopped as an orchestrator stops it: the delivery mark of its approval, still
+        // waiting for its group, is written before it exits (killed, it would be left to
+        // the takeover once the row's inline lease ends).
+        binary.terminate().await;
     }
     app.outbox_drained(Duration::from_secs(10)).await;
     app.finish().await;

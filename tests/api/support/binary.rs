@@ -13,6 +13,22 @@ use kh_review_testkit::proxy::dead_port;
 /// Kills the child process if the test fails before it exits.
 pub struct KillOnDrop(pub Child);
 
+impl KillOnDrop {
+    /// Stops the process as an orchestrator does (SIGTERM) and waits for it to exit.
+    pub async fn terminate(mut self) {
+        let pid = self.0.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        while self.0.try_wait().ok().flatten().is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the binary did not exit within 15 s of SIGTERM"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
         let _ = self.0.kill();
