@@ -17,8 +17,9 @@ use std::time::{Duration, Instant};
 
 use bench_support::{
     approve_load, audit_rows, console_rows, cost_row, data_size_row, drain_row, drive, interleaved,
-    lifecycle_rows, replay_row, rounds, starvation_row, sustained_row, trace_rows, workflow_rows,
-    ApproveFigures, BenchEnv, Figures, Goals, Measure, Rec, Report, Service,
+    lifecycle_rows, replay_row, round_trip_rows, rounds, starvation_row, sustained_row, trace_rows,
+    workflow_rows, ApproveFigures, BenchEnv, Figures, Goals, Measure, Rec, Report, Service,
+    Statements,
 };
 use kh_review::lock::redis::RedisLockProvider;
 use kh_review::lock::{Attempt, LockProvider, Ttl};
@@ -40,6 +41,7 @@ async fn main() -> anyhow::Result<()> {
     let lock_ratio = lock_rows(&mut report, &env).await?;
     // First, while no other instance polls the benchmark's database.
     let cost = cost_row(&mut report, &env).await?;
+    let round_trips = round_trip_rows(&mut report, &env).await?;
     let up = env.spawn_service("up", &[]).await?;
     let down = env
         .spawn_service("redis-down", &[("APP__REDIS__URL", env.dead_redis_url())])
@@ -82,6 +84,7 @@ async fn main() -> anyhow::Result<()> {
         approve,
         lock_ratio,
         cost,
+        round_trips,
         drain,
         grown,
         sustained,
@@ -106,6 +109,7 @@ async fn one_row(report: &mut Report, env: &BenchEnv, only: &str) -> anyhow::Res
         "drain" => drain_row(report, env).await.map(|_| ())?,
         "replay" => replay_row(report, env).await?,
         "cost" => cost_row(report, env).await.map(|_| ())?,
+        "round-trips" => round_trip_rows(report, env).await.map(|_| ())?,
         "lock" => lock_rows(report, env).await.map(|_| ())?,
         "console" => console_rows(report, env).await.map(|_| ())?,
         "audit" => audit_rows(report, env).await?,
@@ -169,11 +173,11 @@ async fn approve_rows(
         // measured in turns with the service.
         let with_redis: Measure = Box::new(|| Box::pin(approve_load(env, up, conc, n)));
         let without: Measure = Box::new(|| Box::pin(approve_load(env, down, conc, n)));
-        let floor: Measure = Box::new(|| Box::pin(review_floor(env, conc, n)));
-        let [with_redis, without, floor] = interleaved(vec![with_redis, without, floor])
-            .await?
-            .try_into()
-            .expect("three rows");
+        let floor: Measure = Box::new(|| Box::pin(review_floor(env, Statements::Old, conc, n)));
+        let new_floor: Measure = Box::new(|| Box::pin(review_floor(env, Statements::New, conc, n)));
+        let rows = vec![with_redis, without, floor, new_floor];
+        let [with_redis, without, floor, new_floor] =
+            interleaved(rows).await?.try_into().expect("four rows");
         report.row("approve over HTTP, Redis up", conc, &with_redis, None);
         report.row(
             "approve over HTTP, Redis down (circuit open)",
@@ -182,21 +186,32 @@ async fn approve_rows(
             Some(("p50 vs Redis up", without.p50_ms / with_redis.p50_ms)),
         );
         report.row(
-            "floor: same PG statements + Mongo update + confirmed publish, no service",
+            "floor: the old PG statements (one per row, marks one by one) + Mongo update + confirmed publish, no service",
             conc,
             &floor,
             Some(("service p50 / floor p50", with_redis.p50_ms / floor.p50_ms)),
         );
+        report.row(
+            "floor of the new statements (combined write, grouped marks) + Mongo update + confirmed publish, no service",
+            conc,
+            &new_floor,
+            Some(("service p50 / new floor p50", with_redis.p50_ms / new_floor.p50_ms)),
+        );
         let throughput = with_redis.ops_per_sec / floor.ops_per_sec;
+        let vs_new = with_redis.ops_per_sec / new_floor.ops_per_sec;
         report.ratio(&format!("throughput service / floor at {conc}"), throughput);
+        report.ratio(&format!("throughput service / new floor at {conc}"), vs_new);
         match conc {
             1 => {
                 out.p50_c1 = with_redis.p50_ms;
                 out.p50_vs_floor_c1 = with_redis.p50_ms / floor.p50_ms;
                 out.degraded_c1 = without.p50_ms / with_redis.p50_ms;
             }
-            16 => out.throughput_c16 = throughput,
-            _ => out.throughput_c64 = throughput,
+            16 => (out.throughput_c16, out.vs_new_floor_c16) = (throughput, vs_new),
+            _ => {
+                (out.throughput_c64, out.vs_new_floor_c64) = (throughput, vs_new);
+                out.p99_c64 = with_redis.p99_ms;
+            }
         }
     }
     Ok(out)
@@ -253,8 +268,13 @@ async fn lock_provider(
     .await
 }
 
-async fn review_floor(env: &BenchEnv, conc: usize, n: usize) -> anyhow::Result<Figures> {
-    Ok(env.floor(conc, n).await?.0)
+async fn review_floor(
+    env: &BenchEnv,
+    statements: Statements,
+    conc: usize,
+    n: usize,
+) -> anyhow::Result<Figures> {
+    Ok(env.floor(statements, conc, n).await?.0)
 }
 
 async fn contention(env: &BenchEnv, svc: &Service, clients: usize) -> anyhow::Result<Figures> {

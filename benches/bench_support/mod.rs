@@ -8,6 +8,7 @@ mod data;
 mod drain;
 mod drive;
 mod floor;
+pub use floor::Statements;
 mod goals;
 mod growth;
 mod lifecycle;
@@ -18,10 +19,12 @@ mod queue;
 mod replay;
 mod report;
 mod revise;
+mod roundtrips;
 mod rows;
 mod service;
 mod sustained;
 mod trace;
+mod turns;
 mod workflow;
 
 pub use approve::{approve_each, approve_load};
@@ -36,6 +39,7 @@ pub use kh_review_testkit::proxy::Proxy;
 pub use lifecycle::{lifecycle_rows, LifecycleFigures};
 pub use replay::replay_row;
 pub use report::{Figures, Report};
+pub use roundtrips::round_trip_rows;
 pub use rows::{cost_row, starvation_row};
 pub use service::Service;
 pub use sustained::sustained_row;
@@ -98,6 +102,8 @@ pub struct BenchEnv {
     amqp_conn: Connection,
     /// The floor's clients of the stores, made on first use (see `floor.rs`).
     floor: tokio::sync::OnceCell<std::sync::Arc<floor::Floor>>,
+    /// The same of the new statements.
+    floor_new: tokio::sync::OnceCell<std::sync::Arc<floor::Floor>>,
 }
 
 impl BenchEnv {
@@ -150,6 +156,7 @@ impl BenchEnv {
             amqp_conn: conn,
             admin: PgPool::connect(&pg_url()).await?,
             floor: tokio::sync::OnceCell::new(),
+            floor_new: tokio::sync::OnceCell::new(),
         })
     }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use super::cost::CostPer;
-use super::{approve_each, drive_for, BenchEnv, CostSample, Figures, Report, Service};
+use super::{approve_each, drive_for, BenchEnv, CostSample, Figures, Report, Service, Statements};
 
 fn env_usize(key: &str, default: usize) -> usize {
     std::env::var(key)
@@ -41,7 +41,7 @@ pub async fn cost_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<Cos
     env.expect_delivered(n).await?;
     let mut per = after.per(&before, n);
     drop(svc);
-    let (_, floor_cpu) = env.floor(16, n).await?;
+    let (_, floor_cpu) = env.floor(Statements::Old, 16, n).await?;
     per.floor_cpu_ms = floor_cpu * 1000.0 / n as f64;
     report.note(format!(
         "cost per approval ({n} at concurrency 16, dispatcher off, every event delivered by its request): \

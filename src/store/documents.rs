@@ -268,13 +268,9 @@ pub(super) async fn write_document(
     change: DocumentChange,
     link: &Link,
 ) -> Result<Document, sqlx::Error> {
-    let title = change.title.map(DocumentTitle::into_string);
-    let body = change.body.map(DocumentBody::into_string);
-    let publication = match change.published {
-        Publication::Keep => "keep",
-        Publication::Publish => "publish",
-        Publication::Withdraw => "withdraw",
-    };
+    let title = change.title.as_ref().map(DocumentTitle::as_str);
+    let body = change.body.as_ref().map(DocumentBody::as_str);
+    let publication = publication(change.published);
     // The published revision moves in the same statement: an approval publishes the row as
     // it now is, an archive clears it.
     let updated_at = sqlx::query_scalar!(
@@ -290,8 +286,8 @@ pub(super) async fn write_document(
          audit_count = COALESCE($10, audit_count), audit_head = COALESCE($11, audit_head) \
          WHERE id = $1 RETURNING updated_at",
         change.id,
-        title.as_deref(),
-        body.as_deref(),
+        title,
+        body,
         change.status as DocumentStatus,
         change.version,
         change.current_review_id,
@@ -303,8 +299,28 @@ pub(super) async fn write_document(
     )
     .fetch_one(&mut **tx)
     .await?;
-    let title = title.unwrap_or(before.title);
-    let body = body.unwrap_or(before.body);
+    Ok(changed(before, change, updated_at))
+}
+
+/// How a change moves the published revision, as the statements that write it say it.
+pub(super) fn publication(published: Publication) -> &'static str {
+    match published {
+        Publication::Keep => "keep",
+        Publication::Publish => "publish",
+        Publication::Withdraw => "withdraw",
+    }
+}
+
+/// The document `before` as `change` leaves it, written at `updated_at`.
+pub(super) fn changed(
+    before: Document,
+    change: DocumentChange,
+    updated_at: chrono::DateTime<chrono::Utc>,
+) -> Document {
+    let title = change
+        .title
+        .map_or(before.title, DocumentTitle::into_string);
+    let body = change.body.map_or(before.body, DocumentBody::into_string);
     let (published_version, published_title, published_body) = match change.published {
         Publication::Keep => (
             before.published_version,
@@ -318,7 +334,7 @@ pub(super) async fn write_document(
         ),
         Publication::Withdraw => (None, None, None),
     };
-    Ok(Document {
+    Document {
         id: change.id,
         title,
         body,
@@ -333,5 +349,5 @@ pub(super) async fn write_document(
         published_version,
         published_title,
         published_body,
-    })
+    }
 }

@@ -68,6 +68,17 @@ pub struct PoolFigures {
     pub acquired: u64,
 }
 
+/// How a plan's writes reach PostgreSQL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Writes {
+    /// A vote's or a withdrawal's writes in one statement (the service; `combined.rs`).
+    #[default]
+    Combined,
+    /// One statement per row written, as before the combined statement (the benchmark's
+    /// reference floor).
+    Stepwise,
+}
+
 #[derive(Clone)]
 pub struct PgStore {
     pub(super) pool: PgPool,
@@ -81,6 +92,8 @@ pub struct PgStore {
     read_only: Arc<ReadOnlySeen>,
     /// The key audit rows are linked with (`[audit]`; see `with_audit`).
     pub(super) audit: AuditChain,
+    /// How a review write's rows are written (see `with_writes`).
+    pub(super) writes: Writes,
 }
 
 impl PgStore {
@@ -103,7 +116,15 @@ impl PgStore {
             acquired,
             read_only,
             audit: AuditChain::default(),
+            writes: Writes::default(),
         }
+    }
+
+    /// The store writing a vote's or a withdrawal's rows as `writes` says: the service
+    /// uses the default, one statement; the benchmark's reference floor the old one each.
+    pub fn with_writes(mut self, writes: Writes) -> Self {
+        self.writes = writes;
+        self
     }
 
     /// The store linking audit rows as `[audit]` says (without it: the development key).

@@ -9,11 +9,12 @@ use sqlx::types::Json;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
+use super::combined::{write_review_plan, ReviewWritePlan};
 use super::documents::{lock_document, lock_document_of_review, planned_document, write_document};
 use super::error::{violates, StoreError, WriteError};
 use super::links::Head;
 use super::outbox::OutboxRow;
-use super::pg::{PgStore, Statement};
+use super::pg::{PgStore, Writes};
 use super::policies::current_policy;
 use super::review_rows::{lock_review, Flow, ReviewRow};
 use super::tx::{write_audit_and_event, Staged, WriteContext};
@@ -51,16 +52,19 @@ impl PgStore {
     }
 
     /// A vote of the caller (a member of `groups`) on the review's current stage: recorded,
-    /// completing the stage, or deciding the review and its document.
+    /// completing the stage, or deciding the review and its document; in `opened` when the
+    /// caller opened the transaction already ([`PgStore::open_vote`]).
     #[tracing::instrument(level = "debug", skip_all, fields(review_id = %review_id, action = decision.action().as_str()))]
     pub async fn stage_vote(
         &self,
         review_id: Uuid,
         decision: Decision,
         groups: Vec<String>,
+        opened: Option<OpenedVote>,
         ctx: &WriteContext<'_>,
     ) -> Result<Staged<Transitioned>, WriteError> {
-        let (tx, locked, head) = self.lock_review_and_document(review_id).await?;
+        let tx = opened.map(|o| o.0);
+        let (tx, locked, head) = self.lock_review_and_document(review_id, tx).await?;
         let command = Command::Decide { decision, groups };
         let plan = rules::plan(&locked, ctx.reader(), command, ctx.guard)?;
         self.write_transition(tx, locked, head, plan, ctx).await
@@ -89,13 +93,17 @@ impl PgStore {
         self.write_transition(tx, locked, head, plan, ctx).await
     }
 
-    /// Opens a write transaction and locks the document of `review_id` (its chain head
-    /// read with it), then the review; `Locked.now` is read once both are held.
+    /// Locks the document of `review_id` (its chain head read with it), then the review,
+    /// in `tx` or a write transaction opened here; `Locked.now` is read once both are held.
     pub(super) async fn lock_review_and_document(
         &self,
         review_id: Uuid,
+        tx: Option<Transaction<'static, Postgres>>,
     ) -> Result<(Transaction<'static, Postgres>, Locked, Option<Head>), StoreError> {
-        let mut tx = self.begin().await?;
+        let mut tx = match tx {
+            Some(tx) => tx,
+            None => self.begin().await?,
+        };
         // Lock the review's document (found without locking the review), then the review.
         let (document, head) = lock_document_of_review(&mut tx, review_id).await?.unzip();
         let locked = match document {
@@ -113,22 +121,36 @@ impl PgStore {
         Ok((tx, locked, head))
     }
 
-    /// The approvals the current stage of `review_id` needs (`None`: no such review). Read
-    /// without a lock, to choose the outer lock of a vote.
-    pub async fn stage_needs(&self, review_id: Uuid) -> Result<Option<i32>, StoreError> {
-        let needs = sqlx::query_scalar!(
-            r#"SELECT (pv.stages -> r.stage ->> 'required_approvals')::int4 AS needs
-               FROM reviews r
-               JOIN policy_versions pv ON pv.name = r.policy AND pv.version = r.policy_version
-               WHERE r.id = $1"#,
-            review_id
-        )
-        .fetch_optional(&self.pool)
-        .bounded(self)
-        .await?;
-        Ok(needs.flatten())
+    /// Opens the write transaction of a vote on `review_id` before its outer lock, and
+    /// reads in it the approvals the review's current stage needs (`None`: no such review),
+    /// to choose that lock. In the vote's own transaction the read costs no commit of its
+    /// own; it takes no lock, and the rules judge what the row locks find later.
+    pub async fn open_vote(
+        &self,
+        review_id: Uuid,
+    ) -> Result<(OpenedVote, Option<i32>), StoreError> {
+        let open = async {
+            let mut tx = self.begin().await?;
+            let needs = sqlx::query_scalar!(
+                r#"SELECT (pv.stages -> r.stage ->> 'required_approvals')::int4 AS needs
+                   FROM reviews r
+                   JOIN policy_versions pv ON pv.name = r.policy AND pv.version = r.policy_version
+                   WHERE r.id = $1"#,
+                review_id
+            )
+            .fetch_optional(&mut *tx)
+            .await?;
+            Ok::<_, StoreError>((OpenedVote(tx), needs.flatten()))
+        };
+        self.bounded(open).await
     }
 }
+
+/// A vote's write transaction, opened before its outer lock ([`PgStore::open_vote`]);
+/// dropped, it rolls back.
+pub struct OpenedVote(Transaction<'static, Postgres>);
+
+impl PgStore {}
 
 impl PgStore {
     /// Writes a planned transition: the review row first (the document refers to it),
@@ -184,6 +206,21 @@ impl PgStore {
             .audit
             .at(head)
             .link(before.id, &plan.audit, version, ctx);
+        if let (Writes::Combined, Some(ReviewChange::Write(write))) = (self.writes, &plan.review) {
+            let review = review.ok_or_else(|| anyhow::anyhow!("a vote without a review"))?;
+            let plan = ReviewWritePlan {
+                before,
+                review,
+                write: write.clone(),
+                change: plan.document,
+                audit: &plan.audit,
+                entry: &plan.outbox,
+                link,
+                now,
+            };
+            let (doc, review, owned) = write_review_plan(&mut tx, plan, ctx).await?;
+            return Ok((tx, doc, Some(review), owned));
+        }
         let review = match plan.review {
             Some(ReviewChange::Open(open)) => match open_review(&mut tx, &before, open).await {
                 Err(e) if violates(&e, "reviews_one_pending_per_document") => {

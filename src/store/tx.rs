@@ -114,7 +114,7 @@ impl PgStore {
 }
 
 /// The event's body, as consumers get it (docs/events.md, "Schema").
-fn event_body(
+pub(super) fn event_body(
     event_id: Uuid,
     entry: &OutboxEntry,
     doc: &Document,
@@ -205,20 +205,42 @@ pub(super) async fn write_audit_and_event(
     )
     .fetch_one(&mut **tx)
     .await?;
-    Ok(row.claim_token.map(|ticket| OutboxRow {
-        id: row.id,
+    let written = Event {
         event_id,
-        document_id: doc.id,
-        document_version: doc.version,
-        event_type: event_type.to_string(),
-        routing_key: routing_key.map(str::to_string),
         payload,
-        attempts: 0,
-        ticket,
-        projected: !entry.event.projects(),
-        traceparent: traceparent.map(str::to_string),
-        tracestate: tracestate.map(str::to_string),
-    }))
+        trace,
+    };
+    Ok(row
+        .claim_token
+        .map(|ticket| written.owned(row.id, ticket, doc, entry)))
+}
+
+/// An event as written in an outbox row: its id, its body, the trace it carries.
+pub(super) struct Event {
+    pub event_id: Uuid,
+    pub payload: serde_json::Value,
+    pub trace: Option<TraceContext>,
+}
+
+impl Event {
+    /// The outbox row `id` of this event, held by its request with `ticket`.
+    pub fn owned(self, id: i64, ticket: Uuid, doc: &Document, entry: &OutboxEntry) -> OutboxRow {
+        let (traceparent, tracestate) = TraceContext::columns(self.trace.as_ref());
+        OutboxRow {
+            id,
+            event_id: self.event_id,
+            document_id: doc.id,
+            document_version: doc.version,
+            event_type: entry.event.as_str().to_string(),
+            routing_key: entry.event.routing_key().map(str::to_string),
+            payload: self.payload,
+            attempts: 0,
+            ticket,
+            projected: !entry.event.projects(),
+            traceparent: traceparent.map(str::to_string),
+            tracestate: tracestate.map(str::to_string),
+        }
+    }
 }
 
 /// Writes the audit row of a change that publishes nothing (a claim and its end), with

@@ -5,7 +5,7 @@ use chrono::Utc;
 use sqlx::{Postgres, Transaction};
 
 use super::error::{violates, WriteError};
-use crate::domain::rules::ReviewWrite;
+use crate::domain::rules::{NewVote, ReviewUpdate, ReviewWrite};
 use crate::domain::{FencingToken, Refusal, Review, ReviewStatus, Vote};
 
 /// Writes `write` on the locked review `before`; returns the review as it now is.
@@ -21,16 +21,7 @@ pub(super) async fn write_review(
         end_claims,
     } = write;
     let updating = update.is_some();
-    let next = update
-        .clone()
-        .unwrap_or(crate::domain::rules::ReviewUpdate {
-            status: before.status,
-            stage: before.stage,
-            decided_by: before.decided_by.clone(),
-            comment: before.comment.clone(),
-            reason: before.reason.clone(),
-            fence_token: before.fence_token,
-        });
+    let next = next_of(&before, update);
     let row = sqlx::query!(
         r#"WITH vote AS (
              INSERT INTO review_votes (review_id, voter_id, stage, vote, comment, fence_token)
@@ -81,11 +72,23 @@ pub(super) async fn write_review(
     ))
 }
 
-/// The review `before` with what `write_review` wrote.
-fn applied(
+/// The review row as `update` leaves it (`None`: as it is).
+pub(super) fn next_of(before: &Review, update: Option<ReviewUpdate>) -> ReviewUpdate {
+    update.unwrap_or_else(|| ReviewUpdate {
+        status: before.status,
+        stage: before.stage,
+        decided_by: before.decided_by.clone(),
+        comment: before.comment.clone(),
+        reason: before.reason.clone(),
+        fence_token: before.fence_token,
+    })
+}
+
+/// The review `before` with what a review write wrote.
+pub(super) fn applied(
     before: Review,
-    vote: Option<crate::domain::rules::NewVote>,
-    next: crate::domain::rules::ReviewUpdate,
+    vote: Option<NewVote>,
+    next: ReviewUpdate,
     updating: bool,
     end_claims: bool,
     vote_at: Option<chrono::DateTime<Utc>>,

@@ -136,16 +136,17 @@ impl ReviewService {
         decision: Decision,
     ) -> Result<Transitioned, Error> {
         // With Redis down the gate is this instance's per-key one: a pre-lock read would
-        // make every duplicate hold a connection, so the review's key is used then.
-        let needs = match (self.needs.get(review_id), self.gate.breaker_state()) {
-            (Some(n), _) => Some(i32::from(n)),
-            (None, BreakerState::Open) => None,
+        // make every duplicate hold a connection, so the review's key is used then. A miss
+        // reads the stage in the vote's own transaction, opened here (no commit of its own).
+        let (needs, opened) = match (self.needs.get(review_id), self.gate.breaker_state()) {
+            (Some(n), _) => (Some(i32::from(n)), None),
+            (None, BreakerState::Open) => (None, None),
             (None, _) => {
-                let n = self.store.stage_needs(review_id).await?;
+                let (opened, n) = self.store.open_vote(review_id).await?;
                 if let Some(n) = n.and_then(|n| u8::try_from(n).ok()) {
                     self.needs.put(review_id, n);
                 }
-                n
+                (n, Some(opened))
             }
         };
         let (key, scope) = match needs {
@@ -157,8 +158,9 @@ impl ReviewService {
         };
         let kind = decision.action().as_str();
         let groups = ctx.groups.clone();
-        let stage: Stage<Transitioned> =
-            Box::new(move |store, w| Box::pin(store.stage_vote(review_id, decision, groups, w)));
+        let stage: Stage<Transitioned> = Box::new(move |store, w| {
+            Box::pin(store.stage_vote(review_id, decision, groups, opened, w))
+        });
         self.guarded(&key, scope, ctx, kind, stage).await
     }
 

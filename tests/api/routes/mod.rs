@@ -23,3 +23,4 @@ mod routing;
 mod schema_mismatches;
 mod slow_clients;
 mod workflow;
+mod writes;
