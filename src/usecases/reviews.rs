@@ -5,8 +5,10 @@
 //!
 //! A vote's outer lock is the review's when its current stage needs one approval, and the
 //! voter's own when it needs more (a double click still meets itself; different reviewers
-//! are ordered by the row lock instead of refusing each other). The stage is read before
-//! the lock, so the choice decides nothing: the rules judge what they find under it.
+//! are ordered by the row lock instead of refusing each other). What the stage needs is
+//! what this instance last saw of the review (`StageNeeds`); a review not seen yet takes
+//! the review's key first, and reads its stage before the lock only when that key is busy.
+//! The choice decides nothing: the rules judge what they find under the row locks.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -22,7 +24,7 @@ use crate::domain::{
 use crate::lock::gate::{LockGate, Passage};
 use crate::lock::LockKeys;
 use crate::outbox::Dispatcher;
-use crate::store::{Committed, PgStore, Staged, WriteContext, WriteError};
+use crate::store::{Committed, OpenedVote, PgStore, Staged, WriteContext, WriteError};
 
 use super::commit::commit;
 use super::context::Context;
@@ -136,21 +138,49 @@ impl ReviewService {
         decision: Decision,
     ) -> Result<Transitioned, Error> {
         // With Redis down the gate is this instance's per-key one: a pre-lock read would
-        // make every duplicate hold a connection, so the review's key is used then. A miss
-        // reads the stage in the vote's own transaction, opened here (no commit of its own).
-        let (needs, opened) = match (self.needs.get(review_id), self.gate.breaker_state()) {
-            (Some(n), _) => (Some(i32::from(n)), None),
-            (None, BreakerState::Open) => (None, None),
-            (None, _) => {
-                let (opened, n) = self.store.open_vote(review_id).await?;
-                if let Some(n) = n.and_then(|n| u8::try_from(n).ok()) {
-                    self.needs.put(review_id, n);
-                }
-                (n, Some(opened))
-            }
+        // make every duplicate hold a connection, so the review's key is used then.
+        let cold = match (self.needs.get(review_id), self.gate.breaker_state()) {
+            (Some(n), _) => return self.vote(ctx, review_id, decision, n, None).await,
+            (None, BreakerState::Open) => false,
+            (None, _) => true,
         };
+        if !cold {
+            return self.vote(ctx, review_id, decision, 1, None).await;
+        }
+        // Not seen here yet: the review's key first, as a one-approval stage (the common
+        // case) takes it; the transaction learns what the stage needs. Only when that key
+        // is busy is the stage read first, in the vote's own transaction (no commit of its
+        // own), so that a vote in a stage of several approvals takes the voter's key and
+        // does not refuse another reviewer's vote.
+        let busy = match self
+            .vote(ctx.clone(), review_id, decision.clone(), 1, None)
+            .await
+        {
+            Err(Error::LockBusy(busy)) => busy,
+            done => return done,
+        };
+        let (opened, needs) = self.store.open_vote(review_id).await?;
+        match needs.and_then(|n| u8::try_from(n).ok()) {
+            Some(n) if n > 1 => {
+                self.needs.put(review_id, n);
+                self.vote(ctx, review_id, decision, n, Some(opened)).await
+            }
+            _ => Err(busy.into()),
+        }
+    }
+
+    /// A vote under the outer lock its stage's `needs` calls for (the review's for one
+    /// approval, the voter's for more), in `opened` when the transaction is open already.
+    async fn vote(
+        &self,
+        ctx: Context,
+        review_id: Uuid,
+        decision: Decision,
+        needs: u8,
+        opened: Option<OpenedVote>,
+    ) -> Result<Transitioned, Error> {
         let (key, scope) = match needs {
-            Some(n) if n > 1 => (
+            n if n > 1 => (
                 self.keys.for_voter(review_id, ctx.actor.as_str()),
                 LockScope::Voter,
             ),

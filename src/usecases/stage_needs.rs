@@ -1,9 +1,10 @@
 //! What each review's current stage needs, as this instance last saw it: the choice of a
-//! vote's outer lock without a read of PostgreSQL before the lock (a read is a transaction
-//! of its own, and the approval already commits twice). Filled by every submit and vote
-//! this instance runs, read from PostgreSQL on a miss. A value gone stale (another instance
-//! moved the stage on) only picks the other key: the rules judge what the row lock finds,
-//! so the choice decides nothing.
+//! vote's outer lock without a read of PostgreSQL before the lock (a round trip, and a
+//! connection held while the lock is taken). Filled by every submit and vote this instance
+//! runs; on a miss the vote takes the review's key, and reads the stage only when that key
+//! is busy (`ReviewService::decide`). A value gone stale (another instance moved the stage
+//! on) only picks the other key: the rules judge what the row lock finds, so the choice
+//! decides nothing.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
