@@ -135,6 +135,8 @@ async fn mark_overdue(
     Ok(true)
 }
 
+/// Writes a claim change, and the review row with it (unchanged): whatever changes a
+/// review's votes or claims writes its row, which `review_lock` relies on.
 async fn write_claim(
     tx: &mut Transaction<'static, Postgres>,
     review_id: Uuid,
@@ -148,7 +150,8 @@ async fn write_claim(
             expires_at,
         }) => {
             sqlx::query!(
-                "INSERT INTO review_claims (review_id, reviewer_id, stage, claimed_at, expires_at) \
+                "WITH touched AS (UPDATE reviews SET stage = stage WHERE id = $1) \
+                 INSERT INTO review_claims (review_id, reviewer_id, stage, claimed_at, expires_at) \
                  VALUES ($1, $2, $3, $4, $5) ON CONFLICT (review_id, reviewer_id) DO UPDATE \
                  SET stage = EXCLUDED.stage, claimed_at = EXCLUDED.claimed_at, \
                      expires_at = EXCLUDED.expires_at",
@@ -163,7 +166,8 @@ async fn write_claim(
         }
         ClaimChange::End { reviewer_id } => {
             sqlx::query!(
-                "DELETE FROM review_claims WHERE review_id = $1 AND reviewer_id = $2",
+                "WITH touched AS (UPDATE reviews SET stage = stage WHERE id = $1) \
+                 DELETE FROM review_claims WHERE review_id = $1 AND reviewer_id = $2",
                 review_id,
                 reviewer_id
             )

@@ -27,6 +27,7 @@ mod queue;
 mod read_only;
 mod replays;
 mod retention;
+mod review_lock;
 mod review_rows;
 mod reviews;
 pub mod trace_context;

@@ -68,14 +68,15 @@ pub struct PoolFigures {
     pub acquired: u64,
 }
 
-/// How a plan's writes reach PostgreSQL.
+/// Which statements a vote's transaction sends PostgreSQL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Writes {
-    /// A vote's or a withdrawal's writes in one statement (the service; `combined.rs`).
+    /// The service's: the review and its document locked in one statement when neither
+    /// is held (`review_lock.rs`), the writes in one statement (`combined.rs`).
     #[default]
     Combined,
-    /// One statement per row written, as before the combined statement (the benchmark's
-    /// reference floor).
+    /// One statement per row locked and per row written, as before those two (the
+    /// benchmark's reference floor).
     Stepwise,
 }
 

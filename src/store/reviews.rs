@@ -16,6 +16,7 @@ use super::links::Head;
 use super::outbox::OutboxRow;
 use super::pg::{PgStore, Writes};
 use super::policies::current_policy;
+use super::review_lock::{lock_at_once, AtOnce};
 use super::review_rows::{lock_review, Flow, ReviewRow};
 use super::tx::{write_audit_and_event, Staged, WriteContext};
 use crate::domain::rules::{self, OpenReview, ReviewChange};
@@ -95,6 +96,7 @@ impl PgStore {
 
     /// Locks the document of `review_id` (its chain head read with it), then the review,
     /// in `tx` or a write transaction opened here; `Locked.now` is read once both are held.
+    /// In one statement when nobody holds either row (`review_lock`), else one each.
     pub(super) async fn lock_review_and_document(
         &self,
         review_id: Uuid,
@@ -104,8 +106,30 @@ impl PgStore {
             Some(tx) => tx,
             None => self.begin().await?,
         };
-        // Lock the review's document (found without locking the review), then the review.
-        let (document, head) = lock_document_of_review(&mut tx, review_id).await?.unzip();
+        let at_once = match self.writes {
+            Writes::Combined => lock_at_once(&mut tx, review_id).await?,
+            Writes::Stepwise => AtOnce::NotNow,
+        };
+        let (document, head) = match at_once {
+            AtOnce::Locked(locked) => {
+                let (document, head, review, now) = *locked;
+                let locked = Locked {
+                    document: Some(document),
+                    review: Some(review),
+                    policy: None,
+                    now,
+                };
+                return Ok((tx, locked, Some(head)));
+            }
+            // Both held already: the review is read again, by a statement of its own.
+            AtOnce::ReviewChanged(held) => {
+                let (document, head) = *held;
+                (Some(document), Some(head))
+            }
+            // Lock the review's document (found without locking the review), waiting for
+            // it, then the review.
+            AtOnce::NotNow => lock_document_of_review(&mut tx, review_id).await?.unzip(),
+        };
         let locked = match document {
             None => Locked::default(),
             Some(document) => {

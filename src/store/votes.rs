@@ -1,5 +1,7 @@
 //! Writing what a vote or a withdrawal planned on a review: the vote row, the claims it
-//! ends, and the review row, in one statement.
+//! ends, and the review row, in one statement. The review row is written even when the
+//! plan leaves it as it is (a vote that decides nothing): whatever changes a review's votes
+//! or claims writes its row, which `review_lock` relies on.
 
 use chrono::Utc;
 use sqlx::{Postgres, Transaction};
@@ -32,9 +34,11 @@ pub(super) async fn write_review(
              WHERE review_id = $1 AND ($7::bool OR reviewer_id = $2)),
            updated AS (
              UPDATE reviews SET status = $9, stage = $10, decided_by = $11,
-                    decided_at = CASE WHEN $11::text IS NULL THEN NULL ELSE clock_timestamp() END,
+                    decided_at = CASE WHEN NOT $8::bool THEN decided_at
+                                      WHEN $11::text IS NULL THEN NULL
+                                      ELSE clock_timestamp() END,
                     comment = $12, reason = $13, fence_token = $14
-             WHERE id = $1 AND $8::bool
+             WHERE id = $1
              RETURNING decided_at)
            SELECT (SELECT at FROM vote) AS vote_at, (SELECT decided_at FROM updated) AS decided_at"#,
         id,

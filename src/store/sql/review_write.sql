@@ -8,10 +8,14 @@ WITH vote AS (
 ended AS (
   DELETE FROM review_claims
   WHERE review_id = $1 AND ($7::bool OR reviewer_id = $2)),
+-- The review row is written even when the plan leaves it as it is ($8 false: a vote that
+-- decides nothing): whatever changes a review's votes or claims writes its row
+-- (src/store/review_lock.rs relies on it).
 reviewed AS (
-  UPDATE reviews SET status = $9, stage = $10, decided_by = $11, decided_at = $15,
+  UPDATE reviews SET status = $9, stage = $10, decided_by = $11,
+         decided_at = CASE WHEN $8::bool THEN $15 ELSE decided_at END,
          comment = $12, reason = $13, fence_token = $14
-  WHERE id = $1 AND $8::bool),
+  WHERE id = $1),
 document AS (
   UPDATE documents SET title = COALESCE($18, title), body = COALESCE($19, body),
          status = COALESCE($20, status), version = COALESCE($21, version),

@@ -19,6 +19,7 @@ pub(crate) mod parked;
 mod probes;
 mod read_only;
 mod required_queues;
+mod review_lock;
 mod startup;
 mod tasks;
 mod traces;
