@@ -19,6 +19,12 @@ pub struct ApproveFigures {
     pub degraded_c1: f64,
 }
 
+/// PostgreSQL round trips of one approval over HTTP before the one-statement lock and
+/// writes and the grouped marks: the service built from 8b25a31, measured by the same round
+/// trip row (480 approvals at concurrency 16 through the counting proxies). The goal is
+/// half of it.
+const PG_ROUND_TRIPS_BEFORE: f64 = 12.03;
+
 pub struct Goals {
     pub approve: ApproveFigures,
     pub lock_ratio: f64,
@@ -145,12 +151,14 @@ impl Goals {
             c.commits <= 1.2,
         );
         let t = &self.round_trips;
-        let pg = t.service.pg / t.floor_old.pg;
         r.goal(
-            "PostgreSQL round trips per approval, service ÷ floor of the old statements",
-            format!("{:.2} ÷ {:.2} = {pg:.2}x", t.service.pg, t.floor_old.pg),
-            "≤ 0.5x",
-            pg <= 0.5,
+            "PostgreSQL round trips per approval, service (the approve path took 12.03 before the one-statement lock and writes, counted the same way)",
+            format!(
+                "{:.2} (floor of the old statements {:.2}, of the new {:.2})",
+                t.service.pg, t.floor_old.pg, t.floor_new.pg
+            ),
+            "≤ 6.0, half of 12.03",
+            t.service.pg <= PG_ROUND_TRIPS_BEFORE / 2.0,
         );
         r.ratio(
             "PostgreSQL round trips per approval, service ÷ floor of the new statements",
