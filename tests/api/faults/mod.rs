@@ -11,6 +11,7 @@ mod instances;
 mod jwks;
 mod leases;
 mod lock_provider;
+mod marks;
 mod migrations;
 mod mongo_guard;
 mod mongo_reads;
