@@ -14,6 +14,10 @@ pub struct CostSample {
     pub pg_db_cpu: f64,
     /// CPU seconds of every PostgreSQL process (all databases, background workers).
     pub pg_all_cpu: f64,
+    /// CPU seconds of every redis-server process.
+    pub redis_cpu: f64,
+    /// CPU seconds of this process (the benchmark: the HTTP client while it drives).
+    pub client_cpu: f64,
     pub commits: i64,
 }
 
@@ -23,10 +27,15 @@ pub struct CostPer {
     pub service_cpu_ms: f64,
     pub pg_db_cpu_ms: f64,
     pub pg_all_cpu_ms: f64,
+    pub redis_cpu_ms: f64,
+    /// CPU of the benchmark process driving the approvals over HTTP.
+    pub client_cpu_ms: f64,
     pub commits: f64,
     /// CPU of the benchmark process per approval of the floor: the same store calls made
     /// by the same client crates, with no service in between.
     pub floor_cpu_ms: f64,
+    /// The same for the floor of the new statements.
+    pub new_floor_cpu_ms: f64,
 }
 
 fn ticks_per_second() -> f64 {
@@ -56,6 +65,23 @@ fn cpu_ticks(pid: &str) -> u64 {
 /// CPU seconds (user + system) of a process so far: a pid, or "self".
 pub fn cpu_seconds(pid: &str) -> f64 {
     cpu_ticks(pid) as f64 / ticks_per_second()
+}
+
+/// Ticks of every process whose command is `comm`.
+fn ticks_of(comm: &str) -> u64 {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    procs
+        .flatten()
+        .map(|p| p.file_name().to_string_lossy().to_string())
+        .filter(|pid| pid.bytes().all(|b| b.is_ascii_digit()))
+        .filter(|pid| {
+            let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            name.trim() == comm
+        })
+        .map(|pid| cpu_ticks(&pid))
+        .sum()
 }
 
 /// (ticks of the backends of `db`, ticks of every postgres process)
@@ -120,6 +146,8 @@ impl CostSample {
             service_cpu: cpu_ticks(&service_pid.to_string()) as f64 / hz,
             pg_db_cpu: of_db as f64 / hz,
             pg_all_cpu: all as f64 / hz,
+            redis_cpu: ticks_of("redis-server") as f64 / hz,
+            client_cpu: cpu_seconds("self"),
             commits: last,
         })
     }
@@ -130,8 +158,11 @@ impl CostSample {
             service_cpu_ms: (self.service_cpu - before.service_cpu) * 1000.0 / n,
             pg_db_cpu_ms: (self.pg_db_cpu - before.pg_db_cpu) * 1000.0 / n,
             pg_all_cpu_ms: (self.pg_all_cpu - before.pg_all_cpu) * 1000.0 / n,
+            redis_cpu_ms: (self.redis_cpu - before.redis_cpu) * 1000.0 / n,
+            client_cpu_ms: (self.client_cpu - before.client_cpu) * 1000.0 / n,
             commits: (self.commits - before.commits) as f64 / n,
             floor_cpu_ms: f64::NAN,
+            new_floor_cpu_ms: f64::NAN,
         }
     }
 }

@@ -43,12 +43,23 @@ pub async fn cost_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<Cos
     drop(svc);
     let (_, floor_cpu) = env.floor(Statements::Old, 16, n).await?;
     per.floor_cpu_ms = floor_cpu * 1000.0 / n as f64;
+    let (_, new_floor_cpu) = env.floor(Statements::New, 16, n).await?;
+    per.new_floor_cpu_ms = new_floor_cpu * 1000.0 / n as f64;
     report.note(format!(
         "cost per approval ({n} at concurrency 16, dispatcher off, every event delivered by its request): \
          service CPU {:.3} ms, PostgreSQL CPU {:.3} ms in the service database's backends \
-         ({:.3} ms in all of PostgreSQL, which also stores FerretDB's data), {:.3} commits; \
-         the floor's own CPU (this process making the same store calls, no service) {:.3} ms",
-        per.service_cpu_ms, per.pg_db_cpu_ms, per.pg_all_cpu_ms, per.commits, per.floor_cpu_ms
+         ({:.3} ms in all of PostgreSQL, which also stores FerretDB's data), Redis {:.3} ms, \
+         the HTTP client driving it (this process) {:.3} ms, {:.3} commits; \
+         the floor's own CPU (this process making the same store calls, no service) {:.3} ms \
+         with the old statements, {:.3} ms with the new",
+        per.service_cpu_ms,
+        per.pg_db_cpu_ms,
+        per.pg_all_cpu_ms,
+        per.redis_cpu_ms,
+        per.client_cpu_ms,
+        per.commits,
+        per.floor_cpu_ms,
+        per.new_floor_cpu_ms
     ));
     Ok(per)
 }
