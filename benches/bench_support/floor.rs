@@ -156,7 +156,7 @@ impl Floor {
         let decision = Decision::Approve(None);
         let transaction = async {
             let staged = (self.store)
-                .stage_vote(review_id, decision, Vec::new(), None, &ctx)
+                .stage_vote(review_id, decision, Vec::new(), &ctx)
                 .await?;
             Ok::<_, WriteError>(staged.commit().await?)
         };

@@ -45,6 +45,5 @@ pub use pg::{migrate, migration_lock_id, DatabaseSettings, PgStore, PoolFigures,
 pub use queue::{QueueFilter, QueueOrder};
 pub use replays::{ReplayRecord, StoredEvent};
 pub use retention::{cancelled_by_statement_timeout, PurgeSession, PURGE_LOCK};
-pub use reviews::OpenedVote;
 pub use trace_context::TraceContext;
 pub use tx::{Committed, Staged, WriteContext};

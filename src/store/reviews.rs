@@ -14,7 +14,7 @@ use super::documents::{lock_document, lock_document_of_review, planned_document,
 use super::error::{violates, StoreError, WriteError};
 use super::links::Head;
 use super::outbox::OutboxRow;
-use super::pg::{PgStore, Writes};
+use super::pg::{PgStore, Statement, Writes};
 use super::policies::current_policy;
 use super::review_lock::{lock_at_once, AtOnce};
 use super::review_rows::{lock_review, Flow, ReviewRow};
@@ -53,19 +53,16 @@ impl PgStore {
     }
 
     /// A vote of the caller (a member of `groups`) on the review's current stage: recorded,
-    /// completing the stage, or deciding the review and its document; in `opened` when the
-    /// caller opened the transaction already ([`PgStore::open_vote`]).
+    /// completing the stage, or deciding the review and its document.
     #[tracing::instrument(level = "debug", skip_all, fields(review_id = %review_id, action = decision.action().as_str()))]
     pub async fn stage_vote(
         &self,
         review_id: Uuid,
         decision: Decision,
         groups: Vec<String>,
-        opened: Option<OpenedVote>,
         ctx: &WriteContext<'_>,
     ) -> Result<Staged<Transitioned>, WriteError> {
-        let tx = opened.map(|o| o.0);
-        let (tx, locked, head) = self.lock_review_and_document(review_id, tx).await?;
+        let (tx, locked, head) = self.lock_review_and_document(review_id).await?;
         let command = Command::Decide { decision, groups };
         let plan = rules::plan(&locked, ctx.reader(), command, ctx.guard)?;
         self.write_transition(tx, locked, head, plan, ctx).await
@@ -94,18 +91,14 @@ impl PgStore {
         self.write_transition(tx, locked, head, plan, ctx).await
     }
 
-    /// Locks the document of `review_id` (its chain head read with it), then the review,
-    /// in `tx` or a write transaction opened here; `Locked.now` is read once both are held.
-    /// In one statement when nobody holds either row (`review_lock`), else one each.
+    /// Opens a write transaction and locks the document of `review_id` (its chain head
+    /// read with it), then the review; `Locked.now` is read once both are held. In one
+    /// statement when nobody holds either row (`review_lock`), else one each.
     pub(super) async fn lock_review_and_document(
         &self,
         review_id: Uuid,
-        tx: Option<Transaction<'static, Postgres>>,
     ) -> Result<(Transaction<'static, Postgres>, Locked, Option<Head>), StoreError> {
-        let mut tx = match tx {
-            Some(tx) => tx,
-            None => self.begin().await?,
-        };
+        let mut tx = self.begin().await?;
         let at_once = match self.writes {
             Writes::Combined => lock_at_once(&mut tx, review_id).await?,
             Writes::Stepwise => AtOnce::NotNow,
@@ -145,36 +138,22 @@ impl PgStore {
         Ok((tx, locked, head))
     }
 
-    /// Opens the write transaction of a vote on `review_id` before its outer lock, and
-    /// reads in it the approvals the review's current stage needs (`None`: no such review),
-    /// to choose that lock. In the vote's own transaction the read costs no commit of its
-    /// own; it takes no lock, and the rules judge what the row locks find later.
-    pub async fn open_vote(
-        &self,
-        review_id: Uuid,
-    ) -> Result<(OpenedVote, Option<i32>), StoreError> {
-        let open = async {
-            let mut tx = self.begin().await?;
-            let needs = sqlx::query_scalar!(
-                r#"SELECT (pv.stages -> r.stage ->> 'required_approvals')::int4 AS needs
-                   FROM reviews r
-                   JOIN policy_versions pv ON pv.name = r.policy AND pv.version = r.policy_version
-                   WHERE r.id = $1"#,
-                review_id
-            )
-            .fetch_optional(&mut *tx)
-            .await?;
-            Ok::<_, StoreError>((OpenedVote(tx), needs.flatten()))
-        };
-        self.bounded(open).await
+    /// The approvals the current stage of `review_id` needs (`None`: no such review). Read
+    /// without a lock, to choose the outer lock of a vote whose review's key was busy.
+    pub async fn stage_needs(&self, review_id: Uuid) -> Result<Option<i32>, StoreError> {
+        let needs = sqlx::query_scalar!(
+            r#"SELECT (pv.stages -> r.stage ->> 'required_approvals')::int4 AS needs
+               FROM reviews r
+               JOIN policy_versions pv ON pv.name = r.policy AND pv.version = r.policy_version
+               WHERE r.id = $1"#,
+            review_id
+        )
+        .fetch_optional(&self.pool)
+        .bounded(self)
+        .await?;
+        Ok(needs.flatten())
     }
 }
-
-/// A vote's write transaction, opened before its outer lock ([`PgStore::open_vote`]);
-/// dropped, it rolls back.
-pub struct OpenedVote(Transaction<'static, Postgres>);
-
-impl PgStore {}
 
 impl PgStore {
     /// Writes a planned transition: the review row first (the document refers to it),

@@ -24,7 +24,7 @@ use crate::domain::{
 use crate::lock::gate::{LockGate, Passage};
 use crate::lock::LockKeys;
 use crate::outbox::Dispatcher;
-use crate::store::{Committed, OpenedVote, PgStore, Staged, WriteContext, WriteError};
+use crate::store::{Committed, PgStore, Staged, WriteContext, WriteError};
 
 use super::commit::commit;
 use super::context::Context;
@@ -140,44 +140,37 @@ impl ReviewService {
         // With Redis down the gate is this instance's per-key one: a pre-lock read would
         // make every duplicate hold a connection, so the review's key is used then.
         let cold = match (self.needs.get(review_id), self.gate.breaker_state()) {
-            (Some(n), _) => return self.vote(ctx, review_id, decision, n, None).await,
+            (Some(n), _) => return self.vote(ctx, review_id, decision, n).await,
             (None, BreakerState::Open) => false,
             (None, _) => true,
         };
         if !cold {
-            return self.vote(ctx, review_id, decision, 1, None).await;
+            return self.vote(ctx, review_id, decision, 1).await;
         }
         // Not seen here yet: the review's key first, as a one-approval stage (the common
         // case) takes it; the transaction learns what the stage needs. Only when that key
-        // is busy is the stage read first, in the vote's own transaction (no commit of its
-        // own), so that a vote in a stage of several approvals takes the voter's key and
-        // does not refuse another reviewer's vote.
-        let busy = match self
-            .vote(ctx.clone(), review_id, decision.clone(), 1, None)
-            .await
-        {
+        // is busy is the stage read (once for all the requests of this instance that find
+        // it busy at once), so that a vote in a stage of several approvals takes the
+        // voter's key and does not refuse another reviewer's vote.
+        let busy = match self.vote(ctx.clone(), review_id, decision.clone(), 1).await {
             Err(Error::LockBusy(busy)) => busy,
             done => return done,
         };
-        let (opened, needs) = self.store.open_vote(review_id).await?;
-        match needs.and_then(|n| u8::try_from(n).ok()) {
-            Some(n) if n > 1 => {
-                self.needs.put(review_id, n);
-                self.vote(ctx, review_id, decision, n, Some(opened)).await
-            }
+        let read = || self.store.stage_needs(review_id);
+        match self.needs.get_or_read(review_id, read).await? {
+            Some(n) if n > 1 => self.vote(ctx, review_id, decision, n).await,
             _ => Err(busy.into()),
         }
     }
 
     /// A vote under the outer lock its stage's `needs` calls for (the review's for one
-    /// approval, the voter's for more), in `opened` when the transaction is open already.
+    /// approval, the voter's for more).
     async fn vote(
         &self,
         ctx: Context,
         review_id: Uuid,
         decision: Decision,
         needs: u8,
-        opened: Option<OpenedVote>,
     ) -> Result<Transitioned, Error> {
         let (key, scope) = match needs {
             n if n > 1 => (
@@ -188,9 +181,8 @@ impl ReviewService {
         };
         let kind = decision.action().as_str();
         let groups = ctx.groups.clone();
-        let stage: Stage<Transitioned> = Box::new(move |store, w| {
-            Box::pin(store.stage_vote(review_id, decision, groups, opened, w))
-        });
+        let stage: Stage<Transitioned> =
+            Box::new(move |store, w| Box::pin(store.stage_vote(review_id, decision, groups, w)));
         self.guarded(&key, scope, ctx, kind, stage).await
     }
 

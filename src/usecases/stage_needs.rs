@@ -2,13 +2,15 @@
 //! vote's outer lock without a read of PostgreSQL before the lock (a round trip, and a
 //! connection held while the lock is taken). Filled by every submit and vote this instance
 //! runs; on a miss the vote takes the review's key, and reads the stage only when that key
-//! is busy (`ReviewService::decide`). A value gone stale (another instance moved the stage
+//! is busy (`ReviewService::decide`), one read for the requests that ask at once. A value gone stale (another instance moved the stage
 //! on) only picks the other key: the rules judge what the row lock finds, so the choice
 //! decides nothing.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
 
+use tokio::sync::OnceCell;
 use uuid::Uuid;
 
 use crate::domain::{Review, ReviewStatus};
@@ -16,12 +18,48 @@ use crate::domain::{Review, ReviewStatus};
 /// At most this many reviews are remembered; then the memory starts again.
 const CAPACITY: usize = 50_000;
 
+/// A read of one review's stage, shared by whoever asks while it runs.
+type Reading = Arc<OnceCell<Option<u8>>>;
+
 #[derive(Debug, Default)]
 pub struct StageNeeds {
     needs: Mutex<HashMap<Uuid, u8>>,
+    reading: Mutex<HashMap<Uuid, Reading>>,
 }
 
 impl StageNeeds {
+    /// What `review_id`'s current stage needs: remembered, or read by `read` (`None`: no
+    /// such review), one read for all the callers that ask at once (64 duplicates of one
+    /// click make one read, not 64).
+    pub async fn get_or_read<F, Fut, E>(&self, review_id: Uuid, read: F) -> Result<Option<u8>, E>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Option<i32>, E>>,
+    {
+        if let Some(n) = self.get(review_id) {
+            return Ok(Some(n));
+        }
+        let cell = self.lock_reading().entry(review_id).or_default().clone();
+        let init = || async { Ok(read().await?.and_then(|n| u8::try_from(n).ok())) };
+        let got = cell.get_or_try_init(init).await.copied();
+        let mut reading = self.lock_reading();
+        if reading
+            .get(&review_id)
+            .is_some_and(|c| Arc::ptr_eq(c, &cell))
+        {
+            reading.remove(&review_id);
+        }
+        drop(reading);
+        if let Ok(Some(n)) = got {
+            self.put(review_id, n);
+        }
+        got
+    }
+
+    fn lock_reading(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Reading>> {
+        self.reading.lock().expect("poisoned")
+    }
+
     pub fn get(&self, review_id: Uuid) -> Option<u8> {
         self.needs
             .lock()
@@ -76,6 +114,38 @@ mod tests {
             },
         ];
         r
+    }
+
+    #[tokio::test]
+    async fn callers_that_ask_at_once_share_one_read() {
+        let needs = Arc::new(StageNeeds::default());
+        let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (gate, _) = tokio::sync::watch::channel(false);
+        let id = Uuid::now_v7();
+        let askers = (0..8).map(|_| {
+            let (needs, reads, mut open) = (needs.clone(), reads.clone(), gate.subscribe());
+            tokio::spawn(async move {
+                let read = || async move {
+                    reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    open.wait_for(|o| *o).await.unwrap();
+                    Ok::<_, ()>(Some(3))
+                };
+                needs.get_or_read(id, read).await
+            })
+        });
+        let askers: Vec<_> = askers.collect();
+        tokio::task::yield_now().await;
+        gate.send(true).unwrap();
+        for a in askers {
+            assert_eq!(a.await.unwrap(), Ok(Some(3)));
+        }
+        assert_eq!(
+            reads.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "one read"
+        );
+        assert_eq!(needs.get(id), Some(3), "remembered");
+        assert!(needs.lock_reading().is_empty(), "no read left behind");
     }
 
     #[test]

@@ -83,7 +83,7 @@ async fn vote(app: &TestApp, writes: Writes, review: &str, voter: &str, decision
     };
     let review = Uuid::parse_str(review).unwrap();
     let staged = store
-        .stage_vote(review, decision, Vec::new(), None, &ctx)
+        .stage_vote(review, decision, Vec::new(), &ctx)
         .await
         .unwrap();
     staged.commit().await.unwrap();
