@@ -150,6 +150,10 @@ impl BenchEnv {
             pg,
             http: reqwest::Client::builder()
                 .pool_max_idle_per_host(128)
+                // Below the service's keep-alive (`server.keep_alive_ms`, 5 s): a connection
+                // idle while other rows run is dropped here before the server closes it, or
+                // the next request may be sent into one the server is closing.
+                .pool_idle_timeout(Duration::from_secs(2))
                 .build()?,
             reviewer_token,
             amqp,
