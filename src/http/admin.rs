@@ -127,12 +127,15 @@ pub(super) async fn outbox_page(
         Some(_) => return Err(ApiError::validation("state must be parked or retrying")),
     };
     let limit = paging::limit(query.limit)?;
+    // Any cursor the documented pattern allows is a position: one past every row id (19
+    // digits above i64::MAX) is an empty page, not a refusal.
     let after = match query.cursor.as_deref() {
         None => None,
         Some(c) => Some(
-            c.parse::<i64>()
+            c.parse::<u64>()
                 .ok()
                 .filter(|id| *id > 0)
+                .map(|id| i64::try_from(id).unwrap_or(i64::MAX))
                 .ok_or_else(|| ApiError::validation("cursor is not one this service issued"))?,
         ),
     };

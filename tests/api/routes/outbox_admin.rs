@@ -62,6 +62,21 @@ async fn only_admins_act_on_parked_rows_and_bad_requests_change_nothing() {
             .await;
         expect_error(r, StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_FAILED").await;
     }
+    // The largest cursor the documented pattern allows (19 digits, above i64::MAX) is a
+    // position after every row: an empty last page.
+    let far = app
+        .get(
+            "/api/v1/admin/outbox?state=parked&cursor=9999999999999999999",
+            &admin,
+        )
+        .await;
+    assert_eq!(far.status(), StatusCode::OK);
+    let far: serde_json::Value = far.json().await.unwrap();
+    assert_eq!(
+        (far["items"].as_array().map(Vec::len), &far["next_cursor"]),
+        (Some(0), &serde_json::Value::Null),
+        "{far}"
+    );
     let items = parked_list(&app).await;
     assert_eq!(items.len(), 1);
     assert_eq!(
