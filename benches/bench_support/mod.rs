@@ -150,7 +150,7 @@ impl BenchEnv {
             pg,
             http: reqwest::Client::builder()
                 .pool_max_idle_per_host(128)
-                // Below the service's keep-alive (`server.keep_alive_ms`, 5 s): a connection
+                // Below the service's keep-alive and head timeouts (5 s each): a connection
                 // idle while other rows run is dropped here before the server closes it, or
                 // the next request may be sent into one the server is closing.
                 .pool_idle_timeout(Duration::from_secs(2))

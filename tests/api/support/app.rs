@@ -115,6 +115,11 @@ pub async fn spawn_app_with(opts: AppOptions) -> TestApp {
         address: format!("http://127.0.0.1:{port}"),
         client: reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
+            // Below the service's keep-alive and head timeouts (5 s each): the client's pool
+            // keeps a connection it raced open but never used, and the server answers such a
+            // connection's silence with a 408 after 5 s, which a request sent into it just
+            // then reads as its own answer.
+            .pool_idle_timeout(Duration::from_secs(2))
             .build()
             .unwrap(),
         settings,
