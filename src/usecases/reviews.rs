@@ -139,13 +139,10 @@ impl ReviewService {
     ) -> Result<Transitioned, Error> {
         // With Redis down the gate is this instance's per-key one: a pre-lock read would
         // make every duplicate hold a connection, so the review's key is used then.
-        let cold = match (self.needs.get(review_id), self.gate.breaker_state()) {
+        match (self.needs.get(review_id), self.gate.breaker_state()) {
             (Some(n), _) => return self.vote(ctx, review_id, decision, n).await,
-            (None, BreakerState::Open) => false,
-            (None, _) => true,
-        };
-        if !cold {
-            return self.vote(ctx, review_id, decision, 1).await;
+            (None, BreakerState::Open) => return self.vote(ctx, review_id, decision, 1).await,
+            (None, _) => {}
         }
         // Not seen here yet: the review's key first, as a one-approval stage (the common
         // case) takes it; the transaction learns what the stage needs. Only when that key

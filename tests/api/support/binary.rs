@@ -15,17 +15,19 @@ pub struct KillOnDrop(pub Child);
 
 impl KillOnDrop {
     /// Stops the process as an orchestrator does (SIGTERM) and waits for it to exit.
-    pub async fn terminate(mut self) {
+    pub async fn terminate(self) {
         let pid = self.0.id().to_string();
         let _ = Command::new("kill").args(["-TERM", &pid]).status();
-        let deadline = std::time::Instant::now() + Duration::from_secs(15);
-        while self.0.try_wait().ok().flatten().is_none() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the binary did not exit within 15 s of SIGTERM"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let child = Mutex::new(self);
+        wait_for(
+            "the binary to exit on SIGTERM",
+            Duration::from_secs(15),
+            || {
+                let exited = child.lock().unwrap().0.try_wait().ok().flatten();
+                async move { exited.map(|_| ()) }
+            },
+        )
+        .await
     }
 }
 
