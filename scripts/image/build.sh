@@ -3,7 +3,8 @@
 #   scripts/image/build.sh                    target `runtime` (compiles), tag kh-review:latest
 #   scripts/image/build.sh --prebuilt BINARY  target `runtime-prebuilt` from BINARY (no
 #                                             compile), tag kh-review:prebuilt
-# IMAGE=name:tag overrides the tag. The engine is docker when its daemon answers, else
+# IMAGE=name:tag overrides the tag; CONFIG_DIR (default config/) is the folder a prebuilt
+# image gets as config/: the one of the sources the binary was built from. The engine is docker when its daemon answers, else
 # podman, else buildah. With podman or buildah and no reachable registry for the
 # Dockerfile's default base images, the local ones of scripts/image/base.sh are used;
 # BUILDER_IMAGE / RUNTIME_IMAGE in the environment win over both. The host's CA bundle is
@@ -52,8 +53,8 @@ if [[ -n $prebuilt ]]; then
   # A context of its own: the binary and config/, nothing else (no .dockerignore needed).
   image=${IMAGE:-kh-review:prebuilt}
   context="$STATE/prebuilt-context"
-  rm -rf "$context" && mkdir -p "$context"
-  cp -r config "$context/config"
+  rm -rf "$context" && mkdir -p "$context/config"
+  cp -r "${CONFIG_DIR:-config}/." "$context/config"
   # The debug binary's line tables are of no use in an image: stripped, it is a fraction.
   strip --strip-debug -o "$context/kh-review" "$prebuilt" 2>/dev/null || cp "$prebuilt" "$context/kh-review"
   args+=(--target runtime-prebuilt -f "$PWD/Dockerfile" "$context")
