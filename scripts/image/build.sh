@@ -4,34 +4,32 @@
 #   scripts/image/build.sh --prebuilt BINARY  target `runtime-prebuilt` from BINARY (no
 #                                             compile), tag kh-review:prebuilt
 # IMAGE=name:tag overrides the tag; CONFIG_DIR (default config/) is the folder a prebuilt
-# image gets as config/: the one of the sources the binary was built from. The engine is docker when its daemon answers, else
-# podman, else buildah. With podman or buildah and no reachable registry for the
-# Dockerfile's default base images, the local ones of scripts/image/base.sh are used;
-# BUILDER_IMAGE / RUNTIME_IMAGE in the environment win over both. The host's CA bundle is
-# passed as the secret `cacert` (a TLS-intercepting proxy's CA is in it).
+# image gets as config/: that of the sources the binary was built from. The engine is
+# docker when its daemon answers, else podman (installed from Debian when missing:
+# scripts/image/tools.sh). With podman and no registry reachable for the Dockerfile's
+# default base images, the local ones of scripts/image/base.sh are used; BUILDER_IMAGE /
+# RUNTIME_IMAGE in the environment win over both. The host's CA bundle is passed as the
+# secret `cacert` (the CA of a TLS-intercepting proxy is in it).
 set -euo pipefail
+prebuilt=""
+if [[ ${1:-} == --prebuilt ]]; then
+  prebuilt=$(realpath "${2:?usage: scripts/image/build.sh [--prebuilt BINARY]}")
+fi
+config_dir=$(realpath "${CONFIG_DIR:-$(dirname "$0")/../../config}")
 cd "$(dirname "$0")/../.."
 
 STATE="${KH_IMAGE_STATE:-/var/tmp/kh-review/image}"
 CA_BUNDLE="${CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}"
 log() { echo "[image/build] $*" >&2; }
 
-prebuilt=""
-if [[ ${1:-} == --prebuilt ]]; then
-  prebuilt=${2:?usage: scripts/image/build.sh [--prebuilt BINARY]}
-  [[ -x $prebuilt ]] || { log "no executable at $prebuilt"; exit 1; }
-fi
+[[ -z $prebuilt || -x $prebuilt ]] || { log "no executable at $prebuilt"; exit 1; }
 
 if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
   engine=docker
-elif command -v podman >/dev/null; then
+else
+  scripts/image/tools.sh   # podman, buildah, skopeo, mmdebstrap... from Debian, when missing
   engine=podman
   eval "$(scripts/image/podman.sh)"
-elif command -v buildah >/dev/null; then
-  engine=buildah
-else
-  log "no docker daemon, podman or buildah (apt-get install podman buildah)"
-  exit 1
 fi
 
 # Base images: the environment's, else the Dockerfile's defaults when reachable, else local.
@@ -42,7 +40,8 @@ if [[ $engine != docker && -z ${BUILDER_IMAGE:-}${RUNTIME_IMAGE:-} ]]; then
     log "$default_runtime is not reachable: local base images (scripts/image/base.sh)"
     which=(runtime builder)
     [[ -n $prebuilt ]] && which=(runtime)
-    while IFS= read -r kv; do export "${kv?}"; done < <(scripts/image/base.sh "${which[@]}")
+    bases=$(scripts/image/base.sh "${which[@]}")
+    for kv in $bases; do export "${kv?}"; done
   fi
 fi
 [[ -n ${BUILDER_IMAGE:-} ]] && args+=(--build-arg "BUILDER_IMAGE=$BUILDER_IMAGE")
@@ -52,10 +51,11 @@ fi
 if [[ -n $prebuilt ]]; then
   # A context of its own: the binary and config/, nothing else (no .dockerignore needed).
   image=${IMAGE:-kh-review:prebuilt}
-  context="$STATE/prebuilt-context"
-  rm -rf "$context" && mkdir -p "$context/config"
-  cp -r "${CONFIG_DIR:-config}/." "$context/config"
-  # The debug binary's line tables are of no use in an image: stripped, it is a fraction.
+  mkdir -p "$STATE"
+  context=$(mktemp -d "$STATE/prebuilt-context.XXXXXX")
+  trap 'rm -rf "$context"' EXIT
+  cp -r "$config_dir" "$context/config"
+  # The debug binary's line tables are of no use in an image (stripped: 79 MB -> 55 MB).
   strip --strip-debug -o "$context/kh-review" "$prebuilt" 2>/dev/null || cp "$prebuilt" "$context/kh-review"
   args+=(--target runtime-prebuilt -f "$PWD/Dockerfile" "$context")
 else
@@ -68,7 +68,6 @@ case $engine in
   docker) DOCKER_BUILDKIT=1 docker build -t "$image" "${args[@]}" ;;
   # chroot isolation: RUN steps need no container runtime; docker format keeps HEALTHCHECK.
   podman) podman build --format docker --layers --isolation=chroot --network=host -t "$image" "${args[@]}" ;;
-  buildah) buildah build --format docker --layers --isolation=chroot --network=host -t "$image" "${args[@]}" ;;
 esac
 size=$($engine image inspect --format '{{.Size}}' "$image" 2>/dev/null || echo 0)
 log "$image built by $engine in $((SECONDS - start)) s, $((size / 1000000)) MB"

@@ -21,6 +21,7 @@ mark=$SECONDS
 say() { echo "[image/test] $* ($((SECONDS - mark)) s)"; mark=$SECONDS; }
 fail() { echo "[image/test] FAIL: $*" >&2; exit 1; }
 
+scripts/image/tools.sh
 eval "$(scripts/image/podman.sh)"
 trap 'podman rm -f -t 0 "$NAME" >/dev/null 2>&1 || true' EXIT
 
