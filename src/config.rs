@@ -11,13 +11,13 @@ use crate::http::{AuthSettings, ServerSettings};
 use crate::lock::{LockSettings, RedisMode, RedisSettings};
 use crate::outbox::replay::ReplaySettings;
 use crate::outbox::{AmqpSettings, EventSettings, OutboxSettings};
+use crate::shutdown::ShutdownSettings;
 use crate::store::mongo::MongoSettings;
 use crate::store::{AuditSettings, DatabaseSettings};
 use crate::telemetry::{LogSettings, TelemetrySettings};
 use crate::usecases::{IdempotencySettings, ReviewSettings};
 
-/// Every setting of the service. Each layer owns the type of its own section; durations
-/// are `Duration`s, read from the `_ms` / `_secs` keys.
+/// Every setting; each layer owns its section's type; durations from `_ms`/`_secs` keys.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Settings {
     /// `production` unless set: outside `development` the development JWT secret and short
@@ -40,17 +40,18 @@ pub struct Settings {
     #[serde(default)]
     pub replay: ReplaySettings,
     pub log: LogSettings,
-    /// `[events]`: the CloudEvents source and where the event schemas are served; every
-    /// key has a default.
+    /// `[events]`: the CloudEvents source, where the schemas are served; all defaulted.
     #[serde(default)]
     pub events: EventSettings,
     /// `[audit]`: the audit chain's key (see `config_audit.rs` for its checks).
     #[serde(default)]
     pub audit: AuditSettings,
-    /// `[telemetry]`: trace export (off unless `otlp_endpoint` is set); every key has a
-    /// default.
+    /// `[telemetry]`: trace export (off unless `otlp_endpoint` is set); all defaulted.
     #[serde(default)]
     pub telemetry: TelemetrySettings,
+    /// `[shutdown]`: what a signal does (the drain, the grace); every key has a default.
+    #[serde(default)]
+    pub shutdown: ShutdownSettings,
 }
 
 /// One problem found in the configuration, naming its key.
@@ -63,10 +64,8 @@ pub struct ConfigProblem {
 
 impl ConfigProblem {
     fn new(key: &'static str, problem: &str) -> Self {
-        Self {
-            key,
-            problem: problem.to_string(),
-        }
+        let problem = problem.to_string();
+        Self { key, problem }
     }
 }
 
@@ -209,6 +208,7 @@ impl Settings {
         self.check_rest(&mut bad);
         self.check_auth(&mut bad);
         self.events.check(&mut bad);
+        self.shutdown.check(&mut bad);
         self.check_audit(&mut bad);
         if problems.is_empty() {
             Ok(())

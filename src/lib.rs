@@ -2,7 +2,7 @@
 //!
 //! Layers, each importing only those below it (`docs/architecture.md`):
 //! `domain` (rules, no I/O) <- `lock`, `store` <- `outbox` <- `usecases` <-
-//! `http` <- `startup` (wiring, with `config` and `telemetry`); `breaker` (a circuit
+//! `http` <- `startup` (wiring, with `config`, `telemetry` and `shutdown`); `breaker` (a circuit
 //! breaker, no imports) may be used by every layer, and `tasks` (the supervision of the
 //! background tasks, no imports) by `usecases` and `http`.
 
@@ -12,6 +12,7 @@ pub mod domain;
 pub mod http;
 pub mod lock;
 pub mod outbox;
+pub mod shutdown;
 pub mod startup;
 pub mod store;
 pub mod tasks;

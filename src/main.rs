@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use kh_review::config::Settings;
 use kh_review::http::auth::{sign, Role};
+use kh_review::shutdown::Deadline;
 use kh_review::startup::{Application, CoreBuilder};
 use kh_review::store::PgStore;
 use kh_review::telemetry;
@@ -131,13 +132,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     let host = settings.server.host.clone();
     let app = Application::build(settings).await?;
     tracing::info!(%host, port = app.port(), "kh-review listening");
-    let handle = app.handle();
-    tokio::spawn(async move {
-        shutdown_signal().await;
-        tracing::info!("shutdown signal received: draining");
-        handle.stop(true).await;
-    });
-    app.run_until_stopped().await
+    app.run_until(shutdown_signal()).await
 }
 
 async fn migrate(settings: &Settings) -> anyhow::Result<()> {
@@ -180,7 +175,7 @@ async fn dispatch(settings: Settings) -> anyhow::Result<()> {
     let core = CoreBuilder::new(&settings).build().await?;
     core.spawn_dispatcher();
     shutdown_signal().await;
-    core.close().await;
+    core.close(Deadline::after(settings.shutdown.grace)).await;
     Ok(())
 }
 

@@ -34,6 +34,9 @@ pub enum ReadyState {
     Degraded,
     /// PostgreSQL is down (with 503).
     NotReady,
+    /// The instance is shutting down (with 503): it still serves requests for
+    /// `shutdown.drain_secs`, then stops accepting them.
+    Draining,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -94,6 +97,7 @@ impl ReadyState {
             ReadyState::Ready => "ready",
             ReadyState::Degraded => "degraded",
             ReadyState::NotReady => "not_ready",
+            ReadyState::Draining => "draining",
         }
     }
 }
@@ -150,12 +154,12 @@ pub async fn healthz() -> HttpResponse {
     summary = "Readiness: PostgreSQL required; Redis, MongoDB, RabbitMQ reported",
     responses(
         (status = 200, description = "ready or degraded", body = ReadinessView),
-        (status = 503, description = "not_ready: PostgreSQL unreachable", body = ReadinessView)
+        (status = 503, description = "not_ready: PostgreSQL unreachable; draining: the instance is shutting down", body = ReadinessView)
     )
 )]
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     let body = readiness(&state).await;
-    if matches!(body.status, ReadyState::NotReady) {
+    if matches!(body.status, ReadyState::NotReady | ReadyState::Draining) {
         HttpResponse::ServiceUnavailable().json(body)
     } else {
         HttpResponse::Ok().json(body)
@@ -167,7 +171,9 @@ pub async fn readiness(state: &AppState) -> ReadinessView {
     let r = state.probes.readiness().await;
     let queues = &r.required_queues;
     let optional_down = !(r.redis.up && r.mongodb.up && r.rabbitmq.up && queues.up());
-    let status = if !r.postgresql.up {
+    let status = if state.probes.draining() {
+        ReadyState::Draining
+    } else if !r.postgresql.up {
         ReadyState::NotReady
     } else if optional_down {
         ReadyState::Degraded

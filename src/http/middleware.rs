@@ -1,7 +1,8 @@
 //! The middleware every request passes: its request id (from `X-Request-Id` or generated,
 //! echoed back, in the root span of every log line and in every error body), the
 //! `X-Content-Type-Options: nosniff` of every response (JSON, errors, health and metrics as
-//! well as the pages, which also set their own security headers: `csp.rs`), and its HTTP
+//! well as the pages, which also set their own security headers: `csp.rs`), `Connection:
+//! close` on every answer of an instance that is draining (`startup::shutdown`), and its HTTP
 //! metrics, whose labels come from a fixed set whatever the client sends (a label value
 //! made from a request would add a series per value, never freed).
 
@@ -10,6 +11,7 @@ use std::time::Instant;
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderName, HeaderValue};
+use actix_web::http::ConnectionType;
 use actix_web::http::Method;
 use actix_web::middleware::Next;
 use tracing::Instrument;
@@ -86,6 +88,13 @@ pub async fn middleware(
             "request finished"
         )
     });
+    if state.as_ref().is_some_and(|s| s.probes.draining()) {
+        // Going away: the client's connection is closed after this answer, so its next
+        // request opens a new one, which the load balancer sends to another instance.
+        res.response_mut()
+            .head_mut()
+            .set_connection_type(ConnectionType::Close);
+    }
     let headers = res.headers_mut();
     if let Ok(v) = HeaderValue::from_str(&id) {
         headers.insert(HeaderName::from_static(HEADER), v);

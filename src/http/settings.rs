@@ -37,10 +37,6 @@ pub struct ServerSettings {
     #[serde_as(as = "DurationMilliSeconds<u64>")]
     #[serde(rename = "client_disconnect_timeout_ms")]
     pub client_disconnect_timeout: Duration,
-    /// Grace period for in-flight requests on SIGTERM/SIGINT.
-    #[serde_as(as = "DurationMilliSeconds<u64>")]
-    #[serde(rename = "shutdown_grace_ms")]
-    pub shutdown_grace: Duration,
     /// Honour test-only request headers (`http::test_hooks`). Never in production.
     pub test_hooks: bool,
     /// HTTP worker threads. They parse requests and write responses; the work of a request

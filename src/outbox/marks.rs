@@ -41,19 +41,23 @@ pub struct Marks {
     store: PgStore,
     window: Duration,
     pending: Pending,
-    /// The writer task's inbox; the task starts with the first mark (inside the runtime).
+    /// The writer task's inbox; the task starts with the first mark.
     inbox: OnceLock<mpsc::UnboundedSender<Message>>,
+    /// The runtime the writer runs on: the one `new` was called on (the process's main
+    /// runtime), never an HTTP worker's, whose end at shutdown would drop a waiting group.
+    runtime: tokio::runtime::Handle,
 }
 
 impl Marks {
     /// Marks written by groups of `window` (zero: each mark is written at once, by the
-    /// request that hands it over).
+    /// request that hands it over). Called inside the runtime the writer is to run on.
     pub fn new(store: PgStore, window: Duration) -> Self {
         Self {
             store,
             window,
             pending: Arc::default(),
             inbox: OnceLock::new(),
+            runtime: tokio::runtime::Handle::current(),
         }
     }
 
@@ -106,7 +110,7 @@ impl Marks {
                 window: self.window,
                 pending: self.pending.clone(),
             };
-            tokio::spawn(writer.run(rx));
+            self.runtime.spawn(writer.run(rx));
             tx
         })
     }

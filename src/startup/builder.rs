@@ -19,6 +19,7 @@ use crate::lock::{LockKeys, LockProvider};
 use crate::outbox::publisher::AmqpPublisher;
 use crate::outbox::replay::ReplayRunner;
 use crate::outbox::{Dispatcher, OutboxSettings};
+use crate::shutdown::Deadline;
 use crate::store::mongo::MongoProjection;
 use crate::store::PgStore;
 use crate::tasks::{Backoff, Supervisor};
@@ -35,8 +36,6 @@ pub struct Core {
     pub tasks: Arc<Supervisor>,
     dispatcher: Arc<Dispatcher>,
     store: PgStore,
-    /// How long the background tasks get to stop at shutdown (`server.shutdown_grace_ms`).
-    tasks_grace: Duration,
 }
 
 impl Core {
@@ -51,10 +50,15 @@ impl Core {
             .spawn("outbox.publisher", move |stop| d.clone().run_publish(stop));
     }
 
-    /// Signals the background tasks and joins them (aborting any still running after
-    /// `server.shutdown_grace_ms`), then closes the AMQP connection and the pool.
-    pub async fn close(&self) {
-        self.tasks.stop(self.tasks_grace).await;
+    /// Signals the background tasks and joins them (aborting any still running when a
+    /// second is all that is left before `deadline`), then writes the waiting done marks
+    /// and closes the AMQP connection and the pool.
+    pub async fn close(&self, deadline: Deadline) {
+        let reserve = Duration::from_secs(1);
+        let for_tasks = deadline.left(reserve).saturating_sub(reserve);
+        self.tasks
+            .stop(for_tasks.max(Duration::from_millis(100)))
+            .await;
         self.dispatcher.flush_marks().await;
         self.dispatcher.publisher().close().await;
         self.store.close().await;
@@ -144,7 +148,6 @@ impl<'a> CoreBuilder<'a> {
             tasks,
             dispatcher,
             store,
-            tasks_grace: s.server.shutdown_grace,
         })
     }
 

@@ -15,6 +15,7 @@ use opentelemetry_instrumentation_actix_web::RequestTracing;
 
 use crate::config::Settings;
 use crate::http::auth::{Jwks, JwtVerifier};
+use crate::shutdown::{Deadline, ShutdownSettings};
 use crate::tasks::Supervisor;
 pub use builder::{Core, CoreBuilder};
 
@@ -22,6 +23,7 @@ pub struct Application {
     port: u16,
     server: Server,
     core: Core,
+    shutdown: ShutdownSettings,
 }
 
 impl Application {
@@ -54,7 +56,7 @@ impl Application {
                 .app_data(verifier.clone())
                 .configure(crate::http::configure)
         })
-        .shutdown_timeout(server.shutdown_grace.as_secs_f64().ceil() as u64)
+        .shutdown_timeout(settings.shutdown.in_flight().as_secs())
         .client_request_timeout(server.client_request_timeout)
         .keep_alive(server.keep_alive)
         .client_disconnect_timeout(server.client_disconnect_timeout)
@@ -69,6 +71,7 @@ impl Application {
             port,
             server: http,
             core,
+            shutdown: settings.shutdown.clone(),
         })
     }
 
@@ -86,12 +89,51 @@ impl Application {
         self.core.tasks.clone()
     }
 
-    /// Serves until the server is stopped (via [`Application::handle`] or a signal wired
-    /// by the caller), then stops the background tasks (the dispatcher after its batch),
-    /// joins them, and closes the pools.
+    /// Serves until the server is stopped (via [`Application::handle`]), then stops the
+    /// background tasks (the dispatcher after its batch), joins them, and closes the pools.
     pub async fn run_until_stopped(self) -> anyhow::Result<()> {
+        let grace = self.shutdown.grace;
         let result = self.server.await;
-        self.core.close().await;
+        self.core.close(Deadline::after(grace)).await;
+        result.context("http server failed")
+    }
+
+    /// Serves until `signal` resolves, then goes away as `shutdown` describes: `/readyz`
+    /// 503 `draining` at once while requests are still served for `shutdown.drain_secs`,
+    /// then the listener closed and the requests in flight finished, then the background
+    /// tasks, the marks and the pools; all within `shutdown.grace_secs` of the signal.
+    pub async fn run_until(
+        self,
+        signal: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let Self {
+            server,
+            core,
+            shutdown,
+            ..
+        } = self;
+        let handle = server.handle();
+        let state = core.state.clone();
+        let (signalled, deadline) = tokio::sync::oneshot::channel();
+        let stopper = tokio::spawn(async move {
+            signal.await;
+            let _ = signalled.send(Deadline::after(shutdown.grace));
+            state.probes.start_draining();
+            tracing::info!(
+                drain_secs = shutdown.drain.as_secs(),
+                grace_secs = shutdown.grace.as_secs(),
+                "shutdown signal received: draining (readyz 503, requests still served)"
+            );
+            tokio::time::sleep(shutdown.drain).await;
+            tracing::info!("drain over: listener closed, finishing the requests in flight");
+            handle.stop(true).await;
+        });
+        let result = server.await;
+        stopper.abort();
+        let deadline = deadline
+            .await
+            .unwrap_or_else(|_| Deadline::after(shutdown.grace));
+        core.close(deadline).await;
         result.context("http server failed")
     }
 }

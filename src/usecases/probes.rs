@@ -7,6 +7,7 @@
 //! Counters kept in memory are read live.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -119,6 +120,8 @@ pub struct Probes {
     restarts: Arc<TaskRestarts>,
     readiness: Recent<Readiness>,
     outbox: Recent<OutboxFigures>,
+    /// Set once, at SIGTERM: the instance is going away (`/readyz` 503 `draining`).
+    draining: AtomicBool,
 }
 
 async fn check<E: std::fmt::Display>(probe: impl Future<Output = Result<(), E>>) -> Check {
@@ -161,7 +164,19 @@ impl Probes {
             restarts,
             readiness: Recent::new(cache),
             outbox: Recent::new(cache),
+            draining: AtomicBool::new(false),
         }
+    }
+
+    /// From now on the instance says it is going away: `/readyz` answers 503 `draining`
+    /// (so a load balancer takes it out of rotation) while requests are still served.
+    pub fn start_draining(&self) {
+        self.draining.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`Probes::start_draining`] was called.
+    pub fn draining(&self) -> bool {
+        self.draining.load(Ordering::Relaxed)
     }
 
     /// Every dependency, checked at once, each within 2 s; the answer is at most

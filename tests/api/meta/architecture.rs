@@ -9,7 +9,7 @@ const MAX_FILE_LINES: usize = 400;
 const MAX_FN_LINES: usize = 80;
 
 /// Each layer and the crate modules it may import. Everything else (`startup`, `config`,
-/// `telemetry`, `lib.rs`, `main.rs`) is the wiring, which may import anything.
+/// `telemetry`, `shutdown`, `lib.rs`, `main.rs`) is the wiring, which may import anything.
 const LAYERS: &[(&str, &[&str])] = &[
     ("breaker", &[]),
     ("tasks", &[]),

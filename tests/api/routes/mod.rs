@@ -9,6 +9,7 @@ mod comments;
 pub(crate) mod concurrency;
 mod console;
 mod documents;
+mod drain;
 mod events;
 mod headers;
 mod idempotency;

@@ -2,7 +2,8 @@
 //! what only a process shows (signals, its own environment).
 
 use std::io::Read;
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -14,8 +15,9 @@ use kh_review_testkit::proxy::dead_port;
 pub struct KillOnDrop(pub Child);
 
 impl KillOnDrop {
-    /// Stops the process as an orchestrator does (SIGTERM) and waits for it to exit.
-    pub async fn terminate(self) {
+    /// Stops the process as an orchestrator does (SIGTERM) and waits (15 s at most) for
+    /// it to exit; returns how it exited.
+    pub async fn terminate(self) -> ExitStatus {
         let pid = self.0.id().to_string();
         let _ = Command::new("kill").args(["-TERM", &pid]).status();
         let child = Mutex::new(self);
@@ -24,7 +26,7 @@ impl KillOnDrop {
             Duration::from_secs(15),
             || {
                 let exited = child.lock().unwrap().0.try_wait().ok().flatten();
-                async move { exited.map(|_| ()) }
+                async move { exited }
             },
         )
         .await
@@ -40,7 +42,17 @@ impl Drop for KillOnDrop {
 
 /// Starts `kh-review serve` on `port`, sharing `app`'s stores, with `envs` on top.
 pub fn serve_binary(app: &TestApp, port: u16, envs: &[(&str, String)]) -> KillOnDrop {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kh-review"));
+    serve_binary_from(Path::new(env!("CARGO_BIN_EXE_kh-review")), app, port, envs)
+}
+
+/// [`serve_binary`] with another build of the binary (an older release's).
+pub fn serve_binary_from(
+    binary: &Path,
+    app: &TestApp,
+    port: u16,
+    envs: &[(&str, String)],
+) -> KillOnDrop {
+    let mut cmd = Command::new(binary);
     cmd.arg("serve")
         .env(
             "APP_CONFIG_DIR",
@@ -55,6 +67,8 @@ pub fn serve_binary(app: &TestApp, port: u16, envs: &[(&str, String)]) -> KillOn
         .env("APP__AMQP__EXCHANGE", &app.shared.exchange)
         .env("APP__AMQP__BIND_QUEUE", "")
         .env("APP__LOG__LEVEL", "warn")
+        // Tests that stop it do not wait for a load balancer: no drain unless one asks.
+        .env("APP__SHUTDOWN__DRAIN_SECS", "0")
         .envs(envs.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::null());
     KillOnDrop(cmd.spawn().expect("the kh-review binary starts"))
