@@ -86,13 +86,16 @@ bench: services
 # database made from migrations/: fails on a lint, or when .sqlx/ (the offline query data
 # builds use) no longer matches the queries and migrations (scripts/sqlx.sh). The AsyncAPI
 # document (docs/asyncapi.json, the one the service serves) is validated offline with the
-# AsyncAPI parser (scripts/asyncapi.sh; a test keeps the file equal to the served one). LINT_BUILD is
+# AsyncAPI parser (scripts/asyncapi.sh; a test keeps the file equal to the served one). Every
+# migration is linted with squawk for what a rolling upgrade cannot take (scripts/squawk.sh).
+# LINT_BUILD is
 # the build it checks: CI builds every target for the tests through clippy-driver instead,
 # so that lints and tests share one build (.ci/run).
 LINT_BUILD ?= cargo clippy --workspace --all-targets -- -D warnings
 lint: services deps
 	cargo fmt --all -- --check
 	scripts/asyncapi.sh docs/asyncapi.json
+	scripts/squawk.sh
 	scripts/sqlx.sh check $(LINT_BUILD)
 
 # Every package's licence against an allow-list, and the direct dependencies a major version

@@ -333,6 +333,10 @@ async fn run_migrations(conn: &mut PgConnection, chain: Option<&AuditChain>) -> 
     }
     let mut migrator = sqlx::migrate!("./migrations");
     migrator.set_locking(false); // held above
+                                 // A newer release may have migrated the database already (a rolling upgrade, or a
+                                 // rollback of the binary): its migrations only add (expand/contract), so this release
+                                 // runs on that schema instead of refusing to start over versions it does not know.
+    migrator.set_ignore_missing(true);
     let mut ran = migrator
         .run(&mut *conn)
         .await

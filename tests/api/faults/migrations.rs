@@ -1,7 +1,8 @@
-//! Migrations run on a connection of their own, without the pool's `statement_timeout`: two
-//! instances started at once against a fresh database both come up, each waiting for the
-//! migration lock (sqlx's advisory lock) however long another holds it, and neither
-//! deadlocking with the other's `CREATE INDEX CONCURRENTLY`.
+//! Migrations run on a connection of their own, without the pool's `statement_timeout`:
+//! three instances started at once against a fresh database all come up, each waiting for
+//! the migration lock (sqlx's advisory lock) however long another holds it, none
+//! deadlocking with another's `CREATE INDEX CONCURRENTLY`, and each migration is applied
+//! once. An instance of an older release starts on a schema a newer release migrated.
 
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use serde_json::Value;
 use sqlx::{Connection, PgConnection};
 
 use crate::support::app::{spawn_app, spawn_app_with, AppOptions};
-use crate::support::inspect::wait_for;
+use crate::support::inspect::{each_migration_applied_once, wait_for};
 use kh_review_testkit::database::{create_database, test_database_name};
 use kh_review_testkit::stores::pg_url;
 
@@ -19,7 +20,7 @@ async fn admin() -> PgConnection {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_instances_started_at_once_on_a_fresh_database_both_come_up() {
+async fn three_instances_started_at_once_on_a_fresh_database_all_come_up() {
     let owner = spawn_app().await; // the other stores, and a clean-up
                                    // A new, empty database, named like the tests' own (so a run that dies leaves it to the
                                    // next run's clean-up).
@@ -45,7 +46,7 @@ async fn two_instances_started_at_once_on_a_fresh_database_both_come_up() {
     };
     let release = async {
         wait_for(
-            "both instances to ask for the migration lock",
+            "every instance to ask for the migration lock",
             Duration::from_secs(20),
             || async {
                 // Each has asked for the lock (and asks again at intervals).
@@ -57,7 +58,7 @@ async fn two_instances_started_at_once_on_a_fresh_database_both_come_up() {
                 .fetch_one(&owner.pg)
                 .await
                 .unwrap();
-                (waiting == 2).then_some(())
+                (waiting == 3).then_some(())
             },
         )
         .await;
@@ -69,30 +70,57 @@ async fn two_instances_started_at_once_on_a_fresh_database_both_come_up() {
             .await
             .unwrap();
     };
-    // Both start at once (a failed start panics in spawn_app_with).
-    let (a, b, ()) = tokio::join!(
+    // All start at once (a failed start panics in spawn_app_with).
+    let (a, b, c, ()) = tokio::join!(
+        spawn_app_with(options()),
         spawn_app_with(options()),
         spawn_app_with(options()),
         release
     );
-    for app in [&a, &b] {
+    for app in [&a, &b, &c] {
         let r = app.client.get(app.url("/readyz")).send().await.unwrap();
         assert_eq!(r.status(), StatusCode::OK);
         let v: Value = r.json().await.unwrap();
         assert_eq!(v["checks"]["postgresql"]["status"], "up", "{v}");
     }
-    let files = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"))
-        .unwrap()
-        .count() as i64;
-    let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations WHERE success")
-        .fetch_one(&mut holder)
-        .await
-        .unwrap();
-    assert_eq!(applied, files, "every migration applied, once");
+    each_migration_applied_once(&mut holder).await;
     holder.close().await.unwrap();
-    a.stop().await;
-    b.stop().await;
+    for app in [a, b, c] {
+        app.stop().await;
+    }
     let drop = sqlx::AssertSqlSafe(format!("DROP DATABASE {fresh} WITH (FORCE)"));
     sqlx::query(drop).execute(&mut admin().await).await.unwrap();
+    owner.finish().await;
+}
+
+/// A rolling upgrade's other half: a newer release migrated the database (a version this
+/// build does not have), and an instance of this build starts on it (a restart during the
+/// upgrade, or a rollback of the binary) instead of refusing the unknown version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_starts_on_a_schema_a_newer_release_migrated() {
+    let owner = spawn_app().await;
+    // The newer release's migration, as sqlx records it (it only adds: expand/contract).
+    sqlx::query("CREATE TABLE from_a_newer_release (id bigint)")
+        .execute(&owner.pg)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (29991231000000, 'from a newer release', true, '\\x00'::bytea, 1)",
+    )
+    .execute(&owner.pg)
+    .await
+    .unwrap();
+    // On the same database, migrating at start (as every instance does by default).
+    let older = spawn_app_with(AppOptions {
+        share_with: Some(owner.shared.clone()),
+        ..Default::default()
+    })
+    .await; // panics when the start is refused
+    assert!(older.settings.database.migrate_on_start);
+    let (_, review) = older.pending_review().await;
+    let r = older.approve(&review, &older.reviewer()).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    older.stop().await;
     owner.finish().await;
 }

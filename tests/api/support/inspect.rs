@@ -45,6 +45,24 @@ where
     }
 }
 
+/// Every migration of the build applied, each once, on the database `db` reaches.
+pub async fn each_migration_applied_once<'c>(db: impl sqlx::PgExecutor<'c>) {
+    let files = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"))
+        .unwrap()
+        .count() as i64;
+    let (applied, versions): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(DISTINCT version) FROM _sqlx_migrations WHERE success",
+    )
+    .fetch_one(db)
+    .await
+    .unwrap();
+    assert_eq!(
+        (applied, versions),
+        (files, files),
+        "every migration applied, once"
+    );
+}
+
 /// GET on `client`'s Redis.
 pub async fn redis_get(client: &redis::Client, key: &str) -> Option<String> {
     let mut c = client.get_multiplexed_async_connection().await.unwrap();
