@@ -10,10 +10,10 @@ WITH_ENV := eval "$$(scripts/services.sh env)" &&
 DEV_ENV := APP__ENVIRONMENT=$${APP__ENVIRONMENT:-development}
 TEST_THREADS ?= 8
 
-.PHONY: help services services-down services-status run test test-volume test-topologies test-ui fuzz lint deps fmt migrate build token bench sqlx-prepare image test-image compose-config
+.PHONY: help services services-down services-status run test test-volume test-topologies test-upgrade test-ui fuzz lint deps fmt migrate build token bench sqlx-prepare image test-image compose-config
 
 help:
-	@echo "make run | test | test-volume | test-topologies | test-ui | fuzz | bench | lint | deps | fmt | sqlx-prepare | services | services-down | migrate | build | token SUB=.. ROLES=.. | image | test-image | compose-config"
+	@echo "make run | test | test-volume | test-topologies | test-upgrade [FROM=rev] | test-ui | fuzz | bench | lint | deps | fmt | sqlx-prepare | services | services-down | migrate | build | token SUB=.. ROLES=.. | image | test-image | compose-config"
 
 services:
 	scripts/services.sh up
@@ -62,6 +62,14 @@ test-volume: services
 # took.
 test-topologies: services
 	$(WITH_ENV) cargo test --test api -- --test-threads=1 --nocapture $(TOPOLOGY_TESTS)
+
+# The rolling upgrade alone (tests/api/topologies/upgrade.rs; test-topologies runs it too):
+# three instances behind HAProxy under a minute of load, each replaced in turn; it prints
+# the answers, HAProxy's retries, p50/p99 steady and during the upgrade, and the events.
+# FROM=<git rev>: the first generation is that revision's binary (built once into its own
+# target folder by scripts/upgrade_from.sh), for a real old-to-new upgrade.
+test-upgrade: services
+	$(WITH_ENV) $(if $(FROM),KH_UPGRADE_FROM_BIN=$$(scripts/upgrade_from.sh $(FROM))) cargo test --test api -- --nocapture topologies::upgrade
 
 # The page tests (tests/api/pages/) in headless Chromium over chromedriver; scripts/browser.sh
 # installs Debian's chromium and chromium-driver when missing. Screenshots: target/ui/*.png

@@ -9,7 +9,8 @@
 # PROFILE: the topologies whose nodes the tests kill (scripts/topologies/): redis-cluster
 # (7001-7006), redis-sentinel (6391/6392, sentinels 26391-26393), rabbitmq-cluster (three
 # nodes, AMQP 5681-5683) or postgres-ha (three Patroni members behind HAProxy on 5440, one
-# etcd, a FerretDB on 27027 through the same HAProxy). The base services
+# etcd, a FerretDB on 27027 through the same HAProxy), or load-balancer (HAProxy installed,
+# for the rolling-upgrade test, which runs it itself). The base services
 # are in scripts/services/, shared helpers in scripts/lib/, SQL in scripts/sql/. Debian or
 # Ubuntu without systemd, as root (or with sudo). KH_DATABASE_URL, KH_REDIS_URL, KH_AMQP_URL,
 # KH_MONGO_URL: use that server instead (up checks it answers, env prints it, down leaves
@@ -21,7 +22,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib/common.sh"
 
 BASE=(postgres redis rabbitmq ferretdb jaeger)   # started in this order, stopped in reverse
-PROFILES=(redis-cluster redis-sentinel rabbitmq-cluster postgres-ha)
+PROFILES=(redis-cluster redis-sentinel rabbitmq-cluster postgres-ha load-balancer)
 
 service() { "$here/services/$1.sh" "$2"; }     # service NAME COMMAND
 topology() { "$here/topologies/$1.sh" "$2"; }  # topology PROFILE COMMAND
@@ -77,7 +78,7 @@ cmd_env() {
   (( $# == 0 )) || topology "$1" env
 }
 
-usage() { echo "usage: $0 [up|down|status|env] [redis-cluster|redis-sentinel|rabbitmq-cluster|postgres-ha]   ($0 help)" >&2; exit 2; }
+usage() { echo "usage: $0 [up|down|status|env] [redis-cluster|redis-sentinel|rabbitmq-cluster|postgres-ha|load-balancer]   ($0 help)" >&2; exit 2; }
 
 cmd=${1:-up}
 (( $# == 0 )) || shift

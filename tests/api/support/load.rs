@@ -1,7 +1,8 @@
-//! A steady load for the failover tests: each instance starts one review flow (create,
-//! submit, approve) every `every`, whatever the earlier flows are doing, so a store that
-//! fails over meets requests at the same rate throughout. Every answer is recorded, with
-//! its time, so a test can say what the clients saw during the fault.
+//! A steady load for the failover and upgrade tests: each target (an instance, or a load
+//! balancer in front of several) gets one review flow (create, submit, approve) started
+//! every `every`, whatever the earlier flows are doing, so a store that fails over or an
+//! instance being replaced meets requests at the same rate throughout. Every answer is
+//! recorded, with its time and latency, so a test can say what the clients saw.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -27,7 +28,9 @@ pub struct Outcome {
     pub status: u16,
     /// The error's `code`, when the answer is an error.
     pub code: Option<String>,
+    /// When the answer came, and how long it took.
     pub at: Instant,
+    pub took: Duration,
 }
 
 impl Outcome {
@@ -53,6 +56,36 @@ impl Progress {
     }
 }
 
+/// Where a load's requests go: an instance's or a load balancer's address, with the
+/// clients' tokens; `keyed` sends every POST with an `Idempotency-Key`, as a client that
+/// may be retried (by itself or by a load balancer) does.
+pub struct Target {
+    pub base: String,
+    client: reqwest::Client,
+    author: String,
+    reviewer: String,
+    keyed: bool,
+}
+
+impl Target {
+    /// `app` itself, without idempotency keys.
+    pub fn app(app: &TestApp) -> Self {
+        Self::at(app, app.address.clone(), false)
+    }
+
+    /// `base` (a load balancer in front of instances sharing `app`'s stores), with `app`'s
+    /// tokens and client.
+    pub fn at(app: &TestApp, base: String, keyed: bool) -> Self {
+        Self {
+            base,
+            client: app.client.clone(),
+            author: app.author(),
+            reviewer: app.reviewer(),
+            keyed,
+        }
+    }
+}
+
 /// Runs `apps[i]` flows every `every` for `length`, counting its approvals in `progress`;
 /// returns every answer, in no order.
 pub async fn steady_load(
@@ -61,9 +94,20 @@ pub async fn steady_load(
     every: Duration,
     progress: &Progress,
 ) -> Vec<Outcome> {
-    let runs = apps
+    let targets: Vec<Target> = apps.iter().map(|app| Target::app(app)).collect();
+    steady_load_to(&targets, length, every, progress).await
+}
+
+/// [`steady_load`] to any targets.
+pub async fn steady_load_to(
+    targets: &[Target],
+    length: Duration,
+    every: Duration,
+    progress: &Progress,
+) -> Vec<Outcome> {
+    let runs = targets
         .iter()
-        .map(|app| one_instance(app, length, every, progress));
+        .map(|target| one_target(target, length, every, progress));
     futures_util::future::join_all(runs)
         .await
         .into_iter()
@@ -71,8 +115,8 @@ pub async fn steady_load(
         .collect()
 }
 
-async fn one_instance(
-    app: &TestApp,
+async fn one_target(
+    target: &Target,
     length: Duration,
     every: Duration,
     progress: &Progress,
@@ -87,7 +131,7 @@ async fn one_instance(
         tokio::select! {
             _ = tick.tick() => {
                 n += 1;
-                flows.push(flow(app, n, progress));
+                flows.push(flow(target, n, progress));
             }
             Some(done) = flows.next() => out.extend(done),
         }
@@ -99,14 +143,14 @@ async fn one_instance(
 }
 
 /// Create, submit, approve: as far as the answers let it go.
-async fn flow(app: &TestApp, n: u64, progress: &Progress) -> Vec<Outcome> {
+async fn flow(target: &Target, n: u64, progress: &Progress) -> Vec<Outcome> {
     let mut out = Vec::new();
     let created = send(
-        app,
+        target,
         Step::Create,
         None,
         "/api/v1/documents",
-        &app.author(),
+        &target.author,
         json!({"title": format!("load {n}"), "body": format!("body of flow {n}")}),
     )
     .await;
@@ -125,11 +169,11 @@ async fn flow(app: &TestApp, n: u64, progress: &Progress) -> Vec<Outcome> {
     });
     let path = format!("/api/v1/documents/{doc}/submit");
     let (submitted, body) = send(
-        app,
+        target,
         Step::Submit,
         Some(&doc),
         &path,
-        &app.author(),
+        &target.author,
         json!({}),
     )
     .await;
@@ -139,11 +183,11 @@ async fn flow(app: &TestApp, n: u64, progress: &Progress) -> Vec<Outcome> {
     };
     let path = format!("/api/v1/reviews/{review}/approve");
     let (approved, _) = send(
-        app,
+        target,
         Step::Approve,
         Some(&doc),
         &path,
-        &app.reviewer(),
+        &target.reviewer,
         json!({}),
     )
     .await;
@@ -157,26 +201,30 @@ async fn flow(app: &TestApp, n: u64, progress: &Progress) -> Vec<Outcome> {
 /// One request; the JSON body when it succeeded. A request that got no answer at all is
 /// status 0.
 async fn send(
-    app: &TestApp,
+    target: &Target,
     step: Step,
     document: Option<&str>,
     path: &str,
     token: &str,
     body: Value,
 ) -> (Outcome, Option<Value>) {
-    let sent = app
+    let mut request = target
         .client
-        .post(app.url(path))
+        .post(format!("{}{path}", target.base))
         .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await;
+        .json(&body);
+    if target.keyed {
+        request = request.header("idempotency-key", uuid::Uuid::new_v4().to_string());
+    }
+    let started = Instant::now();
+    let sent = request.send().await;
     let outcome = |status: u16, code: Option<String>| Outcome {
         step,
         document: document.map(str::to_string),
         status,
         code,
         at: Instant::now(),
+        took: started.elapsed(),
     };
     let Ok(r) = sent else {
         return (outcome(0, None), None);

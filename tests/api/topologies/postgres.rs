@@ -14,11 +14,11 @@ use reqwest::StatusCode;
 use sqlx::PgPool;
 
 use crate::support::app::TestApp;
+use crate::support::delivery::{committed_state_holds, events_of_outbox, outbox_drained};
 use crate::support::inspect::{expect_error, wait_for};
 use crate::support::load::{outage, steady_load, tally, Outcome, Progress, Step};
 use crate::support::patroni::{
-    committed_state_holds, database, events_of_outbox, instance, kill_member, leader, new_leader,
-    only_unavailable, switchover, PROXY,
+    database, instance, kill_member, leader, new_leader, only_unavailable, switchover, MONGO, PROXY,
 };
 use crate::support::topology::{profile_up, take_turn};
 
@@ -30,17 +30,6 @@ async fn instances() -> (Vec<TestApp>, PgPool) {
     let second = instance(url.clone(), Some(&owner)).await;
     let third = instance(url, Some(&owner)).await;
     (vec![owner, second, third], pg)
-}
-
-async fn drained(pg: &PgPool) {
-    wait_for("the outbox to drain", Duration::from_secs(60), || async {
-        let left: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox WHERE done_at IS NULL")
-            .fetch_one(pg)
-            .await
-            .ok()?;
-        (left == 0).then_some(())
-    })
-    .await;
 }
 
 /// The checks after a failover at `at`; prints what the clients saw.
@@ -70,10 +59,11 @@ async fn after_failover(
         later > 0,
         "approvals succeed after the {what}, without a restart"
     );
-    drained(pg).await;
+    outbox_drained(pg).await;
     let mut events = HashMap::new();
     events_of_outbox(&apps[0], pg, &mut events).await;
-    let duplicates = committed_state_holds(pg, &apps[0].shared.mongo_db, outcomes, &events).await;
+    let duplicates =
+        committed_state_holds(pg, MONGO, &apps[0].shared.mongo_db, outcomes, &events).await;
     println!(
         "{what}: {} events, one per committed transition; {duplicates} duplicates",
         events.len()
@@ -178,18 +168,26 @@ async fn a_demoted_primarys_sessions_are_refused() {
         let r = app.approve(&review, &app.reviewer()).await;
         expect_error(r, StatusCode::SERVICE_UNAVAILABLE, "DEPENDENCY_UNAVAILABLE").await;
     }
+    // What the contract promises is that no session is *kept* on the demoted member: a
+    // connection the pool is dialling or closing right now may show for a moment (it is
+    // refused by `after_connect` or dropped with its error), so the count must reach 0
+    // within a bound rather than be 0 at one arbitrary instant.
     let on_old = PgPool::connect(&direct).await.unwrap();
-    let kept: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()",
+    wait_for(
+        &format!("no session of the instance kept on the demoted {old}"),
+        Duration::from_secs(15),
+        || async {
+            let kept: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()",
+            )
+            .bind(&application)
+            .fetch_one(&on_old)
+            .await
+            .ok()?;
+            (kept == 0).then_some(())
+        },
     )
-    .bind(&application)
-    .fetch_one(&on_old)
-    .await
-    .unwrap();
-    assert_eq!(
-        kept, 0,
-        "the instance keeps no session on the demoted {old}"
-    );
+    .await;
     on_old.close().await;
     let status: String = sqlx::query_scalar("SELECT status::text FROM reviews WHERE id = $1::uuid")
         .bind(&review)
