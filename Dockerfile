@@ -33,10 +33,10 @@ RUN touch src/main.rs src/lib.rs \
     && cargo build --release --locked --offline --bin kh-review \
     && strip target/release/kh-review
 
-# What both runtime targets share: ca-certificates (already in the local base), the user,
-# config/, the settings, the health check.
+# What both runtime targets share: ca-certificates (already in the local base, which has no
+# apt), the user, config/, the settings, the health check.
 FROM ${RUNTIME_IMAGE} AS runtime-base
-RUN if ! dpkg-query -W -f '${Status}' ca-certificates 2>/dev/null | grep -q 'ok installed'; then \
+RUN if [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then \
       apt-get update \
       && apt-get install -y --no-install-recommends ca-certificates \
       && rm -rf /var/lib/apt/lists/*; \

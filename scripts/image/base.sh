@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # scripts/image/base.sh: the two base images of the Dockerfile, made locally for machines
-# that reach no image registry: a Debian 12 minbase root made by mmdebstrap (runtime), and
-# the same root with Debian's rustc-web/cargo-web and what a build links with (builder),
-# both imported into podman's store. Each is tagged with a hash of its recipe (packages,
-# excludes, apt sources), so a second run reuses it. Uses the machine's own Debian mirror
+# that reach no image registry, with mmdebstrap, and imported into podman's store: runtime,
+# a Debian 12 root of the Essential packages plus ca-certificates and passwd (no apt: 57
+# MB); builder, a minbase root (with apt) plus Debian's rustc-web/cargo-web and what a
+# build links with. Each is tagged with a hash of its recipe (variant, packages, excludes,
+# apt sources), so a second run reuses it. Uses the machine's own Debian mirror
 # (/etc/apt/sources.list.d/*.sources or /etc/apt/sources.list), with its security suite.
 #   scripts/image/base.sh [runtime] [builder]     (both when none is named)
 # Prints the build arguments to pass, one a line: RUNTIME_IMAGE=... BUILDER_IMAGE=...
@@ -58,12 +59,12 @@ EXCLUDES=(
 )
 PATH_ENV='PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 
-make_base() { # name packages [more dpkg path options]: prints the tag
-  local name=$1 packages=$2 tag tar start
-  shift 2
+make_base() { # name variant packages [more dpkg path options]: prints the tag
+  local name=$1 variant=$2 packages=$3 tag tar start
+  shift 3
   local excludes=("${EXCLUDES[@]}" "$@")
   tag="localhost/kh-review-base:$name-$(
-    printf '%s\n' minbase merged-usr "$packages" "${excludes[@]}" "$PATH_ENV" "$SOURCES" | sha256sum | cut -c1-12)"
+    printf '%s\n' "$variant" merged-usr "$packages" "${excludes[@]}" "$PATH_ENV" "$SOURCES" | sha256sum | cut -c1-12)"
   if podman image exists "$tag"; then
     log "$tag present"
     echo "$tag"
@@ -72,8 +73,8 @@ make_base() { # name packages [more dpkg path options]: prints the tag
   command -v mmdebstrap >/dev/null || { log "mmdebstrap missing (apt-get install mmdebstrap)"; exit 1; }
   tar="$STATE/${tag##*:}.tar"
   start=$SECONDS
-  log "$tag: mmdebstrap minbase + $packages (log: $STATE/mmdebstrap.log)"
-  mmdebstrap --variant=minbase --format=tar --include="$packages" \
+  log "$tag: mmdebstrap $variant + $packages (log: $STATE/mmdebstrap.log)"
+  mmdebstrap --variant="$variant" --format=tar --include="$packages" \
     --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr "${excludes[@]}" \
     bookworm "$tar.part" - <<<"$SOURCES" >"$STATE/mmdebstrap.log" 2>&1 \
     || { log "mmdebstrap failed: tail of $STATE/mmdebstrap.log:"; tail -20 "$STATE/mmdebstrap.log" >&2; exit 1; }
@@ -88,12 +89,14 @@ make_base() { # name packages [more dpkg path options]: prints the tag
 for name in "$@"; do
   case $name in
     runtime)
-      # glibc's character set converters (9 MB): the service converts nothing.
-      tag=$(make_base runtime ca-certificates,libssl3 --dpkgopt='path-exclude=/usr/lib/x86_64-linux-gnu/gconv/*')
+      # The Essential packages only, no apt (and so none of its libraries, 12 MB), plus
+      # ca-certificates and passwd (useradd); without glibc's character set converters
+      # (9 MB): the service converts nothing.
+      tag=$(make_base runtime essential ca-certificates,passwd --dpkgopt='path-exclude=/usr/lib/x86_64-linux-gnu/gconv/*')
       echo "RUNTIME_IMAGE=$tag"
       ;;
     builder)
-      tag=$(make_base builder ca-certificates,libssl3,rustc-web,cargo-web,gcc,libc6-dev,pkg-config,make)
+      tag=$(make_base builder minbase ca-certificates,libssl3,rustc-web,cargo-web,gcc,libc6-dev,pkg-config,make)
       # cargo and rustc must resolve on PATH, at the version Cargo.toml asks for (1.94+).
       podman run --rm --network=none "$tag" sh -c 'cargo --version && rustc --version' >&2 \
         || { log "cargo/rustc do not run in $tag"; exit 1; }
