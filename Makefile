@@ -66,10 +66,11 @@ test-topologies: services
 # The rolling upgrade alone (tests/api/topologies/upgrade.rs; test-topologies runs it too):
 # three instances behind HAProxy under a minute of load, each replaced in turn; it prints
 # the answers, HAProxy's retries, p50/p99 steady and during the upgrade, and the events.
-# FROM=<git rev>: the first generation is that revision's binary (built once into its own
-# target folder by scripts/upgrade_from.sh), for a real old-to-new upgrade.
+# FROM=<git rev>: the first generation is that revision's binary with its own config/ (a
+# worktree built once into its own target folder by scripts/upgrade_from.sh), for a real
+# old-to-new upgrade.
 test-upgrade: services
-	$(WITH_ENV) $(if $(FROM),KH_UPGRADE_FROM_BIN=$$(scripts/upgrade_from.sh $(FROM))) cargo test --test api -- --nocapture topologies::upgrade
+	$(WITH_ENV) $(if $(FROM),KH_UPGRADE_FROM=$$(scripts/upgrade_from.sh $(FROM))) cargo test --test api -- --nocapture topologies::upgrade
 
 # The page tests (tests/api/pages/) in headless Chromium over chromedriver; scripts/browser.sh
 # installs Debian's chromium and chromium-driver when missing. Screenshots: target/ui/*.png

@@ -2,7 +2,7 @@
 //! what only a process shows (signals, its own environment).
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -40,24 +40,42 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// Starts `kh-review serve` on `port`, sharing `app`'s stores, with `envs` on top.
-pub fn serve_binary(app: &TestApp, port: u16, envs: &[(&str, String)]) -> KillOnDrop {
-    serve_binary_from(Path::new(env!("CARGO_BIN_EXE_kh-review")), app, port, envs)
+/// A build of the binary and the `config/` it was built with (each release reads its own
+/// defaults, as its image ships them).
+pub struct Build {
+    pub binary: PathBuf,
+    pub config: PathBuf,
 }
 
-/// [`serve_binary`] with another build of the binary (an older release's).
-pub fn serve_binary_from(
-    binary: &Path,
-    app: &TestApp,
-    port: u16,
-    envs: &[(&str, String)],
-) -> KillOnDrop {
-    let mut cmd = Command::new(binary);
+impl Build {
+    /// This build.
+    pub fn this() -> Self {
+        Self {
+            binary: PathBuf::from(env!("CARGO_BIN_EXE_kh-review")),
+            config: PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/config")),
+        }
+    }
+
+    /// Another release's, from the checkout `dir` of its sources (`scripts/upgrade_from.sh`
+    /// puts its binary in `bin/` there).
+    pub fn checkout(dir: &Path) -> Self {
+        Self {
+            binary: dir.join("bin/kh-review"),
+            config: dir.join("config"),
+        }
+    }
+}
+
+/// Starts `kh-review serve` on `port`, sharing `app`'s stores, with `envs` on top.
+pub fn serve_binary(app: &TestApp, port: u16, envs: &[(&str, String)]) -> KillOnDrop {
+    serve_build(&Build::this(), app, port, envs)
+}
+
+/// [`serve_binary`] of another build (an older release's).
+pub fn serve_build(build: &Build, app: &TestApp, port: u16, envs: &[(&str, String)]) -> KillOnDrop {
+    let mut cmd = Command::new(&build.binary);
     cmd.arg("serve")
-        .env(
-            "APP_CONFIG_DIR",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/config"),
-        )
+        .env("APP_CONFIG_DIR", &build.config)
         .env("APP__SERVER__PORT", port.to_string())
         .env("APP__ENVIRONMENT", "development")
         .env("APP__SERVER__TEST_HOOKS", "true")
