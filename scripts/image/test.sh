@@ -8,6 +8,8 @@
 # health check healthy; a SIGTERM (podman stop -t 30) exits 0 within the grace period;
 # every log line is JSON.
 # Fails loudly at the first miss; the container is always removed.
+#   scripts/image/test.sh          the runtime-prebuilt image of $CARGO_TARGET_DIR/debug/kh-review
+#   scripts/image/test.sh IMAGE    an image already built, e.g. kh-review:latest
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -30,11 +32,16 @@ eval "$(scripts/services.sh env)"
 PY=$(scripts/events_venv.sh)
 say "services up, event venv ready"
 
-if [[ ! -x $BIN ]]; then
-  cargo build --bin kh-review
+if [[ -n ${1:-} ]]; then
+  IMAGE=$1   # an image already built (make image's kh-review:latest): tested as it is
+  podman image exists "$IMAGE" || fail "no image $IMAGE"
+else
+  if [[ ! -x $BIN ]]; then
+    cargo build --bin kh-review
+  fi
+  IMAGE=$IMAGE scripts/image/build.sh --prebuilt "$BIN"
+  say "image $IMAGE built from $BIN"
 fi
-IMAGE=$IMAGE scripts/image/build.sh --prebuilt "$BIN"
-say "image $IMAGE built from $BIN"
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 envs=(-e APP__ENVIRONMENT=development -e APP__SERVER__HOST=127.0.0.1 -e "APP__SERVER__PORT=$port")
