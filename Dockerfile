@@ -49,7 +49,8 @@ USER 10001
 # refuses the public development JWT secret: run with -e APP__AUTH__ISSUER=<the provider's iss>
 # -e APP__AUTH__AUDIENCE=<the aud it issues for this service>, and either
 # -e APP__AUTH__ALGORITHMS=RS256 -e APP__AUTH__JWKS_URL=<its JWKS> (docs/operations.md) or
-# -e APP__AUTH__JWT_SECRET=<an HS256 secret of your own, at least 32 bytes>.
+# -e APP__AUTH__JWT_SECRET=<an HS256 secret of your own, at least 32 bytes>; and
+# -e APP__AUDIT__KEY=<a secret of your own, at least 32 bytes> (the audit chain's key).
 ENV APP__SERVER__HOST=0.0.0.0 \
     APP__ENVIRONMENT=production \
     APP__LOG__FORMAT=json

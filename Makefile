@@ -126,9 +126,10 @@ token:
 
 # The container image (docs/operations.md, "The image"): the Dockerfile's default target
 # (release build, non-root, health check `kh-review probe`), tagged kh-review:latest; with
-# docker when its daemon answers, else podman or buildah. Where no image registry is
+# docker when its daemon answers, else podman (from Debian). Where no image registry is
 # reachable (this project's machines) the base images are made first, once, with mmdebstrap
-# from Debian's packages (scripts/image/base.sh). Cold about 12 minutes on 2 cores.
+# from Debian's packages (scripts/image/base.sh). Cold about 35 minutes on 2 shared cores
+# (25 of them the dependencies, a layer of their own); after a change under src/ 7 to 10.
 image:
 	scripts/image/build.sh
 
