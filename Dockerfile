@@ -55,11 +55,11 @@ ENV APP__SERVER__HOST=0.0.0.0 \
     APP__ENVIRONMENT=production \
     APP__LOG__FORMAT=json
 EXPOSE 8080
-# `kh-review probe` exits 0 when the local /readyz answers 200. Its port is the server's
-# (APP__SERVER__PORT when set, else 8080): hence the shell. podman keeps a HEALTHCHECK only
-# in the docker image format (--format docker).
+# `kh-review probe` exits 0 when the local /readyz answers 200, on the server's own port
+# (`server.port`: APP__SERVER__PORT or a mounted settings file, else 8080). podman keeps a
+# HEALTHCHECK only in the docker image format (--format docker).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
-    CMD ["/bin/sh", "-c", "exec /usr/local/bin/kh-review probe --port \"${APP__SERVER__PORT:-8080}\""]
+    CMD ["/usr/local/bin/kh-review", "probe"]
 ENTRYPOINT ["/usr/local/bin/kh-review"]
 CMD ["serve"]
 

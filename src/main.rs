@@ -34,8 +34,9 @@ enum Command {
     CheckConfig,
     /// Exit 0 when the local server's /readyz answers 200 (for container health checks).
     Probe {
-        #[arg(long, default_value_t = 8080)]
-        port: u16,
+        /// Default: the server's own port (`server.port`, from the same settings it reads).
+        #[arg(long)]
+        port: Option<u16>,
     },
     /// Print the AsyncAPI document `/asyncapi.json` serves with this configuration (what
     /// docs/asyncapi.json holds for the default one).
@@ -95,7 +96,7 @@ async fn main() -> ExitCode {
             roles,
             ttl_secs,
         } => token(&settings, &sub, &roles, ttl_secs),
-        Command::Probe { port } => probe(port),
+        Command::Probe { port } => probe(port.unwrap_or(settings.server.port)),
         Command::Asyncapi => asyncapi(&settings),
         Command::Audit {
             command: AuditCommand::Verify { document },
