@@ -87,10 +87,7 @@ pub fn plan<'a>(
             };
             super::votes::plan_vote(doc, review, voter, decision, guard, locked.now)
         }
-        Command::Withdraw => {
-            let review = locked.review.as_ref().ok_or(Refusal::NotFound)?;
-            plan_withdraw(doc, review, actor, guard)
-        }
+        Command::Withdraw => plan_withdraw(doc, locked.review.as_ref(), actor, guard),
         Command::Archive {
             reason,
             expected_version,
@@ -173,9 +170,11 @@ fn plan_submit(
     })
 }
 
+/// A draft its author reads (never submitted, or withdrawn) is an invalid state, not a
+/// missing review: the author sees the document, so a 404 would mislead.
 fn plan_withdraw(
     doc: &Document,
-    review: &Review,
+    review: Option<&Review>,
     actor: &UserId,
     guard: Guard,
 ) -> Result<Plan, Refusal> {
@@ -186,6 +185,7 @@ fn plan_withdraw(
     }
     check_fence(doc.fence_token, guard, LockScope::Document)?;
     let status = doc.status.apply(Action::Withdraw)?;
+    let review = review.ok_or(Refusal::NotFound)?;
     if doc.current_review_id != Some(review.id) {
         return Err(Refusal::NotCurrentReview);
     }

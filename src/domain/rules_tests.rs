@@ -340,24 +340,26 @@ proptest! {
     }
 
     /// Whatever is refused is refused for the first reason in the documented order, and a
-    /// stale token is only ever one of the same lock. A command on a review that is not
-    /// there (a vote or a withdrawal) is `NotFound` before anything else is judged.
+    /// stale token is only ever one of the same lock. A vote on a review that is not there
+    /// is `NotFound` before anything else is judged; a withdrawal is judged on its document.
     #[test]
     fn refusals_follow_the_documented_order(
         locked in any_rows(), is_author in any::<bool>(), cmd in any_command(), guard in any_guard()
     ) {
         let actor = user(if is_author { AUTHOR } else { REVIEWER });
-        let deciding = matches!(cmd, Command::Decide { .. });
-        let on_review = deciding || cmd == Command::Withdraw;
-        let Err(refusal) = plan(&locked, &actor, cmd, guard) else { return Ok(()); };
-        // A draft never submitted does not exist for anyone but its author.
+        let (deciding, withdrawing) = (matches!(cmd, Command::Decide { .. }), cmd == Command::Withdraw);
+        let Err(refusal) = plan(&locked, &actor, cmd, guard) else { return Ok(()); }; // A draft never submitted: not found but by its author.
         if locked.document.as_ref().is_some_and(|d| d.current_review_id.is_none() && !is_author) {
             prop_assert_eq!(refusal, Refusal::NotFound);
             return Ok(());
         }
         let (Some(d), Some(r)) = (locked.document.as_ref(), locked.review.as_ref()) else {
-            if locked.document.is_none() || on_review {
+            if locked.document.is_none() || deciding {
                 prop_assert_eq!(refusal, Refusal::NotFound);
+            } else if withdrawing && is_author {
+                // A draft (never submitted, or withdrawn) is an invalid state to its author.
+                let pending = locked.document.as_ref().map(|d| d.status) == Some(DocumentStatus::PendingReview);
+                prop_assert!(matches!(refusal, Refusal::InvalidState(_) | Refusal::StaleFence) || (pending && refusal == Refusal::NotFound), "{:?}", refusal);
             } else {
                 prop_assert!(matches!(refusal, Refusal::Forbidden(_) | Refusal::InvalidState(_) | Refusal::StaleFence));
             }

@@ -323,3 +323,55 @@ async fn walk_by_due_date(app: &TestApp) -> Vec<String> {
         }
     }
 }
+
+/// A draft never submitted has no review to withdraw: its author, who reads it, is told the
+/// state (409 `INVALID_STATE`, nothing written), anyone else still finds no document.
+#[tokio::test]
+async fn withdrawing_a_draft_never_submitted_is_an_invalid_state_for_its_author() {
+    let app = spawn_app().await;
+    let id = app
+        .create_document("Draft", "Not yet.")
+        .await
+        .id
+        .to_string();
+    let before = audited(&app, &id).await;
+    expect_error(
+        app.withdraw(&id).await,
+        StatusCode::CONFLICT,
+        "INVALID_STATE",
+    )
+    .await;
+    let other = app.token("mallory", &[Role::Author, Role::Reviewer]);
+    let r = app
+        .post(
+            &format!("/api/v1/documents/{id}/withdraw"),
+            &other,
+            json!({}),
+        )
+        .await;
+    expect_error(r, StatusCode::NOT_FOUND, "NOT_FOUND").await;
+    let v: Value = app
+        .get(&format!("/api/v1/documents/{id}"), &app.author())
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (v["status"].as_str(), v["version"].as_i64()),
+        (Some("DRAFT"), Some(1))
+    );
+    assert_eq!(audited(&app, &id).await, before, "nothing audited");
+    app.finish().await;
+}
+
+/// The audit rows and outbox rows of document `id`.
+async fn audited(app: &TestApp, id: &str) -> (i64, i64) {
+    sqlx::query_as(
+        "SELECT (SELECT count(*) FROM audit_log WHERE document_id = $1::uuid), \
+                (SELECT count(*) FROM outbox WHERE document_id = $1::uuid)",
+    )
+    .bind(id)
+    .fetch_one(&app.pg)
+    .await
+    .unwrap()
+}
