@@ -173,7 +173,7 @@ pub(super) async fn write_audit_and_event(
                                traceparent, tracestate)
            SELECT $1, $2, $3, $4, $5, $6,
                   CASE WHEN $7::float8 IS NULL OR waiting THEN NULL
-                       ELSE now() + make_interval(secs => $7) END,
+                       ELSE clock_timestamp() + make_interval(secs => $7) END,
                   CASE WHEN $7::float8 IS NULL OR waiting THEN NULL ELSE $8::uuid END,
                   CASE WHEN $17 THEN NULL ELSE now() END,
                   $22, $23

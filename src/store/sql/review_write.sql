@@ -45,7 +45,7 @@ event AS (
                       traceparent, tracestate)
   SELECT $39, $28, $34, $40, $41, $42,
          CASE WHEN $43::float8 IS NULL OR waiting THEN NULL
-              ELSE now() + make_interval(secs => $43) END,
+              ELSE clock_timestamp() + make_interval(secs => $43) END,
          CASE WHEN $43::float8 IS NULL OR waiting THEN NULL ELSE $44::uuid END,
          CASE WHEN $45 THEN NULL ELSE now() END,
          $46, $47
