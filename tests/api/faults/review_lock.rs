@@ -2,7 +2,8 @@
 //! (`store/review_lock.rs`): it never waits inside that statement, it skips the document
 //! first (a skipped document leaves the review unlocked, so the wait that follows keeps the
 //! one lock order), and a review row touched since its snapshot is read again. These pin
-//! each part, and the invariant the freshness check rests on.
+//! each part, and the invariant the freshness check rests on; and, since a vote may wait
+//! here for long, that its claim on its outbox row is measured from its write.
 
 use std::future::Future;
 use std::time::Duration;
@@ -11,7 +12,9 @@ use kh_review::http::auth::Role;
 use reqwest::{Response, StatusCode};
 use sqlx::{Connection, PgConnection};
 
-use crate::support::app::{expose, spawn_app, TestApp};
+use kh_review::http::test_hooks::SKIP_DISPATCH_HEADER;
+
+use crate::support::app::{expose, spawn_app, spawn_app_with, AppOptions, TestApp};
 use crate::support::inspect::wait_for;
 
 /// The review row's current version (its `xmin`).
@@ -210,5 +213,120 @@ async fn a_row_locked_after_a_concurrent_update_differs_from_the_statements_snap
         !locked.await.unwrap(),
         "the locked row is the writer's, not the snapshot's"
     );
+    app.finish().await;
+}
+
+/// A request's claim on its outbox row runs from the write, not from the transaction's
+/// start: a vote that waited for its row lock longer than `outbox.inline_lease_ms` still
+/// commits a claim no dispatcher may take yet (measured from BEGIN, it committed a claim
+/// already over, and a dispatcher could publish the event beside the request).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inline_claim_runs_from_the_write_not_from_the_start_of_its_transaction() {
+    let app = spawn_app_with(AppOptions {
+        run_dispatcher: false,
+        inline_lease_ms: 1000,
+        configure: Some(Box::new(|s| {
+            s.database.lock_timeout = Duration::from_secs(10);
+        })),
+        ..Default::default()
+    })
+    .await;
+    let (doc, review) = app.pending_review().await;
+    let (mut holder, pid) = hold_document(&app, &doc).await;
+    let (client, token) = (app.client.clone(), app.reviewer());
+    let url = app.url(&format!("/api/v1/reviews/{review}/approve"));
+    let vote = tokio::spawn(async move {
+        let r = client
+            .post(url)
+            .bearer_auth(token)
+            .json(&serde_json::json!({}));
+        let r = r.header(SKIP_DISPATCH_HEADER, "true").send().await.unwrap();
+        r.status()
+    });
+    someone_waits_for_a_lock(&app, pid).await;
+    wait_for(
+        "the waiting transaction to outlive the lease",
+        Duration::from_secs(10),
+        || async {
+            let old: Option<bool> = sqlx::query_scalar(
+                "SELECT bool_or(clock_timestamp() - xact_start > interval '1500 ms') \
+             FROM pg_stat_activity WHERE datname = current_database() \
+             AND wait_event_type = 'Lock' AND pid <> $1",
+            )
+            .bind(pid)
+            .fetch_one(&app.pg)
+            .await
+            .unwrap();
+            old.unwrap_or(false).then_some(())
+        },
+    )
+    .await;
+    sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
+    assert_eq!(vote.await.unwrap(), StatusCode::OK);
+    let (claimed, decided): (bool, bool) = sqlx::query_as(
+        "SELECT o.claimed_until > r.decided_at, r.decided_at IS NOT NULL \
+         FROM outbox o JOIN reviews r ON r.document_id = o.document_id \
+         WHERE r.id = $1::uuid AND o.event_type = 'document.approved'",
+    )
+    .bind(&review)
+    .fetch_one(&app.pg)
+    .await
+    .unwrap();
+    assert!(decided, "the vote decided the review");
+    assert!(
+        claimed,
+        "the row's claim was over before its transaction committed"
+    );
+    app.stop().await; // the row stays undelivered on purpose
+}
+
+/// The database holds that rule for any writer (a trigger): a vote or claim written,
+/// changed or deleted by SQL that leaves the review row alone still rewrites it.
+#[tokio::test]
+async fn any_write_of_a_vote_or_claim_rewrites_its_review_row_in_the_database() {
+    let app = spawn_app().await;
+    let (_, review) = app.pending_review().await;
+    for (what, sql) in [
+        (
+            "a claim inserted",
+            "INSERT INTO review_claims (review_id, reviewer_id, stage, claimed_at, expires_at) \
+             VALUES ($1::uuid, 'by-sql', 0, now(), now() + interval '1 hour')",
+        ),
+        (
+            "a claim changed",
+            "UPDATE review_claims SET expires_at = expires_at + interval '1 minute' \
+             WHERE review_id = $1::uuid",
+        ),
+        (
+            "a claim deleted",
+            "DELETE FROM review_claims WHERE review_id = $1::uuid",
+        ),
+        (
+            "a vote inserted",
+            "INSERT INTO review_votes (review_id, voter_id, stage, vote) \
+             VALUES ($1::uuid, 'by-sql', 0, 'APPROVE')",
+        ),
+        (
+            "a vote changed",
+            "UPDATE review_votes SET comment = 'edited' WHERE review_id = $1::uuid",
+        ),
+        (
+            "a vote deleted",
+            "DELETE FROM review_votes WHERE review_id = $1::uuid",
+        ),
+    ] {
+        let before = version_of(&app, &review).await;
+        let done = sqlx::query(sql)
+            .bind(&review)
+            .execute(&app.pg)
+            .await
+            .unwrap();
+        assert_eq!(done.rows_affected(), 1, "{what}");
+        assert_ne!(
+            version_of(&app, &review).await,
+            before,
+            "{what}: row left as it was"
+        );
+    }
     app.finish().await;
 }
