@@ -1,6 +1,8 @@
 //! The checks of `[auth]` (and of the test hooks) against `environment`: part of
 //! `Settings::validate`, each problem naming its key.
 
+use std::time::Duration;
+
 use jsonwebtoken::AlgorithmFamily;
 use secrecy::ExposeSecret;
 
@@ -121,6 +123,12 @@ impl Settings {
             bad(
                 "auth.jwks_refresh_secs",
                 "must be greater than zero (or unset)",
+            );
+        }
+        if auth.jwks_max_fresh.is_zero() || auth.jwks_max_fresh > Duration::from_secs(86_400) {
+            bad(
+                "auth.jwks_max_fresh_secs",
+                "must be between 1 and 86400 (a day)",
             );
         }
         if auth.jwks_timeout.is_zero() {

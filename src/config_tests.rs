@@ -305,14 +305,18 @@ fn a_jwks_goes_with_public_key_algorithms_over_https() {
     s.auth.jwks_min_refresh = Duration::ZERO;
     s.auth.jwks_refresh = Some(Duration::ZERO);
     s.auth.jwks_timeout = Duration::ZERO;
+    s.auth.jwks_max_fresh = Duration::ZERO;
     assert_eq!(
         problems(&s),
         [
             "auth.jwks_min_refresh_secs",
             "auth.jwks_refresh_secs",
+            "auth.jwks_max_fresh_secs",
             "auth.jwks_timeout_ms"
         ]
     );
+    s.auth.jwks_max_fresh = Duration::from_secs(86_401);
+    assert!(problems(&s).contains(&"auth.jwks_max_fresh_secs"));
 }
 
 #[test]

@@ -132,10 +132,16 @@ pub struct AuthSettings {
     #[serde(rename = "jwks_min_refresh_secs")]
     pub jwks_min_refresh: Duration,
     /// How often the key set is fetched again. Unset: as its `Cache-Control: max-age`
-    /// says, within 60 s and 24 h (5 minutes without one).
+    /// says, within 60 s and `jwks_max_fresh` (5 minutes without one).
     #[serde_as(as = "Option<DurationSeconds<u64>>")]
     #[serde(default, rename = "jwks_refresh_secs")]
     pub jwks_refresh: Option<Duration>,
+    /// The longest a fetched key set is used without fetching it again, whatever its
+    /// `Cache-Control` or `jwks_refresh` says: how long a key the provider revoked can
+    /// still be accepted.
+    #[serde_as(as = "DurationSeconds<u64>")]
+    #[serde(rename = "jwks_max_fresh_secs")]
+    pub jwks_max_fresh: Duration,
     /// The longest a fetch of the key set may take (connecting included).
     #[serde_as(as = "DurationMilliSeconds<u64>")]
     #[serde(rename = "jwks_timeout_ms")]
@@ -161,6 +167,7 @@ impl AuthSettings {
             jwks_url: None,
             jwks_min_refresh: Duration::from_secs(30),
             jwks_refresh: None,
+            jwks_max_fresh: Duration::from_secs(3600),
             jwks_timeout: Duration::from_secs(3),
             max_token_lifetime: Duration::from_secs(24 * 3600),
             roles_claim: "roles".into(),

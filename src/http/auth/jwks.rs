@@ -3,11 +3,13 @@
 //! A token naming a `kid` the cache lacks makes one fetch, at most once per
 //! `auth.jwks_min_refresh_secs` (requests waiting for the same fetch share it); a background
 //! task fetches again before the cache grows stale (`auth.jwks_refresh_secs`, else the
-//! answer's `Cache-Control: max-age` within bounds). A failed fetch keeps the cached keys:
-//! with the provider down or slow, tokens of known keys keep working and a new `kid` is
-//! refused (401) after at most `auth.jwks_timeout_ms`. Symmetric keys (`kty: oct`) in a JWKS
-//! are never used. This module must never block a request on the provider for longer than
-//! that timeout.
+//! answer's `Cache-Control: max-age` within bounds), and never later than
+//! `auth.jwks_max_fresh_secs`, so a key the provider revoked is dropped within that. A
+//! failed fetch keeps the cached keys: with the provider down or slow, tokens of known keys
+//! keep working and a new `kid` is refused (401) after at most `auth.jwks_timeout_ms`.
+//! Redirects are not followed (a 3xx is a failed fetch): the keys come from the configured
+//! URL only. Symmetric keys (`kty: oct`) in a JWKS are never used. This module must never
+//! block a request on the provider for longer than that timeout.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -27,9 +29,9 @@ use crate::http::settings::AuthSettings;
 
 /// The largest JWKS document read (providers publish a few keys of a few KiB).
 const MAX_BYTES: usize = 1 << 20;
-/// Bounds of a provider's `Cache-Control: max-age`, and the freshness without one.
+/// The floor of a provider's `Cache-Control: max-age`, and the freshness without one (the
+/// ceiling of both is `auth.jwks_max_fresh_secs`).
 const MIN_FRESH: Duration = Duration::from_secs(60);
-const MAX_FRESH: Duration = Duration::from_secs(24 * 3600);
 const DEFAULT_FRESH: Duration = Duration::from_secs(300);
 
 /// The key source of `auth.jwks_url`; cheap to clone.
@@ -43,6 +45,8 @@ struct Inner {
     client: reqwest::Client,
     min_refresh: Duration,
     refresh: Option<Duration>,
+    /// The longest a key set is used before it is fetched again.
+    max_fresh: Duration,
     /// Where fetches run: the runtime the service was built on, not an HTTP worker's.
     runtime: Handle,
     keys: RwLock<Arc<HashMap<String, Arc<PublishedKey>>>>,
@@ -124,6 +128,7 @@ impl Jwks {
             .timeout(settings.jwks_timeout)
             .connect_timeout(settings.jwks_timeout)
             .https_only(url.starts_with("https://"))
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .context("could not build the JWKS client")?;
         let inner = Inner {
@@ -131,6 +136,7 @@ impl Jwks {
             client,
             min_refresh: settings.jwks_min_refresh,
             refresh: settings.jwks_refresh,
+            max_fresh: settings.jwks_max_fresh,
             runtime: Handle::current(),
             keys: RwLock::new(Arc::new(HashMap::new())),
             last_attempt: tokio::sync::Mutex::new(None),
@@ -252,6 +258,9 @@ impl Inner {
             .await
             .context("request failed")?;
         let status = response.status();
+        if status.is_redirection() {
+            bail!("answered {status}, a redirect: redirects are not followed");
+        }
         if !status.is_success() {
             bail!("answered {status}");
         }
@@ -274,7 +283,7 @@ impl Inner {
             }
         }
         let keys = parse_key_set(&body)?;
-        let fresh = freshness(self.refresh, cache_control.as_deref());
+        let fresh = freshness(self.refresh, cache_control.as_deref(), self.max_fresh);
         Ok((keys, fresh))
     }
 }
@@ -303,11 +312,11 @@ fn parse_key_set(body: &[u8]) -> anyhow::Result<HashMap<String, Arc<PublishedKey
 }
 
 /// How long a fetched key set is fresh: `configured` when set, else the answer's `max-age`
-/// (`no-cache` and `no-store` count as 0) within [`MIN_FRESH`, `MAX_FRESH`], else
-/// `DEFAULT_FRESH`.
-fn freshness(configured: Option<Duration>, cache_control: Option<&str>) -> Duration {
+/// (`no-cache` and `no-store` count as 0) at least [`MIN_FRESH`], else `DEFAULT_FRESH`; in
+/// every case at most `max_fresh`.
+fn freshness(configured: Option<Duration>, cache_control: Option<&str>, max: Duration) -> Duration {
     if let Some(every) = configured {
-        return every;
+        return every.min(max);
     }
     let max_age = cache_control.and_then(|cc| {
         cc.split(',').find_map(|d| {
@@ -318,9 +327,11 @@ fn freshness(configured: Option<Duration>, cache_control: Option<&str>) -> Durat
             }
         })
     });
-    max_age.map_or(DEFAULT_FRESH, |secs| {
-        Duration::from_secs(secs).clamp(MIN_FRESH, MAX_FRESH)
-    })
+    // Not `clamp`: `max` may be below the floor (it wins).
+    let fresh = max_age.map_or(DEFAULT_FRESH, |secs| {
+        Duration::from_secs(secs).max(MIN_FRESH)
+    });
+    fresh.min(max)
 }
 
 #[cfg(test)]
@@ -330,18 +341,27 @@ mod tests {
     #[test]
     fn freshness_follows_max_age_within_bounds() {
         let minutes = |m: u64| Duration::from_secs(m * 60);
-        assert_eq!(freshness(None, None), DEFAULT_FRESH);
-        assert_eq!(freshness(None, Some("public, max-age=600")), minutes(10));
-        assert_eq!(freshness(None, Some("max-age=5")), MIN_FRESH, "floored");
-        assert_eq!(freshness(None, Some("no-cache")), MIN_FRESH);
+        let hour = minutes(60);
+        assert_eq!(freshness(None, None, hour), DEFAULT_FRESH);
+        let public = Some("public, max-age=600");
+        assert_eq!(freshness(None, public, hour), minutes(10));
         assert_eq!(
-            freshness(None, Some("max-age=9999999")),
-            MAX_FRESH,
-            "capped"
+            freshness(None, Some("max-age=5"), hour),
+            MIN_FRESH,
+            "floored"
         );
-        assert_eq!(freshness(None, Some("private")), DEFAULT_FRESH);
+        assert_eq!(freshness(None, Some("no-cache"), hour), MIN_FRESH);
+        let day = Some("max-age=86400");
+        assert_eq!(freshness(None, day, hour), hour, "capped");
+        let huge = Some("max-age=18446744073709551615");
+        assert_eq!(freshness(None, huge, hour), hour, "capped");
+        assert_eq!(freshness(None, Some("private"), hour), DEFAULT_FRESH);
         let every = Duration::from_secs(7);
-        assert_eq!(freshness(Some(every), Some("max-age=600")), every);
+        assert_eq!(freshness(Some(every), Some("max-age=600"), hour), every);
+        assert_eq!(freshness(Some(minutes(120)), None, hour), hour, "capped");
+        let second = Duration::from_secs(1);
+        assert_eq!(freshness(None, day, second), second, "below the floor");
+        assert_eq!(freshness(None, None, second), second);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Tokens of an identity provider: RS256 and ES256 keys published as a JWKS by a server of
 //! the test (`support::jwks`), rotated, served slowly or not at all, and tokens crafted to
-//! confuse one kind of key for another.
+//! confuse one kind of key for another (redirects and the freshness cap: `jwks_fetch.rs`).
 
 use std::time::{Duration, Instant};
 
@@ -18,7 +18,7 @@ const AUDIENCE: &str = "kh-review";
 const MINE: &str = "/api/v1/documents";
 
 /// An app taking RS256 and ES256 tokens of `server`'s keys, with `tune` on top.
-async fn app_of(
+pub(super) async fn app_of(
     server: &JwksServer,
     tune: impl Fn(&mut Settings) + Send + Sync + 'static,
 ) -> TestApp {
@@ -39,7 +39,7 @@ async fn app_of(
 }
 
 /// An author's claims as the provider issues them, with `extra` on top.
-fn claims(extra: Value) -> Value {
+pub(super) fn claims(extra: Value) -> Value {
     let now = chrono::Utc::now().timestamp();
     let mut c = json!({
         "sub": "alice", "roles": ["author"], "iss": ISSUER, "aud": AUDIENCE,
@@ -51,12 +51,12 @@ fn claims(extra: Value) -> Value {
     c
 }
 
-async fn status(app: &TestApp, token: &str) -> StatusCode {
+pub(super) async fn status(app: &TestApp, token: &str) -> StatusCode {
     app.get(MINE, token).await.status()
 }
 
 /// Asserts `401 UNAUTHORIZED`; its message.
-async fn refused(app: &TestApp, token: &str, why: &str) -> String {
+pub(super) async fn refused(app: &TestApp, token: &str, why: &str) -> String {
     let r = app.get(MINE, token).await;
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{why}");
     let v: Value = r.json().await.unwrap();

@@ -9,6 +9,7 @@ mod degraded;
 mod envelope;
 mod instances;
 mod jwks;
+mod jwks_fetch;
 mod leases;
 mod lock_provider;
 mod marks;

@@ -1,6 +1,6 @@
 //! An identity provider for the JWKS tests: RS256 and ES256 keys made here, and a JWKS
-//! endpoint on 127.0.0.1 that publishes some of them, counts the fetches it sees, and can
-//! fail (503), hang, or stop.
+//! endpoint on 127.0.0.1 that publishes some of them (with a `Cache-Control` of the test's
+//! choice), counts the fetches it sees, and can fail (503), redirect, hang, or stop.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -94,12 +94,16 @@ pub enum Mode {
     Fail,
     /// Reads the request and never answers.
     Hang,
+    /// 302 Found to the URL given to [`JwksServer::redirect_to`].
+    Redirect,
 }
 
 struct State {
     keys: Mutex<Vec<Value>>,
     mode: Mutex<Mode>,
     fetches: AtomicUsize,
+    cache_control: Mutex<Option<String>>,
+    location: Mutex<String>,
 }
 
 /// The JWKS endpoint; stopped when dropped.
@@ -117,6 +121,8 @@ impl JwksServer {
             keys: Mutex::new(keys.iter().map(|k| k.jwk()).collect()),
             mode: Mutex::new(Mode::Serve),
             fetches: AtomicUsize::new(0),
+            cache_control: Mutex::new(None),
+            location: Mutex::new(String::new()),
         });
         let shared = state.clone();
         let task = tokio::spawn(async move {
@@ -138,6 +144,17 @@ impl JwksServer {
 
     pub fn set_mode(&self, mode: Mode) {
         *self.state.mode.lock().unwrap() = mode;
+    }
+
+    /// Answers every request with a redirect to `url` from now on.
+    pub fn redirect_to(&self, url: &str) {
+        *self.state.location.lock().unwrap() = url.to_string();
+        self.set_mode(Mode::Redirect);
+    }
+
+    /// The `Cache-Control` header of the key sets served from now on.
+    pub fn set_cache_control(&self, value: &str) {
+        *self.state.cache_control.lock().unwrap() = Some(value.to_string());
     }
 
     /// Requests seen so far (answered or not).
@@ -177,10 +194,18 @@ async fn answer(mut socket: tokio::net::TcpStream, state: Arc<State>) {
             "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
                 .to_string()
         }
+        Mode::Redirect => format!(
+            "HTTP/1.1 302 Found\r\nlocation: {}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            state.location.lock().unwrap()
+        ),
         Mode::Serve => {
             let body = json!({"keys": *state.keys.lock().unwrap()}).to_string();
+            let cache = match &*state.cache_control.lock().unwrap() {
+                Some(v) => format!("cache-control: {v}\r\n"),
+                None => String::new(),
+            };
             format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{cache}content-length: {}\r\nconnection: close\r\n\r\n{body}",
                 body.len()
             )
         }
