@@ -75,6 +75,14 @@ def _unexpressible(case, response):
         # has is state), and two dependencies between fields that OpenAPI 3.0 cannot
         # state: `to` after `from`, and no time range or types for a snapshot.
         return "a replay to a queue that does not exist, or a range of one field on another"
+    if (
+        operation == "POST /api/v1/admin/replays"
+        and response.status_code == 422
+        and code == "REPLAY_TARGET_NOT_ALLOWED"
+    ):
+        # Which queues a replay may target is configuration (replay.allowed_target_queues),
+        # not part of the schema.
+        return "a replay to a queue the configuration does not allow"
     if operation == "POST /api/v1/admin/replays" and response.status_code == 409 and code == "REPLAY_RUNNING":
         # One running replay per queue: whether one runs is state.
         return "a replay to a queue that has one running"

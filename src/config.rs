@@ -9,8 +9,7 @@ use serde::Deserialize;
 
 use crate::http::{AuthSettings, ServerSettings};
 use crate::lock::{LockSettings, RedisMode, RedisSettings};
-use crate::outbox::replay::ReplaySettings;
-use crate::outbox::{AmqpSettings, EventSettings, OutboxSettings};
+use crate::outbox::{replay::ReplaySettings, AmqpSettings, EventSettings, OutboxSettings};
 use crate::shutdown::ShutdownSettings;
 use crate::store::mongo::MongoSettings;
 use crate::store::{AuditSettings, DatabaseSettings};
@@ -36,7 +35,7 @@ pub struct Settings {
     /// `[review]`: the default policy and the overdue sweeper; every key has a default.
     #[serde(default)]
     pub review: ReviewSettings,
-    /// `[replay]`: how replays are paced and held; every key has a default.
+    /// `[replay]`: the queues replays may target, their pace and leases; every key has a default.
     #[serde(default)]
     pub replay: ReplaySettings,
     pub log: LogSettings,
@@ -182,6 +181,7 @@ impl Settings {
                 .with_list_parse_key("redis.sentinels")
                 .with_list_parse_key("amqp.urls")
                 .with_list_parse_key("amqp.required_queues")
+                .with_list_parse_key("replay.allowed_target_queues")
                 .with_list_parse_key("auth.algorithms"),
         );
         for (key, value) in overrides {

@@ -20,7 +20,7 @@ use uuid::Uuid;
 use super::workflow::Caller;
 use super::{interleaved, BenchEnv, Figures, Measure, Report, Service};
 
-const TARGET: &str = "kh-bench.replay-target";
+const TARGET: &str = "kh.bench.replay-target";
 /// Live approvals per round, one at a time.
 const LIVE: usize = 150;
 

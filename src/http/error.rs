@@ -40,6 +40,8 @@ pub enum ErrorCode {
     NotEligible,
     /// A replay to the same target queue is running (on any instance).
     ReplayRunning,
+    /// A replay's target queue is not one `replay.allowed_target_queues` allows.
+    ReplayTargetNotAllowed,
 }
 
 /// The body of every error response.

@@ -28,12 +28,13 @@ pub struct StartReplay {
     /// snapshot: one document.snapshot per published document.
     #[schema(pattern = "^(history|snapshot)$", example = "history")]
     mode: String,
-    /// The one queue the events go to, through the default exchange; it must exist.
+    /// The one queue the events go to, through the default exchange; it must exist, and be
+    /// one `replay.allowed_target_queues` allows (by default, a name starting with `kh.`).
     #[schema(
         min_length = 1,
         max_length = 255,
         pattern = "^[!-~]+$",
-        example = "search-indexer"
+        example = "kh.search-indexer"
     )]
     target_queue: String,
     /// History: events written at or after this.
@@ -169,6 +170,11 @@ impl From<ReplayError> for ApiError {
                 e.to_string(),
             ),
             ReplayError::NoSuchQueue(_) => ApiError::validation(format!("target_queue: {e}")),
+            ReplayError::TargetNotAllowed(_) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::ReplayTargetNotAllowed,
+                format!("target_queue: {e}"),
+            ),
             ReplayError::Finished(..) => {
                 ApiError::new(StatusCode::CONFLICT, ErrorCode::InvalidState, e.to_string())
             }
@@ -198,7 +204,7 @@ impl From<ReplayError> for ApiError {
         (status = 409, description = "REPLAY_RUNNING: a replay to this queue is running; IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
         (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
         (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
-        (status = 422, description = "VALIDATION_FAILED: a field out of its range, or a target queue that does not exist; IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED: a field out of its range, or a target queue that does not exist; REPLAY_TARGET_NOT_ALLOWED: a target queue replay.allowed_target_queues does not allow; IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
         (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL or RabbitMQ is down", body = ErrorEnvelope)
     ),
     security(("bearer" = []))

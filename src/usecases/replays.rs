@@ -1,5 +1,5 @@
-//! What admins do with replays: ask for one (its target queue must exist; one running
-//! replay per queue), read one, list the recent ones, cancel one. The runner
+//! What admins do with replays: ask for one (its target queue must be one of
+//! `replay.allowed_target_queues` and exist; one running replay per queue), read one, list the recent ones, cancel one. The runner
 //! (`outbox::replay`) sends them; asking here wakes this instance's runner.
 
 use std::sync::Arc;
@@ -25,6 +25,12 @@ pub enum ReplayError {
     Running(String),
     #[error("the target queue {0:?} does not exist on the broker")]
     NoSuchQueue(String),
+    /// The queue is not one `replay.allowed_target_queues` allows (whether it exists is
+    /// not asked).
+    #[error(
+        "the target queue {0:?} is not one replays may send to (replay.allowed_target_queues)"
+    )]
+    TargetNotAllowed(String),
     /// Only a running replay can be cancelled; its state is given.
     #[error("replay {0} is {1}, not running")]
     Finished(Uuid, &'static str),
@@ -75,8 +81,9 @@ impl ReplayService {
         Self { store, runner }
     }
 
-    /// Starts a replay of `req` for `admin`, once its target queue is known to exist; with
-    /// `held`, it is recorded under that idempotency key in the same transaction.
+    /// Starts a replay of `req` for `admin`, once its target queue is known to be allowed and
+    /// to exist; with `held`, it is recorded under that idempotency key in the same
+    /// transaction.
     pub async fn start(
         &self,
         req: ReplayRequest,
@@ -85,6 +92,9 @@ impl ReplayService {
         held: Option<&HeldKey>,
     ) -> Result<ReplayRecord, ReplayError> {
         let queue = req.target_queue.clone();
+        if !self.runner.allows_target(&queue) {
+            return Err(ReplayError::TargetNotAllowed(queue));
+        }
         let exists = self.runner.channel().queue_exists(&queue).await;
         if !exists.map_err(ReplayError::Broker)? {
             return Err(ReplayError::NoSuchQueue(queue));

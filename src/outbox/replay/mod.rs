@@ -68,6 +68,11 @@ impl ReplayRunner {
         }
     }
 
+    /// The queues a replay may target (`replay.allowed_target_queues`).
+    pub fn allows_target(&self, queue: &str) -> bool {
+        self.settings.allows_target(queue)
+    }
+
     /// The replays' broker connection (the use case checks a target queue on it).
     pub fn channel(&self) -> &ReplayChannel {
         &self.channel

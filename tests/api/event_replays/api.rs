@@ -1,6 +1,7 @@
 //! The replay API's answers: 409 `REPLAY_RUNNING` for a second replay to a queue, cancel
 //! (which stops it within a batch and frees the queue), 422 for a queue that does not
-//! exist or a request out of its range (nothing written), 403 for non-admins, 404.
+//! exist or a request out of its range (nothing written), 422 `REPLAY_TARGET_NOT_ALLOWED`
+//! for a queue `replay.allowed_target_queues` does not allow, 403 for non-admins, 404.
 
 use std::time::Duration;
 
@@ -146,5 +147,85 @@ async fn a_missing_queue_bad_input_and_non_admins_are_refused_and_write_nothing(
         .await;
     expect_error(r, StatusCode::NOT_FOUND, "NOT_FOUND").await;
     app.delete_queue(&queue).await;
+    app.finish().await;
+}
+
+/// Another application's queue on the same vhost: it exists, and its name is outside `kh.*`.
+async fn foreign_queue(app: &crate::support::app::TestApp) -> String {
+    let name = format!("billing.{}", app.shared.exchange);
+    app.declare_queue(name).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_to_an_existing_queue_not_allowed_is_refused_and_sends_nothing() {
+    let app = spawn_app().await;
+    app.approved_document("Runbook").await;
+    app.outbox_drained(Duration::from_secs(10)).await;
+    let foreign = foreign_queue(&app).await;
+    for mode in ["history", "snapshot"] {
+        let (status, body) = app
+            .ask_replay(json!({"mode": mode, "target_queue": foreign}))
+            .await;
+        assert_eq!(
+            (status, body["code"].clone()),
+            (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                json!("REPLAY_TARGET_NOT_ALLOWED")
+            ),
+            "{body}"
+        );
+        assert!(
+            body["message"].as_str().unwrap().contains(&foreign),
+            "{body}"
+        );
+    }
+    assert_eq!(
+        app.count("SELECT count(*) FROM replays").await,
+        0,
+        "nothing written"
+    );
+    // A queue the default allows (kh.*) still gets its replay.
+    let queue = app.consumer_queue("allowed").await;
+    let id = app
+        .started_replay(json!({"mode": "snapshot", "target_queue": queue}))
+        .await;
+    let done = app.replay_ends(&id, "done", Duration::from_secs(20)).await;
+    assert_eq!(done["sent"], 1, "{done}");
+    assert_eq!(app.drain(&queue).await.len(), 1);
+    assert!(
+        app.drain(&foreign).await.is_empty(),
+        "nothing reached the refused queue"
+    );
+    app.delete_queue(&foreign).await;
+    app.delete_queue(&queue).await;
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_allowed_target_queues_setting_replaces_the_default() {
+    let app = spawn_app_with(AppOptions {
+        configure: Some(Box::new(|s| {
+            s.replay.allowed_target_queues = vec![format!("billing.{}", s.amqp.exchange)]
+        })),
+        ..Default::default()
+    })
+    .await;
+    app.approved_document("Runbook").await;
+    app.outbox_drained(Duration::from_secs(10)).await;
+    let ours = app.consumer_queue("ours").await;
+    let (status, body) = app
+        .ask_replay(json!({"mode": "snapshot", "target_queue": ours}))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["code"], "REPLAY_TARGET_NOT_ALLOWED", "{body}");
+    let named = foreign_queue(&app).await;
+    let id = app
+        .started_replay(json!({"mode": "snapshot", "target_queue": named}))
+        .await;
+    app.replay_ends(&id, "done", Duration::from_secs(20)).await;
+    assert_eq!(app.drain(&named).await.len(), 1);
+    assert!(app.drain(&ours).await.is_empty());
+    app.delete_queue(&named).await;
+    app.delete_queue(&ours).await;
     app.finish().await;
 }

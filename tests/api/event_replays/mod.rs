@@ -47,7 +47,12 @@ impl TestApp {
     /// A queue of this test's own, bound to nothing (a consumer's queue); `name` made
     /// unique to the test.
     pub async fn consumer_queue(&self, name: &str) -> String {
-        let queue = format!("{}.{name}", self.shared.exchange);
+        self.declare_queue(format!("{}.{name}", self.shared.exchange))
+            .await
+    }
+
+    /// The queue `queue`, declared (bound to nothing); delete it at the end of the test.
+    pub async fn declare_queue(&self, queue: String) -> String {
         self.amqp
             .queue_declare(
                 queue.as_str().into(),
