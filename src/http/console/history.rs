@@ -19,6 +19,9 @@ use crate::http::state::AppState;
 
 /// Rounds on a page of the history.
 pub const PAGE: i64 = 20;
+/// The most rounds a page's `rounds=N` may say came before it: more than any document has,
+/// and far enough from `i64::MAX` that the numbers of a page's rows cannot overflow.
+const MAX_ROUNDS_BEFORE: i64 = u32::MAX as i64;
 /// Rounds per read when looking for one beyond the first page, and how many such reads.
 const WALK: i64 = 100;
 const WALKS: usize = 10;
@@ -177,7 +180,9 @@ pub async fn page(
     let caller = caller?;
     let id = super::parse_id(&path)?;
     let after = lifecycle::after(query.cursor.as_deref())?;
-    let before = query.rounds.max(0);
+    // The request's number, only ever shown: clamped, so that `before + PAGE` and the rows'
+    // numbers stay far from overflowing whatever it says.
+    let before = query.rounds.clamp(0, MAX_ROUNDS_BEFORE);
     let reader = caller.reader();
     let mut page = state
         .documents

@@ -208,3 +208,26 @@ async fn a_console_edit_takes_the_bodies_the_api_takes() {
     assert_eq!(read(&app, id).await["version"], 2, "nothing changed");
     app.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_history_page_with_an_absurd_round_count_is_a_normal_page() {
+    let app = spawn_app().await;
+    let (doc, review) = app.pending_review().await;
+    let author = app.author();
+    let path = |q: &str| format!("/console/f/documents/{doc}/history?{q}");
+    // `rounds` is the number of rounds before the page, only used to number its rows: the
+    // largest i64 (once an overflow of `rounds + 20`), the smallest, and a cursor past the
+    // end with the largest.
+    for query in [
+        "rounds=9223372036854775807",
+        "rounds=-9223372036854775808",
+        "cursor=999999999999999999&rounds=9223372036854775807",
+    ] {
+        let r = send(&app, Method::GET, &path(query), Some(&author)).await;
+        assert_eq!(r.status(), StatusCode::OK, "{query}");
+        let body = r.text().await.unwrap();
+        let first_page = !query.starts_with("cursor");
+        assert_eq!(body.contains(&review), first_page, "{query}: {body}");
+    }
+    app.finish().await;
+}
