@@ -40,7 +40,8 @@ pub fn sign(secret: &SecretString, sub: &str, roles: &[Role], ttl_secs: u64) -> 
                     .to_string()
             })
             .collect(),
-        exp: now + ttl_secs,
+        // `kh-review token --ttl-secs` is typed by a person: a huge one means "never expires".
+        exp: now.saturating_add(ttl_secs),
         iat: Some(now),
         nbf: None,
     };

@@ -146,3 +146,14 @@ fn roles_and_groups_are_read_where_the_provider_puts_them() {
     let no_groups = json!({"realm_access": {"roles": ["reviewer"]}});
     assert!(caller(no_groups).unwrap().groups.is_empty());
 }
+
+#[test]
+fn a_token_minted_with_the_longest_ttl_does_not_overflow() {
+    let secret = SecretString::from(SECRET);
+    let token = sign(&secret, "alice", &[Role::Author], u64::MAX);
+    let mut v = jsonwebtoken::Validation::new(Algorithm::HS256);
+    v.required_spec_claims.clear();
+    let key = jsonwebtoken::DecodingKey::from_secret(SECRET.as_bytes()).unwrap();
+    let read = jsonwebtoken::decode::<serde_json::Value>(&token, &key, &v).unwrap();
+    assert_eq!(read.claims["exp"], u64::MAX, "saturated, not wrapped");
+}
