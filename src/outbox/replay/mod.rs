@@ -41,6 +41,9 @@ pub struct ReplayRunner {
     wake: Notify,
     /// What the CloudEvents headers of the replayed messages say (`[events]`).
     events: EventSettings,
+    /// The archive queue (`amqp.bind_queue`): the record of what was published, never a
+    /// replay's target, whatever the patterns allow.
+    archive_queue: String,
 }
 
 /// How a replay's run ended on this instance.
@@ -62,15 +65,17 @@ impl ReplayRunner {
             store,
             events,
             channel: ReplayChannel::from_settings(amqp),
+            archive_queue: amqp.bind_queue.clone(),
             settings,
             name: format!("{}-{}", std::process::id(), Uuid::new_v4().simple()),
             wake: Notify::new(),
         }
     }
 
-    /// The queues a replay may target (`replay.allowed_target_queues`).
+    /// The queues a replay may target (`replay.allowed_target_queues`), the archive queue
+    /// never.
     pub fn allows_target(&self, queue: &str) -> bool {
-        self.settings.allows_target(queue)
+        queue != self.archive_queue && self.settings.allows_target(queue)
     }
 
     /// The replays' broker connection (the use case checks a target queue on it).

@@ -229,3 +229,33 @@ async fn the_allowed_target_queues_setting_replaces_the_default() {
     app.delete_queue(&ours).await;
     app.finish().await;
 }
+
+/// The archive queue (`amqp.bind_queue`) is the record of what was published: never a
+/// replay's target, though its name matches the allowed patterns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_archive_queue_is_never_a_replay_target() {
+    let app = spawn_app_with(AppOptions {
+        configure: Some(Box::new(|s| {
+            s.amqp.bind_queue = format!("{}.archive", s.amqp.exchange)
+        })),
+        ..Default::default()
+    })
+    .await;
+    let archive = app.settings.amqp.bind_queue.clone();
+    assert!(
+        archive.starts_with("kh."),
+        "{archive} is in the default kh.*"
+    );
+    app.approved_document("Runbook").await;
+    app.outbox_drained(Duration::from_secs(10)).await;
+    let archived = app.drain(&archive).await.len();
+    let (status, body) = app
+        .ask_replay(json!({"mode": "snapshot", "target_queue": archive}))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["code"], "REPLAY_TARGET_NOT_ALLOWED", "{body}");
+    assert_eq!(app.count("SELECT count(*) FROM replays").await, 0);
+    assert_eq!(archived, 2, "the submit and the approval, archived once");
+    app.delete_queue(&archive).await;
+    app.finish().await;
+}
