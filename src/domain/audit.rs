@@ -115,6 +115,20 @@ impl<'a> Canon<'a> {
         self
     }
 
+    /// Bytes of any length (a link), length-prefixed like text, or none.
+    pub fn opt_bytes(&mut self, v: Option<&[u8]>) -> &mut Self {
+        match v {
+            None => self.0.push(0),
+            Some(v) => {
+                self.0.push(1);
+                let len = u32::try_from(v.len()).unwrap_or(u32::MAX);
+                self.0.extend_from_slice(&len.to_be_bytes());
+                self.0.extend_from_slice(v);
+            }
+        }
+        self
+    }
+
     pub fn opt_text(&mut self, v: Option<&str>) -> &mut Self {
         match v {
             None => self.0.push(0),

@@ -1,6 +1,7 @@
 //! Checking one chain, row by row in position order, against the head its owner keeps
-//! (a document's `audit_count`/`audit_head`, or the admin chain's head row): what
-//! `audit verify` computes. No I/O; the store streams the rows in.
+//! (a document's `audit_count`/`audit_head`, or the admin chain's head row) and against
+//! the latest checkpoint's entry for it (which a PostgreSQL operator cannot rewind with
+//! the head): what `audit verify` computes. No I/O; the store streams the rows in.
 
 use super::audit::{AuditKey, Hash, GENESIS};
 
@@ -20,6 +21,12 @@ pub enum Found {
     /// A row that carries no link (written by an instance older than the chain, or by
     /// hand, and not linked yet).
     Unchained,
+    /// The chain is shorter than the latest checkpoint says, or its row at the
+    /// checkpoint's count is another: its end was removed and its head rewound (or
+    /// rewritten) since.
+    Rewound,
+    /// A chain the latest checkpoint holds is gone (its document deleted with its rows).
+    ChainMissing,
 }
 
 impl Found {
@@ -31,8 +38,17 @@ impl Found {
             Found::TailMissing => "tail_missing",
             Found::HeadChanged => "head_changed",
             Found::Unchained => "unchained",
+            Found::Rewound => "rewound",
+            Found::ChainMissing => "chain_missing",
         }
     }
+}
+
+/// What the latest checkpoint holds of one chain: its count then, and its head then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Anchor {
+    pub count: i64,
+    pub head: Option<Hash>,
 }
 
 /// Where a chain broke: the position, and what was found there.
@@ -48,6 +64,7 @@ pub struct Walk {
     head_count: i64,
     expected: i64,
     prev: Hash,
+    anchor: Option<Anchor>,
 }
 
 impl Walk {
@@ -57,7 +74,13 @@ impl Walk {
             head_count,
             expected: 1,
             prev: GENESIS,
+            anchor: None,
         }
+    }
+
+    /// This chain checked against `anchor` too: its entry in the latest checkpoint.
+    pub fn anchored(self, anchor: Option<Anchor>) -> Self {
+        Self { anchor, ..self }
     }
 
     /// The next row, at position `seq`, with its stored link and its canonical bytes.
@@ -85,6 +108,12 @@ impl Walk {
         if stored != link {
             return Err(at(Found::Changed));
         }
+        if self
+            .anchor
+            .is_some_and(|a| a.count == seq && a.head != Some(link))
+        {
+            return Err(at(Found::Rewound));
+        }
         self.prev = link;
         self.expected += 1;
         Ok(())
@@ -97,6 +126,12 @@ impl Walk {
             return Err(Break {
                 position: self.expected,
                 found: Found::TailMissing,
+            });
+        }
+        if self.anchor.is_some_and(|a| rows < a.count) {
+            return Err(Break {
+                position: self.expected,
+                found: Found::Rewound,
             });
         }
         let head_ok = match head_hash {

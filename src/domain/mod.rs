@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod audit_walk;
+pub mod checkpoint;
 pub mod claims;
 mod events;
 mod inputs;
