@@ -25,10 +25,44 @@ impl Settings {
                 "must be at least 32 bytes outside environment = \"development\"",
             );
         }
+        self.check_checkpoints(bad);
         if !self.audit.chain && !self.environment.allows_test_hooks() {
             let problem = "false (audit rows written without their links) is a benchmark's \
                            baseline: accepted only with environment = \"development\" or \"test\"";
             bad("audit.chain", problem);
+        }
+    }
+}
+
+impl Settings {
+    fn check_checkpoints(&self, bad: &mut impl FnMut(&'static str, &str)) {
+        let every = self.audit.checkpoint_every.as_secs();
+        if !(1..=86_400).contains(&every) {
+            bad(
+                "audit.checkpoint_secs",
+                "must be between 1 and 86400 (a day)",
+            );
+        }
+        let name = self.audit.checkpoint_collection.as_str();
+        let ok = !name.is_empty()
+            && name.len() <= 100
+            && !name.starts_with("system.")
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+        if !ok {
+            let problem = "must be a collection name of letters, digits, _ - . (at most 100, \
+                           not system.*)";
+            bad("audit.checkpoint_collection", problem);
+        }
+        if let Some(url) = &self.audit.checkpoint_url {
+            let url = url.expose_secret();
+            if !(url.starts_with("mongodb://") || url.starts_with("mongodb+srv://")) {
+                bad(
+                    "audit.checkpoint_url",
+                    "must be a mongodb:// or mongodb+srv:// URL (or unset: mongo.url)",
+                );
+            }
         }
     }
 }
@@ -81,5 +115,28 @@ mod tests {
             };
             assert_eq!(audit_problems(&s), refused, "{environment}: chain off");
         }
+    }
+
+    #[test]
+    fn checkpoint_settings_are_checked_by_key() {
+        let mut s = development();
+        assert_eq!(s.audit.checkpoint_every.as_secs(), 300, "the default");
+        assert_eq!(s.audit.checkpoint_collection, "audit_checkpoints");
+        assert!(s.audit.checkpoint_url.is_none());
+        s.audit.checkpoint_every = std::time::Duration::ZERO;
+        s.audit.checkpoint_collection = "system.x".into();
+        s.audit.checkpoint_url = Some(SecretString::from("postgres://x"));
+        assert_eq!(
+            audit_problems(&s),
+            [
+                "audit.checkpoint_secs",
+                "audit.checkpoint_collection",
+                "audit.checkpoint_url"
+            ]
+        );
+        s.audit.checkpoint_every = std::time::Duration::from_secs(86_400);
+        s.audit.checkpoint_collection = "audit-cp.v1".into();
+        s.audit.checkpoint_url = Some(SecretString::from("mongodb://elsewhere:27017"));
+        assert!(audit_problems(&s).is_empty());
     }
 }

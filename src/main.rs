@@ -7,9 +7,10 @@ use kh_review::config::Settings;
 use kh_review::http::auth::{sign, Role};
 use kh_review::shutdown::Deadline;
 use kh_review::startup::{Application, CoreBuilder};
+use kh_review::store::mongo::CheckpointStore;
 use kh_review::store::PgStore;
 use kh_review::telemetry;
-use kh_review::usecases::AuditService;
+use kh_review::usecases::{AuditService, CheckpointUse};
 
 #[derive(Parser)]
 #[command(
@@ -145,18 +146,32 @@ async fn migrate(settings: &Settings) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `audit verify`: the chains recomputed on the configured database, with the service's key.
+/// `audit verify`: the chains recomputed on the configured database, with the service's key,
+/// and checked against the latest checkpoint. Exits 1 when a chain is broken, and when the
+/// check could not look for rewound or deleted chains (no silent pass).
 async fn audit_verify(settings: &Settings, document: Option<uuid::Uuid>) -> anyhow::Result<()> {
     let store = PgStore::from_settings(&settings.database)?.with_audit(&settings.audit);
+    let checkpoints = CheckpointStore::from_settings(&settings.mongo, &settings.audit).await?;
     let started = std::time::Instant::now();
-    let verified = AuditService::new(store.clone())
-        .verify(document)
+    let report = AuditService::new(store.clone(), checkpoints)
+        .verify(document, Default::default())
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     store.close().await;
     let took = started.elapsed().as_secs_f64();
-    println!("checked {} rows in {took:.1} s", verified.checked);
-    let Some(b) = verified.broken_at else {
+    println!("checked {} rows in {took:.1} s", report.verified.checked);
+    match &report.checkpoint {
+        CheckpointUse::Checked {
+            sequence,
+            taken_at,
+            chains,
+        } => println!("against checkpoint {sequence} of {taken_at} ({chains} chains)"),
+        other => println!("NOT CHECKED: {}", other.unchecked().unwrap_or_default()),
+    }
+    let Some(b) = report.verified.broken_at else {
+        if !matches!(report.checkpoint, CheckpointUse::Checked { .. }) {
+            anyhow::bail!("the chains hold against their heads, but not every check could run");
+        }
         println!("every chain holds");
         return Ok(());
     };

@@ -62,7 +62,7 @@ async fn verify_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<()> {
     // reads through them. Then as an operator meets the table: vacuumed, as autovacuum
     // leaves it.
     let verifying = Instant::now();
-    let first = store.verify_audit(None).await?;
+    let first = store.verify_audit(None, None).await?;
     let cold = verifying.elapsed().as_secs_f64();
     anyhow::ensure!(
         first.broken_at.is_none(),
@@ -74,7 +74,7 @@ async fn verify_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<()> {
         .await?;
     let vacuumed = vacuuming.elapsed().as_secs_f64();
     let verifying = Instant::now();
-    let verified = store.verify_audit(None).await?;
+    let verified = store.verify_audit(None, None).await?;
     let took = verifying.elapsed().as_secs_f64();
     store.close().await;
     anyhow::ensure!(

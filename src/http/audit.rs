@@ -1,15 +1,16 @@
 //! `GET /api/v1/admin/audit/verify`: the audit chain recomputed, and the first row that
-//! does not match named (admin only). The same check as `kh-review audit verify`.
+//! does not match named (admin only), with what the check was made against (the latest
+//! checkpoint, or why not). The same check as `kh-review audit verify`.
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::auth::{Caller, Role};
 use super::error::{ApiError, ErrorEnvelope};
 use super::state::AppState;
-use crate::store::{BrokenAt, Verified};
-use crate::usecases::AuditError;
+use crate::store::BrokenAt;
+use crate::usecases::{AuditError, AuditReport, CheckpointUse};
 
 #[derive(Deserialize)]
 pub struct VerifyQuery {
@@ -24,12 +25,37 @@ pub struct AuditVerify {
     /// The first place a chain does not hold; absent when every chain holds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub broken_at: Option<AuditBreak>,
+    /// What the chains were checked against besides their heads in PostgreSQL.
+    pub checkpoint: CheckpointAnswer,
+}
+
+/// The latest checkpoint's part in the check.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct CheckpointAnswer {
+    /// checked (the chains were checked against it), none_yet (none written yet),
+    /// unavailable (the checkpoint store did not answer), broken (its signature or its link
+    /// to the one before does not hold; broken_at names it unless a chain broke first)
+    #[schema(example = "checked")]
+    pub status: &'static str,
+    /// The checkpoint's sequence (checked, broken).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<i64>,
+    /// When it was taken (checked): rows written since are covered by the next one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub taken_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The chains it holds (checked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chains: Option<usize>,
+    /// What the check could not look at, and why (every status but checked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unchecked: Option<String>,
 }
 
 /// Where a chain broke.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct AuditBreak {
-    /// audit_log, policy_versions, outbox_admin_actions, or audit_chain_heads
+    /// audit_log, policy_versions, outbox_admin_actions, audit_chain_heads, or
+    /// audit_checkpoints
     #[schema(example = "audit_log")]
     pub table: &'static str,
     /// The row's id (`name/version` for a policy version); absent where no row is (a
@@ -42,13 +68,18 @@ pub struct AuditBreak {
     /// changed (the row or its link is not what was linked), missing (a row removed),
     /// inserted (a row the chain never had), tail_missing (the head counts rows past the
     /// last), head_changed (the head's last link is another), unchained (a row with no
-    /// link)
+    /// link), rewound (the chain is shorter than the latest checkpoint says, or its row at
+    /// the checkpoint's count is another: rows removed and the head set back), chain_missing
+    /// (a chain of the latest checkpoint is gone; position: its count then). For table
+    /// audit_checkpoints (id: the sequence): changed (not what was signed), missing (not
+    /// linked to the checkpoint before it)
     #[schema(example = "changed")]
     pub found: &'static str,
 }
 
-impl From<Verified> for AuditVerify {
-    fn from(v: Verified) -> Self {
+impl From<AuditReport> for AuditVerify {
+    fn from(r: AuditReport) -> Self {
+        let v = r.verified;
         Self {
             checked: v.checked,
             broken_at: v.broken_at.map(|b: BrokenAt| AuditBreak {
@@ -58,7 +89,34 @@ impl From<Verified> for AuditVerify {
                 position: b.position,
                 found: b.found.as_str(),
             }),
+            checkpoint: CheckpointAnswer::from(&r.checkpoint),
         }
+    }
+}
+
+impl From<&CheckpointUse> for CheckpointAnswer {
+    fn from(u: &CheckpointUse) -> Self {
+        let mut a = CheckpointAnswer {
+            status: u.status(),
+            sequence: None,
+            taken_at: None,
+            chains: None,
+            unchecked: u.unchecked(),
+        };
+        match u {
+            CheckpointUse::Checked {
+                sequence,
+                taken_at,
+                chains,
+            } => {
+                a.sequence = Some(*sequence);
+                a.taken_at = Some(*taken_at);
+                a.chains = Some(*chains);
+            }
+            CheckpointUse::Broken { sequence, .. } => a.sequence = Some(*sequence),
+            CheckpointUse::NoneYet | CheckpointUse::Unavailable(_) => {}
+        }
+        a
     }
 }
 
@@ -80,7 +138,7 @@ impl From<AuditError> for ApiError {
         ("document_id" = Option<Uuid>, Query, description = "check this document's chain only (default: every chain)")
     ),
     responses(
-        (status = 200, description = "the check ran: broken_at is absent when every chain holds", body = AuditVerify),
+        (status = 200, description = "the check ran: broken_at is absent when every chain holds; checkpoint says what it was checked against, and what it could not check", body = AuditVerify),
         (status = 401, description = "UNAUTHORIZED: missing, invalid or expired token", body = ErrorEnvelope),
         (status = 403, description = "FORBIDDEN: not an admin", body = ErrorEnvelope),
         (status = 404, description = "NOT_FOUND: no such document", body = ErrorEnvelope),
@@ -90,11 +148,15 @@ impl From<AuditError> for ApiError {
     security(("bearer" = []))
 )]
 pub async fn verify(
+    req: HttpRequest,
     query: web::Query<VerifyQuery>,
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Admin)?;
-    let verified = state.audit.verify(query.document_id).await?;
+    let verified = state
+        .audit
+        .verify(query.document_id, state.hooks(&req))
+        .await?;
     Ok(HttpResponse::Ok().json(AuditVerify::from(verified)))
 }

@@ -72,7 +72,7 @@ use super::views::{
         PolicyBody, PolicyView, PolicyList, StageOfPolicy, StageView, ApprovalView, ClaimView,
         PublishedView, CommentView, CommentPage, ArchiveView, ArchiveBody, CommentBodyIn,
         StartReplay, ReplayView, ReplayList, ReplayFilters,
-        super::audit::AuditVerify, super::audit::AuditBreak
+        super::audit::AuditVerify, super::audit::AuditBreak, super::audit::CheckpointAnswer
     )),
     modifiers(&BearerAuth, &UpdateNeedsAField),
     tags(

@@ -23,6 +23,9 @@ pub const FAIL_AFTER_COMMIT_HEADER: &str = "x-test-fail-after-commit";
 /// A token (a u64) recorded once COMMIT has returned (`usecases::commit_signalled`).
 pub const SIGNAL_AFTER_COMMIT_HEADER: &str = "x-test-signal-after-commit";
 
+/// Pause an audit verify scan the request starts, before it reads anything.
+pub const PAUSE_BEFORE_SCAN_HEADER: &str = "x-test-pause-before-scan-ms";
+
 /// The hooks a request's headers name.
 pub fn from_request(req: &HttpRequest) -> TestHooks {
     from_headers(|name| req.headers().get(name).and_then(|v| v.to_str().ok()))
@@ -49,6 +52,7 @@ fn from_headers<'a>(header: impl Fn(&str) -> Option<&'a str>) -> TestHooks {
         fail_after_commit: on(FAIL_AFTER_COMMIT_HEADER),
         signal_after_commit: header(SIGNAL_AFTER_COMMIT_HEADER).and_then(|v| v.parse().ok()),
         delivery,
+        pause_before_scan: ms(PAUSE_BEFORE_SCAN_HEADER),
     }
 }
 

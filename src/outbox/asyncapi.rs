@@ -48,7 +48,12 @@ pub fn document(exchange_name: &str, events: &EventSettings) -> Value {
             }),
         );
     }
-    channels.insert("replay".into(), replay_channel(&types));
+    let replayed: Vec<&str> = types
+        .iter()
+        .copied()
+        .filter(|t| !schemas::is_service_event(t))
+        .collect();
+    channels.insert("replay".into(), replay_channel(&replayed));
     operations.insert(
         "send_replay".into(),
         json!({
@@ -56,7 +61,7 @@ pub fn document(exchange_name: &str, events: &EventSettings) -> Value {
             "title": "Replay to one queue",
             "summary": "A replay (POST /api/v1/admin/replays) re-sends stored events (history) or one document.snapshot per published document (snapshot) to its target queue only, through the default exchange, each with a kh-replay-id header.",
             "channel": {"$ref": "#/channels/replay"},
-            "messages": types.iter().map(|t| json!({"$ref": format!("#/channels/replay/messages/{}", message_id(t))})).collect::<Vec<_>>(),
+            "messages": replayed.iter().map(|t| json!({"$ref": format!("#/channels/replay/messages/{}", message_id(t))})).collect::<Vec<_>>(),
             "bindings": {"amqp": publish_binding()}
         }),
     );
@@ -132,10 +137,25 @@ fn message(ty: &str, events: &EventSettings) -> Value {
     })
 }
 
-/// The headers of a message of `ty`: every `ce-` header, and the optional trace context
+/// The headers of a message of `ty`: every `ce-` header (but `ce-subject` for the
+/// service's own events, which are about no document), and the optional trace context
 /// and replay id. Nothing else is sent; a consumer may also find the broker's own `x-`
 /// headers.
 fn headers_schema(ty: &str, events: &EventSettings) -> Value {
+    let mut schema = document_headers_schema(ty, events);
+    if schemas::is_service_event(ty) {
+        if let Some(props) = schema["properties"].as_object_mut() {
+            props.remove("ce-subject");
+        }
+        schema["required"] = json!(super::envelope::CE_HEADERS
+            .iter()
+            .filter(|h| **h != "ce-subject")
+            .collect::<Vec<_>>());
+    }
+    schema
+}
+
+fn document_headers_schema(ty: &str, events: &EventSettings) -> Value {
     let long_string = |description: &str| json!({"type": "string", "description": description});
     json!({
         "type": "object",
@@ -175,7 +195,7 @@ mod tests {
     fn a_channel_and_an_operation_per_routing_key_and_the_replay() {
         let d = doc();
         let channels = d["channels"].as_object().unwrap();
-        assert_eq!(channels.len(), 10, "nine routing keys and the replay");
+        assert_eq!(channels.len(), 11, "ten routing keys and the replay");
         let approved = &channels["document_approved"];
         assert_eq!(approved["address"], "document.approved");
         assert_eq!(approved["bindings"]["amqp"]["exchange"]["name"], "x.events");
@@ -184,7 +204,14 @@ mod tests {
             .all(|c| c["address"] != "document.snapshot"));
         let replay = &channels["replay"]["messages"];
         assert!(replay.get("document_snapshot").is_some());
-        assert_eq!(d["operations"].as_object().unwrap().len(), 10);
+        assert!(replay.get("audit_checkpoint").is_none(), "never replayed");
+        assert_eq!(d["operations"].as_object().unwrap().len(), 11);
+        let checkpoint = &d["components"]["messages"]["audit_checkpoint"]["headers"];
+        assert!(checkpoint["properties"].get("ce-subject").is_none());
+        assert!(!checkpoint["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("ce-subject")));
         let msg = &d["components"]["messages"]["document_approved"];
         assert_eq!(
             msg["payload"]["properties"]["event_type"]["const"],

@@ -108,6 +108,27 @@ pub fn headers_for(
     payload: &serde_json::Value,
     events: &EventSettings,
 ) -> FieldTable {
+    attributes(event_id, event_type, Some(document_id), payload, events)
+}
+
+/// The CloudEvents headers of an event about no document (`audit.checkpoint`): those of
+/// [`headers_for`] without `ce-subject`, which CloudEvents leaves optional.
+pub fn service_headers(
+    event_id: Uuid,
+    event_type: &str,
+    payload: &serde_json::Value,
+    events: &EventSettings,
+) -> FieldTable {
+    attributes(event_id, event_type, None, payload, events)
+}
+
+fn attributes(
+    event_id: Uuid,
+    event_type: &str,
+    subject: Option<Uuid>,
+    payload: &serde_json::Value,
+    events: &EventSettings,
+) -> FieldTable {
     let time = payload["occurred_at"]
         .as_str()
         .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
@@ -120,7 +141,7 @@ pub fn headers_for(
         Some(event_id.to_string()),
         Some(events.source.clone()),
         Some(event_type.to_string()),
-        Some(document_id.to_string()),
+        subject.map(|s| s.to_string()),
         time,
         Some(events.schema_url(event_type)),
     ];

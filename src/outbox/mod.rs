@@ -11,6 +11,7 @@
 //! before its publish is confirmed. Delivery is at least once.
 
 pub mod asyncapi;
+pub mod checkpoint;
 pub mod envelope;
 mod fault;
 pub mod marks;

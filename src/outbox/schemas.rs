@@ -1,6 +1,7 @@
 //! The JSON Schemas of the published events, from their one source,
-//! `docs/schemas/events.json` (compiled in): the envelope every event has and each type's
-//! `data`. Each type's schema (the envelope with its `event_type` and its `data`) is served
+//! `docs/schemas/events.json` (compiled in): the envelope every document event has, the
+//! envelope of the service's own events (about no document: `audit.checkpoint`), and each
+//! type's `data`. Each type's schema (the envelope with its `event_type` and its `data`) is served
 //! at its `ce-dataschema` URL and is the payload of its message in the AsyncAPI document.
 //! Never edit a schema anywhere else: the endpoint, the AsyncAPI document, docs/events.md
 //! and the tests all read this one.
@@ -25,13 +26,27 @@ pub fn envelope() -> &'static Value {
     &source()["envelope"]
 }
 
-/// Every event type with a schema, in the envelope's order.
+/// The envelope of the service's own events (no document, no review, no version).
+pub fn service_envelope() -> &'static Value {
+    &source()["service_envelope"]
+}
+
+/// The types an envelope lists.
+fn listed(envelope: &'static Value) -> impl Iterator<Item = &'static str> {
+    let listed = envelope["properties"]["event_type"]["enum"].as_array();
+    listed.into_iter().flatten().filter_map(Value::as_str)
+}
+
+/// Whether `event_type` is one of the service's own events (about no document).
+pub fn is_service_event(event_type: &str) -> bool {
+    listed(service_envelope()).any(|t| t == event_type)
+}
+
+/// Every event type with a schema: the document events in the envelope's order, then the
+/// service's own.
 pub fn event_types() -> Vec<&'static str> {
-    let listed = envelope()["properties"]["event_type"]["enum"].as_array();
-    listed
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
+    listed(envelope())
+        .chain(listed(service_envelope()))
         .filter(|t| data_schema(t).is_some())
         .collect()
 }
@@ -50,7 +65,11 @@ pub fn summary(event_type: &str) -> Option<&'static str> {
 /// AsyncAPI document embeds it): the envelope, `event_type` fixed to the type, its `data`.
 pub fn payload_schema(event_type: &str) -> Option<Value> {
     let data = data_schema(event_type)?.clone();
-    let mut schema = envelope().clone();
+    let mut schema = if is_service_event(event_type) {
+        service_envelope().clone()
+    } else {
+        envelope().clone()
+    };
     let props = schema["properties"].as_object_mut()?;
     let mut ty = Map::new();
     ty.insert("const".into(), json!(event_type));
@@ -100,13 +119,11 @@ mod tests {
         ];
         let mut want: Vec<&str> = published.iter().map(|t| t.as_str()).collect();
         want.push("document.snapshot");
-        let mut listed: Vec<&str> = envelope()["properties"]["event_type"]["enum"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t.as_str().unwrap())
-            .collect();
+        let mut listed: Vec<&str> = listed(envelope()).collect();
         assert_eq!(listed, want, "the envelope lists every type, in this order");
+        let service: Vec<&str> = super::listed(service_envelope()).collect();
+        assert_eq!(service, ["audit.checkpoint"]);
+        listed.extend(service);
         let mut have = event_types();
         have.sort();
         listed.sort();
@@ -132,5 +149,17 @@ mod tests {
         assert_eq!(served["$id"], "http://x/s.json");
         assert_eq!(served["$schema"], DIALECT);
         assert!(payload_schema("document.created").is_none());
+    }
+
+    #[test]
+    fn a_service_event_has_the_service_envelope() {
+        assert!(is_service_event("audit.checkpoint"));
+        assert!(!is_service_event("document.approved"));
+        let schema = payload_schema("audit.checkpoint").unwrap();
+        let props = schema["properties"].as_object().unwrap();
+        assert!(props.get("document_id").is_none(), "no document");
+        assert_eq!(props["event_type"]["const"], "audit.checkpoint");
+        assert_eq!(schema["required"], service_envelope()["required"]);
+        assert_eq!(event_types().last(), Some(&"audit.checkpoint"));
     }
 }

@@ -20,12 +20,12 @@ use crate::outbox::publisher::AmqpPublisher;
 use crate::outbox::replay::ReplayRunner;
 use crate::outbox::{Dispatcher, OutboxSettings};
 use crate::shutdown::Deadline;
-use crate::store::mongo::MongoProjection;
+use crate::store::mongo::{CheckpointStore, MongoProjection};
 use crate::store::PgStore;
 use crate::tasks::{Backoff, Supervisor};
 use crate::usecases::{
-    sweep_overdue, AuditService, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes,
-    ReplayService, Retention, RetentionSettings, ReviewService, ReviewStats,
+    sweep_overdue, AuditService, CheckpointWriter, DocumentService, Idempotency, OutboxAdmin,
+    PolicyService, Probes, ReplayService, Retention, RetentionSettings, ReviewService, ReviewStats,
 };
 
 /// What `serve` and `dispatch` run on: the state the handlers share, the dispatcher, and
@@ -97,6 +97,10 @@ impl<'a> CoreBuilder<'a> {
         let stats = Arc::new(ReviewStats::new());
         let metrics = HttpMetrics::new(&stats);
         spawn_purger(&tasks, &store, &s.outbox, &metrics);
+        let checkpoints = CheckpointStore::from_settings(&s.mongo, &s.audit).await?;
+        let audit = AuditService::new(store.clone(), checkpoints.clone());
+        metrics.register(audit.collectors());
+        self.spawn_checkpointer(&tasks, &store, checkpoints, &dispatcher);
         let keys = LockKeys::new(s.redis.key_prefix.clone());
         let state = AppState {
             documents: DocumentService::new(
@@ -124,7 +128,7 @@ impl<'a> CoreBuilder<'a> {
             ),
             outbox_admin: OutboxAdmin::new(store.clone()),
             replays: ReplayService::new(store.clone(), self.replay_runner(&store, &tasks)),
-            audit: AuditService::new(store.clone()),
+            audit,
             metrics,
             body: BodyLimits {
                 max_bytes: s.server.json_limit_bytes,
@@ -167,6 +171,29 @@ impl<'a> CoreBuilder<'a> {
             s.events.clone(),
         );
         Arc::new(dispatcher.with_required_queues(s.amqp.required_queues.clone()))
+    }
+
+    /// The audit checkpoints' writer under `tasks`, publishing on the dispatcher's
+    /// connection.
+    fn spawn_checkpointer(
+        &self,
+        tasks: &Supervisor,
+        store: &PgStore,
+        checkpoints: CheckpointStore,
+        dispatcher: &Dispatcher,
+    ) {
+        let s = self.settings;
+        let writer = Arc::new(CheckpointWriter::new(
+            store.clone(),
+            checkpoints,
+            dispatcher.publisher().clone(),
+            s.events.clone(),
+            s.audit.checkpoint_every,
+        ));
+        tasks.spawn("audit.checkpointer", move |stop| {
+            let writer = writer.clone();
+            async move { writer.run(stop).await }
+        });
     }
 
     /// The replay runner, running under `tasks` when `replay.run` is on.

@@ -4,16 +4,19 @@
 //! same order), so each chain is checked as its rows stream past and ends against its
 //! document's head; then the admin chain against its head row; then any row that carries no
 //! link at all. Each page is one bounded statement on the pool.
-
-use std::collections::VecDeque;
+//!
+//! Given a checkpoint (checked by its caller), every chain is also checked against its
+//! entry there, and a chain the checkpoint holds that is gone is named.
 
 use uuid::Uuid;
 
 use super::audit_admin::admin_rows;
+use super::audit_heads::{DocHead, Heads};
 use super::error::StoreError;
 use super::pg::{PgStore, Statement};
 use crate::domain::audit::{admin_canonical, AuditKey, AuditRow};
 use crate::domain::audit_walk::{Break, Found, Walk};
+use crate::domain::checkpoint::{Anchor, Anchors, Checkpoint, Gone};
 
 /// Rows read per statement.
 const PAGE: i64 = 10_000;
@@ -39,25 +42,32 @@ pub struct BrokenAt {
     pub found: Found,
 }
 
-struct DocHead {
-    id: Uuid,
-    count: i64,
-    head: Option<Vec<u8>>,
-}
-
 impl PgStore {
-    /// Checks the chain of `document`, or every chain; stops at the first break.
-    pub async fn verify_audit(&self, document: Option<Uuid>) -> Result<Verified, StoreError> {
+    /// Checks the chain of `document`, or every chain, against their heads and against
+    /// `checkpoint` when there is one; stops at the first break.
+    pub async fn verify_audit(
+        &self,
+        document: Option<Uuid>,
+        checkpoint: Option<&Checkpoint>,
+    ) -> Result<Verified, StoreError> {
         let key = self.audit.key().clone();
         let mut checked = 0;
-        if let Some(b) = self.verify_documents(&key, document, &mut checked).await? {
+        let mut chains = Chains {
+            heads: Heads::new(document),
+            anchors: checkpoint.map(|c| c.anchors(document)).unwrap_or_default(),
+        };
+        if let Some(b) = self
+            .verify_documents(&key, document, &mut chains, &mut checked)
+            .await?
+        {
             return Ok(Verified {
                 checked,
                 broken_at: Some(b),
             });
         }
         if document.is_none() {
-            if let Some(b) = self.verify_admin(&key, &mut checked).await? {
+            let anchor = checkpoint.and_then(Checkpoint::admin);
+            if let Some(b) = self.verify_admin(&key, anchor, &mut checked).await? {
                 return Ok(Verified {
                     checked,
                     broken_at: Some(b),
@@ -74,9 +84,9 @@ impl PgStore {
         &self,
         key: &AuditKey,
         only: Option<Uuid>,
+        chains: &mut Chains,
         checked: &mut u64,
     ) -> Result<Option<BrokenAt>, StoreError> {
-        let mut heads = Heads::new(only);
         let mut cursor = (only.unwrap_or_default(), i64::MIN);
         let mut current: Option<(DocHead, Walk)> = None;
         let mut buf = Vec::with_capacity(256);
@@ -93,9 +103,10 @@ impl PgStore {
                     if let Some(b) = finish(current.take()) {
                         return Ok(Some(b));
                     }
-                    match heads.next(self).await? {
-                        Some(h) => current = Some(started(h)),
-                        None => break,
+                    match chains.next(self).await? {
+                        Next::Chain(h, w) => current = Some((h, w)),
+                        Next::Gone(b) => return Ok(Some(b)),
+                        Next::End => break,
                     }
                 }
                 let at = |b: Break| broken(r.document_id, Some(r.id), b);
@@ -127,9 +138,10 @@ impl PgStore {
             if let Some(b) = finish(current.take()) {
                 return Ok(Some(b));
             }
-            match heads.next(self).await? {
-                Some(h) => current = Some(started(h)),
-                None => return Ok(None),
+            match chains.next(self).await? {
+                Next::Chain(h, w) => current = Some((h, w)),
+                Next::Gone(b) => return Ok(Some(b)),
+                Next::End => return Ok(None),
             }
         }
     }
@@ -198,13 +210,11 @@ impl PgStore {
     async fn verify_admin(
         &self,
         key: &AuditKey,
+        anchor: Option<Anchor>,
         checked: &mut u64,
     ) -> Result<Option<BrokenAt>, StoreError> {
-        let head = sqlx::query!("SELECT count, hash FROM audit_chain_heads WHERE chain = 'admin'")
-            .fetch_one(&self.pool)
-            .bounded(self)
-            .await?;
-        let mut walk = Walk::new(head.count);
+        let head = self.admin_head().await?;
+        let mut walk = Walk::new(head.count).anchored(anchor);
         let mut after = 0;
         let mut buf = Vec::with_capacity(512);
         loop {
@@ -296,11 +306,6 @@ fn broken(document: Uuid, id: Option<i64>, b: Break) -> BrokenAt {
     }
 }
 
-fn started(h: DocHead) -> (DocHead, Walk) {
-    let walk = Walk::new(h.count);
-    (h, walk)
-}
-
 /// The end of a document's chain, checked against its head.
 fn finish(current: Option<(DocHead, Walk)>) -> Option<BrokenAt> {
     let (h, walk) = current?;
@@ -309,47 +314,44 @@ fn finish(current: Option<(DocHead, Walk)>) -> Option<BrokenAt> {
         .map(|b| broken(h.id, None, b))
 }
 
-/// The documents' heads in id order, a page at a time (or the one document checked).
-struct Heads {
-    buf: VecDeque<DocHead>,
-    after: Option<Uuid>,
-    only: Option<Uuid>,
-    done: bool,
+/// The documents' chains in id order, each with its entry of the checkpoint, and the
+/// chains of the checkpoint that are gone.
+struct Chains {
+    heads: Heads,
+    anchors: Anchors,
 }
 
-impl Heads {
-    fn new(only: Option<Uuid>) -> Self {
-        Self {
-            buf: VecDeque::new(),
-            after: only,
-            only,
-            done: false,
+enum Next {
+    Chain(DocHead, Walk),
+    Gone(BrokenAt),
+    End,
+}
+
+impl Chains {
+    async fn next(&mut self, store: &PgStore) -> Result<Next, StoreError> {
+        let Some(h) = self.heads.next(store).await? else {
+            return Ok(self
+                .anchors
+                .gone()
+                .map_or(Next::End, |g| Next::Gone(gone(g))));
+        };
+        match self.anchors.take(h.id) {
+            Ok(anchor) => {
+                let walk = Walk::new(h.count).anchored(anchor);
+                Ok(Next::Chain(h, walk))
+            }
+            Err(g) => Ok(Next::Gone(gone(g))),
         }
     }
+}
 
-    async fn next(&mut self, store: &PgStore) -> Result<Option<DocHead>, StoreError> {
-        if self.buf.is_empty() && !self.done {
-            let from = self.after.unwrap_or_default();
-            // From `from` itself on the first page (and for the one document).
-            let inclusive = self.only.is_some() || self.after.is_none();
-            let limit = if self.only.is_some() { 1 } else { PAGE };
-            let page = sqlx::query_as!(
-                DocHead,
-                r#"SELECT id, audit_count AS count, audit_head AS head FROM documents
-                   WHERE id >= $1 AND (id > $1 OR $2) ORDER BY id LIMIT $3"#,
-                from,
-                inclusive,
-                limit
-            )
-            .fetch_all(&store.pool)
-            .bounded(store)
-            .await?;
-            self.done = self.only.is_some() || (page.len() as i64) < PAGE;
-            self.after = page.last().map(|h| h.id).or(self.after);
-            let only = self.only;
-            self.buf
-                .extend(page.into_iter().filter(|h| only.is_none_or(|d| d == h.id)));
-        }
-        Ok(self.buf.pop_front())
+/// A chain of the checkpoint that is gone: named by its document and its count then.
+fn gone(g: Gone) -> BrokenAt {
+    BrokenAt {
+        table: "audit_log",
+        id: None,
+        document_id: Some(g.document),
+        position: Some(g.count),
+        found: Found::ChainMissing,
     }
 }

@@ -3,9 +3,11 @@
 //! `audit_verify`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
+use serde_with::{serde_as, DurationSeconds};
 
 use crate::domain::audit::AuditKey;
 
@@ -13,6 +15,7 @@ use crate::domain::audit::AuditKey;
 pub const DEV_AUDIT_KEY: &str = "development-only-audit-key-change-me";
 
 /// `[audit]` in `config/default.toml`.
+#[serde_as]
 #[derive(Debug, Clone, Deserialize)]
 pub struct AuditSettings {
     /// The HMAC key of the chain. Held by the service, never by the database.
@@ -21,10 +24,29 @@ pub struct AuditSettings {
     /// test only).
     #[serde(default = "yes")]
     pub chain: bool,
+    /// How often a checkpoint of every chain is written (`checkpoint_secs`).
+    #[serde_as(as = "DurationSeconds<u64>")]
+    #[serde(rename = "checkpoint_secs", default = "checkpoint_every")]
+    pub checkpoint_every: Duration,
+    /// The MongoDB server of the checkpoints; None: `mongo.url`'s.
+    #[serde(default)]
+    pub checkpoint_url: Option<SecretString>,
+    /// The checkpoints' collection (their chains go to `<name>_chains`), in
+    /// `mongo.database`.
+    #[serde(default = "checkpoint_collection")]
+    pub checkpoint_collection: String,
 }
 
 fn yes() -> bool {
     true
+}
+
+fn checkpoint_every() -> Duration {
+    Duration::from_secs(300)
+}
+
+fn checkpoint_collection() -> String {
+    "audit_checkpoints".to_string()
 }
 
 impl Default for AuditSettings {
@@ -32,6 +54,9 @@ impl Default for AuditSettings {
         Self {
             key: SecretString::from(DEV_AUDIT_KEY),
             chain: true,
+            checkpoint_every: checkpoint_every(),
+            checkpoint_url: None,
+            checkpoint_collection: checkpoint_collection(),
         }
     }
 }

@@ -27,6 +27,23 @@ pub enum StoreError {
     Unexpected(#[from] anyhow::Error),
 }
 
+impl StoreError {
+    /// The same failure for a second receiver of it (the callers of one shared scan): the
+    /// same variant, so it answers the same status, with the cause kept as text (a driver
+    /// error cannot be cloned).
+    pub fn copy(&self) -> Self {
+        match self {
+            StoreError::RowLocked => StoreError::RowLocked,
+            StoreError::TimedOut(d) => StoreError::TimedOut(*d),
+            StoreError::Unavailable(e) => {
+                StoreError::Unavailable(sqlx::Error::Io(std::io::Error::other(e.to_string())))
+            }
+            StoreError::ReadOnly(e) => StoreError::ReadOnly(sqlx::Error::Protocol(e.to_string())),
+            StoreError::Unexpected(e) => StoreError::Unexpected(anyhow::anyhow!("{e:#}")),
+        }
+    }
+}
+
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
         match &e {

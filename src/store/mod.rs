@@ -7,6 +7,7 @@
 //! never judges a change itself and knows nothing of locks, HTTP or idempotency policy.
 
 mod audit_admin;
+mod audit_heads;
 mod audit_link;
 mod audit_verify;
 mod chain;
@@ -30,6 +31,7 @@ mod retention;
 mod review_lock;
 mod review_rows;
 mod reviews;
+mod session_lock;
 pub mod trace_context;
 mod tx;
 mod votes;
@@ -44,6 +46,7 @@ pub use outbox_admin::{OutboxAction, OutboxFilter, OutboxRecord};
 pub use pg::{migrate, migration_lock_id, DatabaseSettings, PgStore, PoolFigures, Writes};
 pub use queue::{QueueFilter, QueueOrder};
 pub use replays::{ReplayRecord, StoredEvent};
-pub use retention::{cancelled_by_statement_timeout, PurgeSession, PURGE_LOCK};
+pub use retention::{cancelled_by_statement_timeout, PurgeSession};
+pub use session_lock::{LockedSession, CHECKPOINT_LOCK, PURGE_LOCK};
 pub use trace_context::TraceContext;
 pub use tx::{Committed, Staged, WriteContext};

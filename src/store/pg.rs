@@ -134,6 +134,11 @@ impl PgStore {
         self
     }
 
+    /// The key audit rows (and checkpoints of their chains) are linked with.
+    pub fn audit_key(&self) -> &crate::domain::audit::AuditKey {
+        self.audit.key()
+    }
+
     pub fn pool_figures(&self) -> PoolFigures {
         PoolFigures {
             size: self.pool.size(),

@@ -11,13 +11,10 @@ use std::time::Duration;
 
 use sqlx::{Connection, PgConnection};
 
+use super::session_lock::PURGE_LOCK;
+
 use super::error::StoreError;
 use super::pg::{PgStore, Statement};
-
-/// The purge lock: a session-level advisory lock in its two-key space (class 7002, object
-/// 1), apart from the one-key locks of the outbox's takes. Held by the session that
-/// purges, and so released when that session ends, whatever becomes of its instance.
-pub const PURGE_LOCK: (i32, i32) = (7002, 1);
 
 /// Whether `e` is a statement cancelled by `statement_timeout` (SQLSTATE 57014): a batch too
 /// large for the moment (a loaded server), which a smaller one may pass.
@@ -33,35 +30,16 @@ pub struct PurgeSession {
 }
 
 impl PgStore {
-    /// Opens a session with the pool's settings (its `statement_timeout` and `lock_timeout`
-    /// included) and takes the purge lock there without waiting: None when another session
-    /// holds it (another instance is purging).
+    /// The purge lock on a session of its own, taken without waiting: None when another
+    /// session holds it (another instance is purging).
     pub async fn purge_session(&self) -> Result<Option<PurgeSession>, StoreError> {
-        let opts = (*self.pool.connect_options()).clone();
-        let dial = self.pool.options().get_acquire_timeout();
-        let mut conn = tokio::time::timeout(dial, PgConnection::connect_with(&opts))
-            .await
-            .map_err(|_| StoreError::TimedOut(dial))?
-            .map_err(StoreError::from)?;
-        let held = sqlx::query_scalar!(
-            r#"SELECT pg_try_advisory_lock($1, $2) AS "held!""#,
-            PURGE_LOCK.0,
-            PURGE_LOCK.1
-        )
-        .fetch_one(&mut conn)
-        .bounded(self)
-        .await;
-        match held {
-            Ok(true) => Ok(Some(PurgeSession {
+        Ok(self
+            .locked_session(PURGE_LOCK)
+            .await?
+            .map(|s| PurgeSession {
                 store: self.clone(),
-                conn,
-            })),
-            Ok(false) => {
-                let _ = conn.close().await;
-                Ok(None)
-            }
-            Err(e) => Err(e),
-        }
+                conn: s.conn,
+            }))
     }
 }
 

@@ -3,12 +3,14 @@
 //! and the overdue sweeper; `documents` creates, edits and reads;
 //! `idempotency` is the policy of `Idempotency-Key`; `probes` is what operators read;
 //! `outbox_admin` what admins do with parked outbox rows; `replays` how they ask for a
-//! replay of the events; `audit` the audit chain's check; `test_hooks` where tests may
+//! replay of the events; `audit` the audit chain's check, `checkpoints` the writer of its checkpoints; `test_hooks` where tests may
 //! step in. Every write commits through `commit`, the one seam.
 //!
 //! Nothing here knows HTTP: each use case returns a typed result, which the caller renders.
 
 mod audit;
+mod audit_checkpoint;
+mod checkpoints;
 mod commit;
 mod context;
 mod documents;
@@ -27,6 +29,8 @@ mod test_hooks;
 mod workflow;
 
 pub use audit::{AuditError, AuditService};
+pub use audit_checkpoint::{AuditReport, CheckpointUse};
+pub use checkpoints::{CheckpointRound, CheckpointWriter};
 pub use context::Context;
 pub use documents::{BodySource, DocumentRead, DocumentService};
 pub use error::Error;

@@ -40,6 +40,9 @@ pub struct TestHooks {
     pub signal_after_commit: Option<u64>,
     /// Who delivers the outbox row of the change.
     pub delivery: Delivery,
+    /// Pause an audit verify scan this request starts before it reads anything, so that
+    /// calls made meanwhile find it running.
+    pub pause_before_scan: Option<Duration>,
 }
 
 /// Who delivers a change's outbox row.

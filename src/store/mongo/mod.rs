@@ -24,9 +24,11 @@ use uuid::Uuid;
 use crate::breaker::{BreakerState, CircuitBreaker, Permit};
 use crate::domain::Document;
 
+mod checkpoints;
 mod fields;
 mod settings;
 
+pub use checkpoints::{CheckpointStore, Header as CheckpointHeader, Inserted};
 use fields::projection_fields;
 pub use fields::{ProjectedCopy, ProjectedDocument};
 pub use settings::MongoSettings;
@@ -283,7 +285,7 @@ impl MongoProjection {
     }
 }
 
-fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
+pub(super) fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
     match e.kind.as_ref() {
         ErrorKind::Write(WriteFailure::WriteError(w)) => w.code == 11000,
         ErrorKind::Command(c) => c.code == 11000,

@@ -3,6 +3,7 @@
 //! an identity provider's keys rotated or out of reach.
 //! Part of the parallel run (`make test`).
 
+mod audit;
 mod bounds;
 mod brokers;
 mod degraded;

@@ -25,6 +25,18 @@ fn envelope_on_page() -> Value {
     serde_json::from_str(&page[start..end]).expect("the envelope's schema is JSON")
 }
 
+/// The service events' envelope as the page shows it: the JSON block of its "Service
+/// events" section.
+fn service_envelope_on_page() -> Value {
+    let page = page();
+    let from = page
+        .find("### Service events")
+        .expect("docs/events.md has a Service events section");
+    let start = from + page[from..].find("```json\n").unwrap() + "```json\n".len();
+    let end = start + page[start..].find("```").unwrap();
+    serde_json::from_str(&page[start..end]).expect("the service envelope's schema is JSON")
+}
+
 /// The `data` schema of `event_type` as the page shows it: its row of the page's table.
 fn data_on_page(event_type: &str) -> Value {
     let page = page();
@@ -62,6 +74,11 @@ fn the_page_shows_the_schemas_of_the_source() {
         envelope_on_page(),
         *schemas::envelope(),
         "the envelope block of docs/events.md is docs/schemas/events.json's"
+    );
+    assert_eq!(
+        service_envelope_on_page(),
+        *schemas::service_envelope(),
+        "the service envelope block of docs/events.md is docs/schemas/events.json's"
     );
     for ty in schemas::event_types() {
         assert_eq!(

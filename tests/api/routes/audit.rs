@@ -2,7 +2,8 @@
 //! 2-of-2 approvals, comment, archive, an overdue mark, policy writes, an outbox retry and
 //! skip) every chain verifies clean; a row changed, removed (in the middle, or the tail) or
 //! inserted by SQL is found, with the row named, each on a document of its own; the
-//! `kh-review audit verify` command exits non-zero on a broken chain.
+//! `kh-review audit verify` command exits non-zero on a broken chain, and when it could not
+//! check against a checkpoint. Checks against checkpoints: `audit_checkpoints`.
 
 use std::process::Command;
 use std::time::Duration;
@@ -16,7 +17,7 @@ use crate::support::app::{expose, spawn_app, spawn_app_with, AppOptions, TestApp
 use crate::support::inspect::{expect_error, wait_for};
 
 /// `GET /api/v1/admin/audit/verify`, as an admin, expecting 200.
-async fn verify(app: &TestApp, document: Option<&str>) -> Value {
+pub(crate) async fn verify(app: &TestApp, document: Option<&str>) -> Value {
     let query = document.map_or_else(String::new, |d| format!("?document_id={d}"));
     let admin = app.token(ADMIN, &[Role::Admin]);
     let r = app
@@ -28,8 +29,19 @@ async fn verify(app: &TestApp, document: Option<&str>) -> Value {
     body
 }
 
+/// The rows a check found holding (it found no break), asserting it had no checkpoint to
+/// check against and said so.
+pub(crate) fn holding(answer: &Value) -> i64 {
+    assert!(answer.get("broken_at").is_none(), "{answer}");
+    let checkpoint = &answer["checkpoint"];
+    assert_eq!(checkpoint["status"], "none_yet", "{answer}");
+    let unchecked = checkpoint["unchecked"].as_str().unwrap_or_default();
+    assert!(unchecked.contains("were not looked for"), "{answer}");
+    answer["checked"].as_i64().expect("a count")
+}
+
 /// The rows every chain holds: what a clean check counts.
-async fn chained_rows(app: &TestApp) -> i64 {
+pub(crate) async fn chained_rows(app: &TestApp) -> i64 {
     app.count(
         "SELECT (SELECT count(*) FROM audit_log) + (SELECT count(*) FROM policy_versions) \
          + (SELECT count(*) FROM outbox_admin_actions)",
@@ -77,18 +89,17 @@ async fn an_untouched_database_verifies_clean_after_a_realistic_mix() {
     app.outbox_drained(Duration::from_secs(15)).await;
     retried_and_skipped(&app).await;
     let clean = verify(&app, None).await;
-    assert_eq!(
-        clean,
-        json!({"checked": chained_rows(&app).await}),
-        "{clean}"
-    );
+    assert_eq!(holding(&clean), chained_rows(&app).await, "{clean}");
     assert_eq!(
         app.count("SELECT count(*) FROM outbox_admin_actions").await,
         2
     );
     assert_eq!(
-        verify(&app, Some(&doc)).await,
-        json!({"checked": app.count(&format!("SELECT count(*) FROM audit_log WHERE document_id = '{doc}'")).await})
+        holding(&verify(&app, Some(&doc)).await),
+        app.count(&format!(
+            "SELECT count(*) FROM audit_log WHERE document_id = '{doc}'"
+        ))
+        .await
     );
 
     // The admin chain: a policy version edited by SQL is found, named by its key.
@@ -125,7 +136,7 @@ async fn retried_and_skipped(app: &TestApp) {
 }
 
 /// A document with four audit rows (create, submit, approve, comment): its id.
-async fn four_rows(app: &TestApp) -> String {
+pub(crate) async fn four_rows(app: &TestApp) -> String {
     let (doc, review) = app.pending_review().await;
     assert_eq!(
         app.approve(&review, &app.reviewer()).await.status(),
@@ -140,7 +151,7 @@ async fn four_rows(app: &TestApp) -> String {
 }
 
 /// The id of the row at `seq` in `doc`'s chain.
-async fn row_at(app: &TestApp, doc: &str, seq: i64) -> i64 {
+pub(crate) async fn row_at(app: &TestApp, doc: &str, seq: i64) -> i64 {
     sqlx::query_scalar("SELECT id FROM audit_log WHERE document_id = $1::uuid AND seq = $2")
         .bind(doc)
         .bind(seq)
@@ -185,12 +196,26 @@ fn cli_verify(app: &TestApp, doc: &str) -> (Option<i32>, String) {
         )
         .env("APP__ENVIRONMENT", "development")
         .env("APP__DATABASE__URL", expose(&app.settings.database.url))
+        .env("APP__MONGO__URL", expose(&app.settings.mongo.url))
+        .env("APP__MONGO__DATABASE", &app.settings.mongo.database)
         .env("APP__LOG__LEVEL", "warn")
         .output()
         .expect("the kh-review binary runs");
     let text =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     (out.status.code(), text)
+}
+
+/// With no checkpoint yet, the command checks the chain of `doc` (four rows, intact), says
+/// what it could not check, and does not pass.
+fn cli_holds_but_not_against_a_checkpoint(app: &TestApp, doc: &str) {
+    let (code, out) = cli_verify(app, doc);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("checked 4 rows"), "{out}");
+    assert!(
+        out.contains("NOT CHECKED") && out.contains("no checkpoint was written yet"),
+        "{out}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -204,13 +229,8 @@ async fn rows_changed_removed_or_inserted_by_sql_are_found_with_the_row_named() 
     let [changed, middle, tail, inserted, unlinked, intact] = &docs[..] else {
         unreachable!("six documents")
     };
-    assert_eq!(
-        verify(&app, None).await,
-        json!({"checked": chained_rows(&app).await})
-    );
-    let (code, out) = cli_verify(&app, changed);
-    assert_eq!(code, Some(0), "{out}");
-    assert!(out.contains("every chain holds"), "{out}");
+    assert_eq!(holding(&verify(&app, None).await), chained_rows(&app).await);
+    cli_holds_but_not_against_a_checkpoint(&app, changed);
 
     let row = row_at(&app, changed, 2).await;
     sql(
@@ -263,7 +283,7 @@ async fn rows_changed_removed_or_inserted_by_sql_are_found_with_the_row_named() 
         whole["broken_at"].is_object(),
         "the whole check stops at a break: {whole}"
     );
-    assert_eq!(verify(&app, Some(intact)).await, json!({"checked": 4}));
+    assert_eq!(holding(&verify(&app, Some(intact)).await), 4);
 
     let (code, out) = cli_verify(&app, changed);
     assert_eq!(code, Some(1), "{out}");

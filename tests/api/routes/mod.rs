@@ -1,7 +1,8 @@
 //! The HTTP API route by route: requests, replies, refusals and concurrent callers,
 //! against the real stores. Part of the parallel run (`make test`, `--test-threads=$(TEST_THREADS)`).
 
-mod audit;
+pub(crate) mod audit;
+mod audit_checkpoints;
 mod auth;
 mod bad_input;
 mod claims;
