@@ -6,7 +6,8 @@
 //! A checkpoint is a header, `_id` its sequence (so two writers of one sequence cannot
 //! both succeed), inserted last, and its chains in pages of [`PAGE`] in
 //! `<collection>_chains`, `_id` `<sequence>/<round>/<page>`: `round` is the writer's own,
-//! so pages a failed writer left behind are never read as another's. A header is only
+//! so pages a failed writer left behind are never read as another's; the header names its
+//! round and how many pages it has. A header is only
 //! there once all its pages are; its signature covers every chain, so a page removed or
 //! changed later is found.
 
@@ -14,7 +15,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use chrono::{DateTime, Utc};
-use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::{ClientOptions, WriteConcern};
 use mongodb::{Client, Collection};
@@ -37,6 +37,7 @@ pub struct Header {
     pub prev: Hash,
     pub link: Hash,
     round: String,
+    pages: i64,
 }
 
 /// What an insert did.
@@ -118,22 +119,21 @@ impl CheckpointStore {
         .await
     }
 
-    /// The whole checkpoint of `h`: its chains, read back from their pages.
+    /// The whole checkpoint of `h`: its chains, read back from their pages, each by its
+    /// `_id` (an index lookup on MongoDB, and on FerretDB, whose `_id` index serves
+    /// equality only). A page that is not there leaves its chains out, which the
+    /// checkpoint's signature then finds.
     pub async fn load(&self, h: &Header) -> anyhow::Result<Checkpoint> {
-        let prefix = format!("{:012}/{}/", h.sequence, h.round);
-        let filter = doc! {"_id": {"$gte": &prefix, "$lt": format!("{prefix}~")}};
-        let pages: Vec<Document> = self
-            .bounded(async {
-                let cursor = self.chains.find(filter).sort(doc! {"_id": 1}).await;
-                cursor
-                    .context("mongo find")?
-                    .try_collect()
-                    .await
-                    .context("mongo read")
-            })
-            .await?;
         let mut chains = Vec::new();
-        for page in &pages {
+        for n in 0..h.pages {
+            let id = page_id(h.sequence, &h.round, n);
+            let page = self
+                .bounded(async {
+                    let found = self.chains.find_one(doc! {"_id": id}).await;
+                    found.context("mongo find")
+                })
+                .await?;
+            let Some(page) = page else { continue };
             for c in page.get_array("chains").context("a page without chains")? {
                 chains.push(chain_head(c).context("an unreadable chain entry")?);
             }
@@ -150,9 +150,11 @@ impl CheckpointStore {
     /// Inserts `cp`: its pages, then its header.
     pub async fn insert(&self, cp: &Checkpoint) -> anyhow::Result<Inserted> {
         let round = Uuid::now_v7().simple().to_string();
-        for (n, page) in cp.chains.chunks(PAGE).enumerate() {
+        let pages = cp.chains.chunks(PAGE);
+        let count = i64::try_from(pages.len()).unwrap_or(i64::MAX);
+        for (n, page) in pages.enumerate() {
             let chains: Vec<Bson> = page.iter().map(|c| Bson::Document(chain_doc(c))).collect();
-            let id = format!("{:012}/{round}/{n:05}", cp.sequence);
+            let id = page_id(cp.sequence, &round, n as i64);
             let page = doc! {"_id": id, "sequence": cp.sequence, "chains": chains};
             self.bounded(async { self.chains.insert_one(page).await.context("mongo insert") })
                 .await?;
@@ -165,6 +167,7 @@ impl CheckpointStore {
             "chains": i64::try_from(cp.chains.len()).unwrap_or(i64::MAX),
             "rows": cp.rows(),
             "round": round,
+            "pages": count,
         };
         match self
             .bounded(async { Ok(self.headers.insert_one(header).await) })
@@ -199,7 +202,13 @@ fn header(d: &Document) -> anyhow::Result<Header> {
             .get_str("round")
             .context("a checkpoint without round")?
             .to_string(),
+        pages: d.get_i64("pages").context("a checkpoint without pages")?,
     })
+}
+
+/// The `_id` of page `n` of checkpoint `sequence` written in round `round`.
+fn page_id(sequence: i64, round: &str, n: i64) -> String {
+    format!("{sequence:012}/{round}/{n:05}")
 }
 
 fn chain_doc(c: &ChainHead) -> Document {
