@@ -51,8 +51,9 @@ async fn a_panicking_task_is_counted_restarted_and_joined_at_shutdown() {
     let tasks = app.tasks.clone();
     assert_eq!(
         tasks.live(),
-        6,
-        "the two outbox loops, the purger, the prober, the overdue sweeper, the replay runner"
+        7,
+        "the two outbox loops, the purger, the prober, the overdue sweeper, the replay runner, \
+         the audit checkpointer"
     );
     app.finish().await;
     assert_eq!(
