@@ -2,8 +2,9 @@
 //! linked to the one before, and announces each with an `audit.checkpoint` event; `audit
 //! verify` then finds what the chains' own heads cannot show, each attack by SQL alone
 //! (without the key): a tail deleted with its head rewound, a whole document deleted with
-//! its rows, and a row changed with every later link recomputed. Checkpoints come every
-//! second here (`audit.checkpoint_secs` = 1); each wait has a deadline.
+//! its rows, and a row changed with every later link recomputed. Two instances write one
+//! checkpoint a round between them. Checkpoints come every second here
+//! (`audit.checkpoint_secs` = 1); each wait has a deadline.
 
 use std::time::Duration;
 
@@ -248,5 +249,43 @@ async fn rewound_deleted_and_relinked_chains_are_found_against_the_checkpoint() 
     let untouched = verify(&app, Some(intact)).await;
     assert!(untouched.get("broken_at").is_none(), "{untouched}");
     assert_eq!(untouched["checked"], 4);
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_write_one_checkpoint_a_round_each_linked_to_the_one_before() {
+    let app = every_second().await;
+    let other = spawn_app_with(AppOptions {
+        share_with: Some(app.shared.clone()),
+        configure: Some(Box::new(|s| {
+            s.audit.checkpoint_every = Duration::from_secs(1);
+        })),
+        ..Default::default()
+    })
+    .await;
+    let store = checkpoints(&app).await;
+    let last = wait_for("five checkpoints", Duration::from_secs(30), || async {
+        let h = store.latest().await.ok().flatten()?;
+        (h.sequence >= 5).then_some(h)
+    })
+    .await;
+    // No sequence skipped, each linked to the one before, none within half a round of it.
+    let mut before: Option<CheckpointHeader> = None;
+    for sequence in 1..=last.sequence {
+        let h = store.header(sequence).await.unwrap();
+        let h = h.unwrap_or_else(|| panic!("checkpoint {sequence} is missing"));
+        let cp = store.load(&h).await.unwrap();
+        let link = before.as_ref().map(|b| (b.sequence, b.link));
+        assert_eq!(cp.check(&key(&app), link), Ok(()), "checkpoint {sequence}");
+        if let Some(b) = &before {
+            let apart = h.taken_at - b.taken_at;
+            assert!(
+                apart >= chrono::TimeDelta::milliseconds(500),
+                "{sequence}: {apart}"
+            );
+        }
+        before = Some(h);
+    }
+    other.stop().await;
     app.finish().await;
 }
