@@ -13,12 +13,14 @@ WORKDIR /app
 # SQL is checked against the committed query data in .sqlx/: no database at build time.
 ENV SQLX_OFFLINE=true
 # Dependencies in a layer of their own: built once with stubs of every target the manifests
-# name (the crate's, and the test kit's, a workspace member); the layer is rebuilt only when
-# a manifest or Cargo.lock changes. Behind a TLS-intercepting proxy, pass its CA bundle as
+# name (the crate's, and the test kit's, a workspace member; the workspace-hack member is
+# copied whole: it holds no code); the layer is rebuilt only when a manifest or Cargo.lock
+# changes. Behind a TLS-intercepting proxy, pass its CA bundle as
 # the secret `cacert` (--secret id=cacert,src=/etc/ssl/certs/ca-certificates.crt; make image
 # does); without it cargo uses the image's own roots.
 COPY Cargo.toml Cargo.lock ./
 COPY tests/kit/Cargo.toml tests/kit/
+COPY tools/workspace-hack tools/workspace-hack
 RUN --mount=type=secret,id=cacert \
     mkdir -p src tests/api tests/kit/src benches \
     && echo 'fn main() {}' > src/main.rs && echo 'fn main() {}' > benches/review.rs \

@@ -97,12 +97,16 @@ bench: services
 # document (docs/asyncapi.json, the one the service serves) is validated offline with the
 # AsyncAPI parser (scripts/asyncapi.sh; a test keeps the file equal to the served one). Every
 # migration is linted with squawk for what a rolling upgrade cannot take (scripts/squawk.sh).
+# scripts/features.py fails when the binary's build and the test build would compile a
+# dependency with different features (tools/workspace-hack: one build for `make test` and
+# `make run`).
 # LINT_BUILD is
 # the build it checks: CI builds every target for the tests through clippy-driver instead,
 # so that lints and tests share one build (.ci/run).
 LINT_BUILD ?= cargo clippy --workspace --all-targets -- -D warnings
 lint: services deps
 	cargo fmt --all -- --check
+	scripts/features.py
 	scripts/asyncapi.sh docs/asyncapi.json
 	scripts/squawk.sh
 	scripts/sqlx.sh check $(LINT_BUILD)
