@@ -20,7 +20,8 @@
 #   FUZZ_REPORT_DIR keep each role's requests and responses there (<role>.har; default: a
 #                   temporary directory, deleted at the end)
 # Arguments are passed on to `st run` (after the ones above): e.g. `--include-path-regex
-# reviews` to fuzz some operations only.
+# reviews` to fuzz some operations only. `scripts/fuzz.sh --install-only` installs the
+# virtualenv and stops (scripts/tools.sh).
 #
 # schemathesis is installed (pinned) into a virtualenv under ${KH_TOOLS_DIR:-/var/tmp/kh-review-tools},
 # outside the clone so fresh clones reuse it; the services come from scripts/services.sh. Its
@@ -80,6 +81,7 @@ install_venv() {
 }
 
 install_venv
+[[ ${1:-} != --install-only ]] || exit 0
 PY="$VENV/bin/python"
 
 # --- the service ----------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 #   up [PROFILE...]      install what is missing, start PostgreSQL, Redis, RabbitMQ, FerretDB,
 #                        Jaeger (the OTLP receiver of the trace tests)
 #                        (idempotent; well under a second when all is up), or only PROFILEs
+#   install [PROFILE...] install, without starting anything, the Debian packages of every
+#                        profile (or of the PROFILEs named); .ci/run does it while it compiles
 #   down [PROFILE...]    stop everything, profiles included, or only PROFILEs
 #   status [PROFILE...]  a line each, profiles once created; exit 3 if one is down
 #   env [PROFILE]        the APP__* export lines:  eval "$(scripts/services.sh env)"
@@ -49,6 +51,18 @@ cmd_up() {
   (( $# )) || log "all up"
 }
 
+cmd_install() {
+  local s pkgs=() profiles=("$@")
+  (( $# )) || profiles=("${PROFILES[@]}")
+  # No services lock: nothing is started or stopped (apt-get waits for dpkg's own lock), so
+  # an `up` of the base services (make lint's) does not wait for these packages.
+  mapfile -t pkgs < <(for s in "${profiles[@]}"; do topology "$s" packages; done | awk '!seen[$0]++')
+  if (( ${#pkgs[@]} )); then
+    apt_install "${pkgs[@]}" || { echo "[services] ERROR: apt-get failed (see $STATE/apt.log)" >&2; exit 1; }
+  fi
+  log "installed: ${profiles[*]}"
+}
+
 cmd_down() {
   local s rc=0 profiles=("$@")
   (( $# )) || profiles=("${PROFILES[@]}")
@@ -78,7 +92,7 @@ cmd_env() {
   (( $# == 0 )) || topology "$1" env
 }
 
-usage() { echo "usage: $0 [up|down|status|env] [redis-cluster|redis-sentinel|rabbitmq-cluster|postgres-ha|load-balancer]   ($0 help)" >&2; exit 2; }
+usage() { echo "usage: $0 [up|install|down|status|env] [redis-cluster|redis-sentinel|rabbitmq-cluster|postgres-ha|load-balancer]   ($0 help)" >&2; exit 2; }
 
 cmd=${1:-up}
 (( $# == 0 )) || shift
@@ -87,6 +101,7 @@ for s in "$@"; do
 done
 case $cmd in
   up)     cmd_up "$@" ;;
+  install) cmd_install "$@" ;;
   down)   cmd_down "$@" ;;
   status) cmd_status "$@" ;;
   env)    cmd_env "$@" ;;
