@@ -10,10 +10,10 @@ WITH_ENV := eval "$$(scripts/services.sh env)" &&
 DEV_ENV := APP__ENVIRONMENT=$${APP__ENVIRONMENT:-development}
 TEST_THREADS ?= 8
 
-.PHONY: help services services-down services-status run test test-volume test-topologies test-upgrade test-ui fuzz lint deps fmt migrate build token bench sqlx-prepare image test-image compose-config
+.PHONY: help services services-down services-status jaeger run test test-volume test-topologies test-upgrade test-ui fuzz lint deps fmt migrate build token bench sqlx-prepare image test-image compose-config
 
 help:
-	@echo "make run | test | test-volume | test-topologies | test-upgrade [FROM=rev] | test-ui | fuzz | bench | lint | deps | fmt | sqlx-prepare | services | services-down | migrate | build | token SUB=.. ROLES=.. | image | test-image | compose-config"
+	@echo "make run | test | test-volume | test-topologies | test-upgrade [FROM=rev] | test-ui | fuzz | bench | lint | deps | fmt | sqlx-prepare | services | services-down | jaeger | migrate | build | token SUB=.. ROLES=.. | image | test-image | compose-config"
 
 services:
 	scripts/services.sh up
@@ -23,6 +23,13 @@ services-down:
 
 services-status:
 	scripts/services.sh status
+
+# A trace UI for a local run, on request (no test needs it: the trace tests start OTLP
+# receivers of their own): builds Jaeger v2 from its Go module once (minutes), starts it on
+# 127.0.0.1 (UI on 16686, OTLP/HTTP on 4318); `make services-down` stops it.
+jaeger:
+	scripts/services/jaeger.sh up
+	@echo "Jaeger UI: http://127.0.0.1:16686 -- export to it with: $$(scripts/services/jaeger.sh env | sed 's/^export //') make run"
 
 build:
 	cargo build --workspace --all-targets

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # scripts/services.sh — local / CI backing services for kh-review, on 127.0.0.1 only.
-#   up [PROFILE...]      install what is missing, start PostgreSQL, Redis, RabbitMQ, FerretDB,
-#                        Jaeger (the OTLP receiver of the trace tests)
+#   up [PROFILE...]      install what is missing, start PostgreSQL, Redis, RabbitMQ, FerretDB
 #                        (idempotent; well under a second when all is up), or only PROFILEs
 #   install [PROFILE...] install, without starting anything, the Debian packages of every
 #                        profile (or of the PROFILEs named); .ci/run does it while it compiles
-#   down [PROFILE...]    stop everything, profiles included, or only PROFILEs
+#   down [PROFILE...]    stop everything, profiles and a Jaeger started by `make jaeger`
+#                        included, or only PROFILEs
 #   status [PROFILE...]  a line each, profiles once created; exit 3 if one is down
 #   env [PROFILE]        the APP__* export lines:  eval "$(scripts/services.sh env)"
 # PROFILE: the topologies whose nodes the tests kill (scripts/topologies/): redis-cluster
@@ -16,14 +16,16 @@
 # are in scripts/services/, shared helpers in scripts/lib/, SQL in scripts/sql/. Debian or
 # Ubuntu without systemd, as root (or with sudo). KH_DATABASE_URL, KH_REDIS_URL, KH_AMQP_URL,
 # KH_MONGO_URL: use that server instead (up checks it answers, env prints it, down leaves
-# it alone). State and logs: ${KH_STATE_DIR:-/var/tmp/kh-review}.
+# it alone). State and logs: ${KH_STATE_DIR:-/var/tmp/kh-review}. No trace collector: the
+# trace tests start OTLP receivers of their own (the test kit's); scripts/services/jaeger.sh
+# (`make jaeger`) starts Jaeger for a developer who wants a trace UI.
 set -euo pipefail
 export _KH_SERVICES_STARTED=$EPOCHSECONDS   # the parts' log lines count from here
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=scripts/lib/common.sh
 source "$here/lib/common.sh"
 
-BASE=(postgres redis rabbitmq ferretdb jaeger)   # started in this order, stopped in reverse
+BASE=(postgres redis rabbitmq ferretdb)   # started in this order, stopped in reverse
 PROFILES=(redis-cluster redis-sentinel rabbitmq-cluster postgres-ha load-balancer)
 
 service() { "$here/services/$1.sh" "$2"; }     # service NAME COMMAND
@@ -44,7 +46,6 @@ cmd_up() {
     for s in "$@"; do topology "$s" up || failed+=("$s"); done
   else
     service ferretdb install || warn "ferretdb build failed (see $STATE/ferretdb-build.log)"
-    service jaeger install || warn "jaeger build failed (see $STATE/jaeger-build.log)"
     for s in "${BASE[@]}"; do service "$s" up || failed+=("$s"); done
   fi
   if (( ${#failed[@]} )); then echo "[services] FAILED: ${failed[*]} (after ${SECONDS}s)" >&2; exit 1; fi
@@ -69,6 +70,7 @@ cmd_down() {
   take_lock
   for s in "${profiles[@]}"; do topology "$s" down || rc=1; done
   if (( $# == 0 )); then
+    # Jaeger only runs when a developer asked for it (make jaeger); stopped with the rest.
     for s in jaeger ferretdb rabbitmq redis postgres; do service "$s" down || rc=1; done
     (( rc )) || log "all down"
   fi
@@ -79,6 +81,7 @@ cmd_status() {
   local s rc=0 profiles=("$@")
   if (( $# == 0 )); then
     for s in "${BASE[@]}"; do service "$s" status || rc=3; done
+    [[ ! -e $STATE/jaeger.pid ]] || service jaeger status || rc=3   # once make jaeger started it
     for s in "${PROFILES[@]}"; do [[ ! -d $STATE/$s ]] || profiles+=("$s"); done
   fi
   for s in "${profiles[@]}"; do topology "$s" status || rc=3; done

@@ -1,26 +1,21 @@
-//! Approve over HTTP with trace export on (every span sent over OTLP/HTTP to the real
-//! receiver `make services` starts, Jaeger) against export off, measured in turns in one
-//! run (`KH_BENCH_ONLY=trace` alone). Export off still makes every span (ids, the
-//! `traceparent` of each event): the row prices the export itself.
+//! Approve over HTTP with trace export on (every span sent over OTLP/HTTP to a real
+//! receiver, the test kit's, in this process, which decodes and keeps each one) against
+//! export off, measured in turns in one run (`KH_BENCH_ONLY=trace` alone). Export off still
+//! makes every span (ids, the `traceparent` of each event): the row prices the export itself.
+
+use kh_review_testkit::otlp::OtlpReceiver;
 
 use super::{approve_load, interleaved, BenchEnv, Measure, Report};
 
-/// The receiver's OTLP/HTTP endpoint (`KH_TEST_OTLP_ENDPOINT`, from `scripts/services.sh env`).
-fn endpoint() -> String {
-    std::env::var("KH_TEST_OTLP_ENDPOINT").unwrap_or_else(|_| "http://127.0.0.1:4318".into())
-}
-
 /// The rows; returns the p50 ratio (export on / off) at concurrency 1.
 pub async fn trace_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result<f64> {
-    let endpoint = endpoint();
-    let addr = endpoint.trim_start_matches("http://").trim_end_matches('/');
-    anyhow::ensure!(
-        std::net::TcpStream::connect(addr).is_ok(),
-        "no OTLP receiver at {endpoint}: run `make services` (it starts Jaeger)"
-    );
+    let receiver = OtlpReceiver::start().await?;
     let off = env.spawn_service("trace-off", &[]).await?;
     let on = env
-        .spawn_service("trace-on", &[("APP__TELEMETRY__OTLP_ENDPOINT", endpoint)])
+        .spawn_service(
+            "trace-on",
+            &[("APP__TELEMETRY__OTLP_ENDPOINT", receiver.endpoint())],
+        )
         .await?;
     let mut at_one = 0.0;
     for (conc, n) in [(1usize, 150usize), (16, 480)] {
@@ -33,7 +28,7 @@ pub async fn trace_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result<f
         let ratio = with.p50_ms / without.p50_ms;
         report.row("approve over HTTP, trace export off", conc, &without, None);
         report.row(
-            "approve over HTTP, trace export on (OTLP/HTTP to Jaeger)",
+            "approve over HTTP, trace export on (OTLP/HTTP to the kit's receiver)",
             conc,
             &with,
             Some(("p50 vs export off", ratio)),
@@ -42,6 +37,16 @@ pub async fn trace_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result<f
             at_one = ratio;
         }
     }
+    // The instance did export: spans of its rounds reached the receiver (those of the last
+    // second may still be on their way).
+    let received = receiver.span_count();
+    anyhow::ensure!(
+        received > 0,
+        "trace export on, yet no span reached the receiver"
+    );
+    report.note(format!(
+        "trace export: {received} spans received over OTLP/HTTP"
+    ));
     report.goal(
         "approve p50 with trace export on / off, concurrency 1",
         format!("{at_one:.3}x"),

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# scripts/services/jaeger.sh — Jaeger v2 (v1.76.0), the OTLP receiver the trace tests read
-# traces back from: OTLP/HTTP on 127.0.0.1:4318 (gRPC 4317), memory storage, the query API
-# on 127.0.0.1:16686 (scripts/jaeger/config.yaml). Run by scripts/services.sh:
+# scripts/services/jaeger.sh — Jaeger v2 (v1.76.0), on request only, for a developer who
+# wants to see the traces of a local run in a UI (`make jaeger`): OTLP/HTTP on
+# 127.0.0.1:4318 (gRPC 4317), memory storage, the UI and query API on 127.0.0.1:16686
+# (scripts/jaeger/config.yaml). Neither `scripts/services.sh up` nor the tests need it (the
+# trace tests start OTLP receivers of their own); `scripts/services.sh down` stops it.
 #   install    build the binary (its Go module) into $TOOLS/bin when there is none
-#   up | down | status | env (KH_TEST_JAEGER_QUERY, KH_TEST_OTLP_ENDPOINT: where the tests
-#                             read traces and where the service under test sends them)
+#   up | down | status
+#   env        the setting that makes a service export to it (APP__TELEMETRY__OTLP_ENDPOINT)
 # With KH_JAEGER_URL (its query API) and KH_OTLP_ENDPOINT set, `up` only checks that
 # server answers and `down` leaves it alone.
 set -euo pipefail
@@ -124,7 +126,6 @@ case ${1:-} in
   up)      mkdir -p "$STATE"; up ;;
   down)    down ;;
   status)  status_line jaeger KH_JAEGER_URL "127.0.0.1:$QUERY_PORT" external_up local_up ;;
-  env)     printf 'export KH_TEST_JAEGER_QUERY=%q\nexport KH_TEST_OTLP_ENDPOINT=%q\n' \
-             "${KH_JAEGER_URL:-http://127.0.0.1:$QUERY_PORT}" "${KH_OTLP_ENDPOINT:-http://127.0.0.1:$OTLP_PORT}" ;;
+  env)     printf 'export APP__TELEMETRY__OTLP_ENDPOINT=%q\n' "${KH_OTLP_ENDPOINT:-http://127.0.0.1:$OTLP_PORT}" ;;
   *)       echo "usage: $0 install|up|down|status|env" >&2; exit 2 ;;
 esac

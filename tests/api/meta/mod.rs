@@ -5,6 +5,7 @@
 mod architecture;
 mod cloudevents;
 mod consumer;
+mod dev_docs;
 mod event_docs;
 mod harness;
 mod versions;

@@ -1,45 +1,32 @@
-//! Traces read back from the real OTLP receiver that `scripts/services.sh up` starts
-//! (Jaeger, through its query API), the settings that make a `kh-review` binary export to
-//! it, and the trace context of the messages a test takes from its queue. A receiver that
-//! does not answer fails the test, naming `make services`.
+//! Traces read back from an OTLP/HTTP receiver of the test's own (the test kit's
+//! `otlp::OtlpReceiver`, on 127.0.0.1 at a port of its own), the settings that make a
+//! `kh-review` binary export to it, and the trace context of the messages a test takes from
+//! its queue. Spans are read as Jaeger shows them: the kind as the `span.kind` tag, an error
+//! status as `error = true`.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
+use kh_review_testkit::otlp::{OtlpReceiver, ReceivedSpan, SpanStatus};
 use lapin::types::AMQPValue;
 use serde_json::Value;
 
 use super::inspect::wait_for;
 
-/// The query API of the receiver (`KH_TEST_JAEGER_QUERY`, from `scripts/services.sh env`).
-pub fn query_url() -> String {
-    std::env::var("KH_TEST_JAEGER_QUERY").unwrap_or_else(|_| "http://127.0.0.1:16686".into())
+/// A receiver for one test: the binaries it starts export to it.
+pub async fn receiver() -> OtlpReceiver {
+    OtlpReceiver::start()
+        .await
+        .expect("the OTLP receiver binds 127.0.0.1")
 }
 
-/// Where a binary under test sends its spans (`KH_TEST_OTLP_ENDPOINT`).
-pub fn otlp_endpoint() -> String {
-    std::env::var("KH_TEST_OTLP_ENDPOINT").unwrap_or_else(|_| "http://127.0.0.1:4318".into())
-}
-
-/// The settings of a binary that exports every span at once to the receiver, as `service`.
-pub fn exporting(service: &str) -> Vec<(&'static str, String)> {
+/// The settings of a binary that exports every span at once to `receiver`, as `service`.
+pub fn exporting(receiver: &OtlpReceiver, service: &str) -> Vec<(&'static str, String)> {
     vec![
-        ("APP__TELEMETRY__OTLP_ENDPOINT", otlp_endpoint()),
+        ("APP__TELEMETRY__OTLP_ENDPOINT", receiver.endpoint()),
         ("APP__TELEMETRY__EXPORT_INTERVAL_MS", "100".into()),
         ("APP__TELEMETRY__SERVICE_NAME", service.to_string()),
     ]
-}
-
-/// Fails loudly unless the receiver answers.
-pub async fn require_receiver(client: &reqwest::Client) {
-    let url = format!("{}/api/services", query_url());
-    let answer = client.get(&url).send().await;
-    assert!(
-        answer.as_ref().is_ok_and(|r| r.status().is_success()),
-        "the OTLP receiver (Jaeger) does not answer at {url}: run `make services` \
-         (scripts/services.sh up starts it) or set KH_TEST_JAEGER_QUERY and \
-         KH_TEST_OTLP_ENDPOINT: {answer:?}"
-    );
 }
 
 /// A fresh `traceparent` (sampled) with its trace id and span id.
@@ -61,6 +48,44 @@ pub struct SpanView {
 }
 
 impl SpanView {
+    /// The span with the tags Jaeger's OTLP translation gives it: the attributes (arrays and
+    /// maps as JSON text), `span.kind` (unless unspecified), `otel.scope.name`, and for a
+    /// status `otel.status_code` (`OK`, `ERROR`), then, for an error, `error = true` and
+    /// `otel.status_description` (its message, when it has one).
+    fn of(span: &ReceivedSpan) -> Self {
+        let mut tags: HashMap<String, Value> = (span.attributes.iter())
+            .map(|(k, v)| match v {
+                Value::Array(_) | Value::Object(_) => (k.clone(), Value::String(v.to_string())),
+                _ => (k.clone(), v.clone()),
+            })
+            .collect();
+        let mut tag = |k: &str, v: Value| tags.insert(k.to_string(), v);
+        if span.kind != "unspecified" {
+            tag("span.kind", span.kind.into());
+        }
+        if !span.scope.is_empty() {
+            tag("otel.scope.name", span.scope.clone().into());
+        }
+        match &span.status {
+            SpanStatus::Unset => {}
+            SpanStatus::Ok => _ = tag("otel.status_code", "OK".into()),
+            SpanStatus::Error(message) => {
+                tag("otel.status_code", "ERROR".into());
+                tag("error", Value::Bool(true));
+                if !message.is_empty() {
+                    tag("otel.status_description", message.clone().into());
+                }
+            }
+        }
+        SpanView {
+            span_id: span.span_id.clone(),
+            name: span.name.clone(),
+            parent: span.parent_span_id.clone(),
+            service: span.service.clone(),
+            tags,
+        }
+    }
+
     pub fn tag(&self, key: &str) -> Option<&str> {
         self.tags.get(key).and_then(Value::as_str)
     }
@@ -81,6 +106,12 @@ pub struct TraceView {
 }
 
 impl TraceView {
+    fn of(spans: &[ReceivedSpan]) -> Self {
+        TraceView {
+            spans: spans.iter().map(SpanView::of).collect(),
+        }
+    }
+
     pub fn named(&self, name: &str) -> Vec<&SpanView> {
         self.spans.iter().filter(|s| s.name == name).collect()
     }
@@ -123,53 +154,23 @@ impl TraceView {
     }
 }
 
-/// The trace `trace_id` once `ready` holds for it, read back from the receiver (which has
-/// it a moment after the service sent it), within `deadline`.
+/// The trace `trace_id` once `ready` holds for it, as `receiver` has it (a moment after
+/// the service sent it), within `deadline`.
 pub async fn wait_trace(
-    client: &reqwest::Client,
+    receiver: &OtlpReceiver,
     trace_id: &str,
     deadline: Duration,
     ready: impl Fn(&TraceView) -> bool,
 ) -> TraceView {
-    let last = std::sync::Mutex::new(None);
-    let found = super::inspect::poll_until(deadline, || async {
-        let trace = fetch(client, trace_id).await?;
-        let ok = ready(&trace);
-        *last.lock().unwrap() = Some(trace.clone());
-        ok.then_some(trace)
-    })
-    .await;
-    found.unwrap_or_else(|| {
-        let seen = last.into_inner().unwrap().map(|t| t.outline());
-        panic!("trace {trace_id} not complete after {deadline:?}; the receiver has:\n{seen:?}")
-    })
-}
-
-async fn fetch(client: &reqwest::Client, trace_id: &str) -> Option<TraceView> {
-    let url = format!("{}/api/traces/{trace_id}", query_url());
-    let r = client.get(url).send().await.ok()?;
-    if !r.status().is_success() {
-        return None;
-    }
-    let body: Value = r.json().await.ok()?;
-    let trace = body["data"].as_array()?.first()?.clone();
-    let services: HashMap<String, String> = (trace["processes"].as_object()?.iter())
-        .map(|(id, p)| (id.clone(), p["serviceName"].as_str().unwrap_or("").into()))
-        .collect();
-    let spans = trace["spans"].as_array()?.iter().map(|s| SpanView {
-        span_id: s["spanID"].as_str().unwrap_or("").into(),
-        name: s["operationName"].as_str().unwrap_or("").into(),
-        parent: (s["references"].as_array().into_iter().flatten())
-            .find(|r| r["refType"] == "CHILD_OF")
-            .and_then(|r| r["spanID"].as_str().map(str::to_string)),
-        service: (services.get(s["processID"].as_str().unwrap_or("")).cloned()).unwrap_or_default(),
-        tags: (s["tags"].as_array().into_iter().flatten())
-            .filter_map(|t| Some((t["key"].as_str()?.to_string(), t["value"].clone())))
-            .collect(),
-    });
-    Some(TraceView {
-        spans: spans.collect(),
-    })
+    let found = receiver
+        .wait_trace(trace_id, deadline, |spans| ready(&TraceView::of(spans)))
+        .await;
+    found
+        .map(|spans| TraceView::of(&spans))
+        .unwrap_or_else(|spans| {
+            let seen = TraceView::of(&spans).outline();
+            panic!("trace {trace_id} not complete after {deadline:?}; the receiver has:\n{seen}")
+        })
 }
 
 /// A trace context header of a message (`traceparent`, `tracestate`), if it has it: a
