@@ -137,11 +137,7 @@ async fn retried_and_skipped(app: &TestApp) {
 
 /// A document with four audit rows (create, submit, approve, comment): its id.
 pub(crate) async fn four_rows(app: &TestApp) -> String {
-    let (doc, review) = app.pending_review().await;
-    assert_eq!(
-        app.approve(&review, &app.reviewer()).await.status(),
-        StatusCode::OK
-    );
+    let (doc, _) = app.approved_review().await;
     let path = format!("/api/v1/documents/{doc}/comments");
     let r = app
         .post(&path, &app.author(), json!({"body": "Noted."}))
