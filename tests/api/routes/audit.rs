@@ -78,9 +78,7 @@ async fn an_untouched_database_verifies_clean_after_a_realistic_mix() {
         StatusCode::OK
     );
     // A review past its due date, marked by the sweeper.
-    let stage = json!([{"name": "s", "required_approvals": 1}]);
-    app.policy("due", json!({"stages": stage, "due_after_secs": 1}))
-        .await;
+    app.due_after("due", 1).await;
     let (_, late) = app.pending_under("due").await;
     wait_for("the overdue mark", Duration::from_secs(15), || async {
         (app.events_of(&late, "review.overdue").await > 0).then_some(())
