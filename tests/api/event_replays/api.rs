@@ -20,8 +20,8 @@ async fn one_replay_per_queue_and_a_cancel_stops_it_within_a_batch() {
         ..Default::default()
     })
     .await;
-    for i in 0..4 {
-        app.approved_document(&format!("Doc {i}")).await;
+    for _ in 0..4 {
+        app.approved_review().await;
     }
     app.outbox_drained(Duration::from_secs(10)).await;
     let queue = app.consumer_queue("slow").await;
@@ -159,7 +159,7 @@ async fn foreign_queue(app: &crate::support::app::TestApp) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replay_to_an_existing_queue_not_allowed_is_refused_and_sends_nothing() {
     let app = spawn_app().await;
-    app.approved_document("Runbook").await;
+    app.approved_review().await;
     app.outbox_drained(Duration::from_secs(10)).await;
     let foreign = foreign_queue(&app).await;
     for mode in ["history", "snapshot"] {
@@ -210,7 +210,7 @@ async fn the_allowed_target_queues_setting_replaces_the_default() {
         ..Default::default()
     })
     .await;
-    app.approved_document("Runbook").await;
+    app.approved_review().await;
     app.outbox_drained(Duration::from_secs(10)).await;
     let ours = app.consumer_queue("ours").await;
     let (status, body) = app
@@ -246,7 +246,7 @@ async fn the_archive_queue_is_never_a_replay_target() {
         archive.starts_with("kh."),
         "{archive} is in the default kh.*"
     );
-    app.approved_document("Runbook").await;
+    app.approved_review().await;
     app.outbox_drained(Duration::from_secs(10)).await;
     let archived = app.drain(&archive).await.len();
     let (status, body) = app

@@ -133,16 +133,6 @@ impl TestApp {
         .await
     }
 
-    /// Approves a new document (created, submitted, approved).
-    pub async fn approved_document(&self, title: &str) -> String {
-        let doc = self.create_document(title, "Words.").await;
-        let id = doc.id.to_string();
-        let review = self.submitted(&id).await;
-        let r = self.approve(&review, &self.reviewer()).await;
-        assert_eq!(r.status(), StatusCode::OK);
-        id
-    }
-
     /// Edits the approved document `id` and approves the revision.
     pub async fn approved_revision(&self, id: &str) {
         let path = format!("/api/v1/documents/{id}");

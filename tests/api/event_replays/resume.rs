@@ -39,16 +39,7 @@ async fn a_replay_resumed_after_kill_9_finishes_with_no_gap() {
         ..Default::default()
     })
     .await;
-    sqlx::query(
-        "INSERT INTO documents (id, title, body, status, version, author_id, \
-           published_version, published_title, published_body) \
-         SELECT gen_random_uuid(), 'Doc ' || g, 'Body ' || g, 'APPROVED', 3, 'alice', 3, \
-           'Doc ' || g, 'Body ' || g FROM generate_series(1, $1::int8) g",
-    )
-    .bind(DOCUMENTS)
-    .execute(&app.pg)
-    .await
-    .unwrap();
+    app.documents_in_db(DOCUMENTS as usize, "APPROVED", 3).await;
     let queue = app.consumer_queue("rebuilt").await;
     let mut first = runner(&app).await;
     let id = app

@@ -7,7 +7,6 @@ use kh_review::outbox::QueueType;
 use lapin::options::{BasicGetOptions, QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{Channel, Connection};
-use reqwest::StatusCode;
 use serde_json::Value;
 
 use crate::support::app::{spawn_app_with, AppOptions, TestApp};
@@ -89,9 +88,7 @@ async fn events_are_published_through_the_second_node_when_the_first_is_down() {
         ..Default::default()
     })
     .await;
-    let (_, review_id) = app.pending_review().await;
-    let r = app.approve(&review_id, &app.reviewer()).await;
-    assert_eq!(r.status(), StatusCode::OK);
+    app.approved_review().await;
     let events = app.wait_events(2, Duration::from_secs(10)).await;
     assert_eq!(types(&events), ["document.submitted", "document.approved"]);
     app.finish().await;
@@ -113,9 +110,7 @@ async fn a_silent_first_node_is_given_up_on_within_the_publish_deadline() {
         ..Default::default()
     })
     .await;
-    let (_, review_id) = app.pending_review().await;
-    let r = app.approve(&review_id, &app.reviewer()).await;
-    assert_eq!(r.status(), StatusCode::OK);
+    app.approved_review().await;
     let events = app.wait_events(2, Duration::from_secs(10)).await;
     assert_eq!(types(&events), ["document.submitted", "document.approved"]);
     let ready: Value = app.public_json("/readyz").await;
@@ -137,19 +132,11 @@ async fn a_connected_node_that_goes_silent_is_left_for_the_next() {
         ..Default::default()
     })
     .await;
-    let (_, first) = app.pending_review().await;
-    assert_eq!(
-        app.approve(&first, &app.reviewer()).await.status(),
-        StatusCode::OK
-    );
+    app.approved_review().await;
     app.wait_events(2, Duration::from_secs(10)).await;
     proxy.freeze();
     let frozen = std::time::Instant::now();
-    let (_, second) = app.pending_review().await;
-    assert_eq!(
-        app.approve(&second, &app.reviewer()).await.status(),
-        StatusCode::OK
-    );
+    app.approved_review().await;
     let events = app.wait_events(2, Duration::from_secs(15)).await;
     println!(
         "node 1 silent: its events were published through node 2 {:.1} s after the freeze",
@@ -170,9 +157,7 @@ async fn publishes_to_an_archive_made_elsewhere(existing: FieldTable, wanted: Qu
         .await
         .unwrap();
     let app = app_with_archive(&archive, wanted).await;
-    let (_, review_id) = app.pending_review().await;
-    let r = app.approve(&review_id, &app.reviewer()).await;
-    assert_eq!(r.status(), StatusCode::OK);
+    app.approved_review().await;
     app.outbox_drained(Duration::from_secs(10)).await;
     let archived = drain(&app, &ch, &archive).await;
     assert_eq!(

@@ -1,6 +1,6 @@
 //! Leases, pauses and fencing: a holder whose lock moved on can never commit or overwrite.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kh_review::http::auth::Role;
 use kh_review::http::test_hooks::{PAUSE_AFTER_LOCK_HEADER, PAUSE_BEFORE_COMMIT_HEADER};
@@ -311,6 +311,41 @@ async fn redis_restarted_between_transitions() {
     app.finish().await;
 }
 
+/// The fence counters under `app`'s prefix.
+async fn fence_counters(app: &TestApp) -> Vec<String> {
+    let mut c = app.redis_conn().await;
+    redis::cmd("KEYS")
+        .arg(format!("{}lock:*:fence", app.shared.prefix))
+        .query_async(&mut c)
+        .await
+        .unwrap()
+}
+
+/// The fence counters of `reviews` locked since `started`, each kept `lifetime` (max_hold +
+/// ttl) from its acquire: all there while less than `lifetime` has passed since `started`
+/// (after that the first may be gone, so the count is not asserted), and each one still
+/// there expiring within `lifetime`.
+async fn fences_expire_within(app: &TestApp, reviews: usize, started: Instant, lifetime: Duration) {
+    let seen = fence_counters(app).await;
+    if started.elapsed() < lifetime {
+        assert_eq!(seen.len(), reviews, "one fence counter per locked review");
+    }
+    assert!(seen.len() <= reviews, "{seen:?}");
+    let mut c = app.redis_conn().await;
+    for key in &seen {
+        let pttl: i64 = redis::cmd("PTTL")
+            .arg(key)
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        // -2: expired since it was listed; -1 (no expiry) fails.
+        assert!(
+            pttl == -2 || (pttl > 0 && pttl <= lifetime.as_millis() as i64),
+            "kept max_hold + ttl at most, got {pttl} ms"
+        );
+    }
+}
+
 /// Fence counters live as long as a lease can (max_hold + ttl), not a day: after a burst of
 /// transitions and twice the maximum hold time, none is left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -324,43 +359,24 @@ async fn fence_counters_are_gone_two_max_holds_after_a_burst() {
     .await;
     let reviews: Vec<String> = app.pending_reviews_in_db(20).await;
     let token = app.reviewer();
+    let started = Instant::now();
     let burst = reviews.iter().map(|r| app.approve(r, &token));
     for r in futures_util::future::join_all(burst).await {
         assert_eq!(r.status(), StatusCode::OK);
     }
-    let done = std::time::Instant::now();
-    let pattern = format!("{}lock:*:fence", app.shared.prefix);
-    let fences = || async {
-        let mut c = app.redis_conn().await;
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg(&pattern)
-            .query_async(&mut c)
-            .await
-            .unwrap();
-        keys
-    };
-    assert_eq!(
-        fences().await.len(),
-        20,
-        "one fence counter per locked review"
-    );
-    let mut c = app.redis_conn().await;
-    let pttl: i64 = redis::cmd("PTTL")
-        .arg(&fences().await[0])
-        .query_async(&mut c)
-        .await
-        .unwrap();
-    assert!(
-        pttl > 0 && pttl <= (max_hold + Duration::from_millis(600)).as_millis() as i64,
-        "kept max_hold + ttl at most, got {pttl} ms"
-    );
+    let done = Instant::now();
+    let lifetime = max_hold + Duration::from_millis(600);
+    fences_expire_within(&app, reviews.len(), started, lifetime).await;
     let rest = (2 * max_hold).saturating_sub(done.elapsed());
-    let left = poll_until(rest, || async { fences().await.is_empty().then_some(()) }).await;
+    let left = poll_until(rest, || async {
+        fence_counters(&app).await.is_empty().then_some(())
+    })
+    .await;
     assert!(
         left.is_some(),
         "fence counters left {:?} after the burst: {:?}",
         done.elapsed(),
-        fences().await
+        fence_counters(&app).await
     );
     app.finish().await;
 }

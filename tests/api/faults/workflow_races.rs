@@ -176,12 +176,7 @@ async fn redis_down_changes_none_of_the_workflow() {
         ..Default::default()
     })
     .await;
-    let stages = serde_json::json!([
-        {"name": "peer", "required_approvals": 2},
-        {"name": "legal", "required_approvals": 1, "eligible_groups": ["legal"]}
-    ]);
-    app.policy("staged", serde_json::json!({ "stages": stages }))
-        .await;
+    app.then_legal("staged", 2).await;
     let (_, review_id) = app.pending_under("staged").await;
     own.kill();
     let carol = app.token("carol", &[Role::Reviewer]);
@@ -248,12 +243,7 @@ async fn a_due_review_is_overdue_once_with_three_instances_one_restarted() {
         spawn_app_with(with_a()).await,
         spawn_app_with(with_a()).await,
     );
-    let stage = serde_json::json!([{"name": "s", "required_approvals": 1}]);
-    a.policy(
-        "due",
-        serde_json::json!({"stages": stage, "due_after_secs": 1}),
-    )
-    .await;
+    a.due_after("due", 1).await;
     let (_, decided) = a.pending_under("due").await;
     assert_eq!(
         b.approve(&decided, &b.reviewer()).await.status(),

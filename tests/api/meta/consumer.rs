@@ -195,20 +195,12 @@ fn actions(lines: &[Value]) -> Vec<(&str, &str)> {
         .collect()
 }
 
-/// Creates, submits and approves a document (version 3); returns its id.
-async fn approved_document(app: &TestApp) -> String {
-    let (doc_id, review_id) = app.pending_review().await;
-    let r = app.approve(&review_id, &app.reviewer()).await;
-    assert_eq!(r.status(), StatusCode::OK);
-    doc_id
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_consumer_processes_each_event_once() {
     let app = spawn_app().await;
     let queue = OwnQueue::of(&app, "example");
     let mut consumer = Consumer::start(&app, &queue.name, 3);
-    let doc_id = approved_document(&app).await;
+    let (doc_id, _) = app.approved_review().await;
     app.outbox_drained(Duration::from_secs(10)).await;
     // Redeliver the approval, as an at-least-once broker may.
     let events = app.take_events().await;
@@ -255,7 +247,7 @@ async fn a_late_approval_indexes_the_published_text_never_the_draft() {
     let app = spawn_app().await;
     let queue = OwnQueue::of(&app, "late");
     bound_queue(&app, &queue.name).await;
-    let doc_id = approved_document(&app).await;
+    let (doc_id, _) = app.approved_review().await;
     // The author starts a revision before the consumer has seen the approval (version 3).
     let draft = "Draft of the next revision.";
     let path = format!("/api/v1/documents/{doc_id}");
@@ -327,8 +319,8 @@ async fn an_archive_removes_the_document_from_the_index() {
     let queue = OwnQueue::of(&app, "archive");
     // Two documents approved; one is commented on and archived, the other stays.
     let mut consumer = Consumer::start(&app, &queue.name, 6);
-    let kept = approved_document(&app).await;
-    let gone = approved_document(&app).await;
+    let (kept, _) = app.approved_review().await;
+    let (gone, _) = app.approved_review().await;
     let comment = json!({ "body": "Superseded by the new runbook." });
     let path = format!("/api/v1/documents/{gone}/comments");
     let r = app.post(&path, &app.reviewer(), comment).await;

@@ -42,17 +42,6 @@ pub async fn none_of(b: &Browser, css: &[&str]) {
     }
 }
 
-/// A document of the author's, submitted and approved: its id.
-async fn approved(app: &TestApp, title: &str, body: &str) -> String {
-    let doc = app.create_document(title, body).await.id.to_string();
-    let review = app.submitted(&doc).await;
-    assert_eq!(
-        app.approve(&review, &app.reviewer()).await.status(),
-        StatusCode::OK
-    );
-    doc
-}
-
 async fn json_of(app: &TestApp, path: &str, token: &str) -> Value {
     let r = app.get(path, token).await;
     assert_eq!(r.status(), StatusCode::OK, "{path}");
@@ -65,7 +54,7 @@ async fn an_approved_document_is_revised_beside_its_published_copy() {
     for window in [Window::DESKTOP, Window::PHONE] {
         let w = window.width;
         let body = "Install the agent.\nRestart the indexer.\nCheck the dashboard.";
-        let doc = approved(&app, &format!("Runbook {w}"), body).await;
+        let (doc, _) = app.approved_document(&format!("Runbook {w}"), body).await;
         let b = signed_in(&app, &app.author(), window).await;
         b.goto(&format!("/console/documents/{doc}")).await;
         b.wait_for("#edit-form").await;

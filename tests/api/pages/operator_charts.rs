@@ -6,12 +6,11 @@
 use kh_review::http::auth::Role;
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::FieldTable;
-use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::time::Duration;
 
 use crate::faults::parked::ADMIN;
-use crate::support::app::{spawn_app_with, AppOptions, TestApp};
+use crate::support::app::{spawn_app_with, AppOptions};
 use crate::support::browser::{Browser, Window};
 use crate::support::console::{fits_and_is_labelled, signed_in, text};
 
@@ -52,17 +51,6 @@ async fn attribute(b: &Browser, css: &str, name: &str) -> Value {
         vec![json!(css), json!(name)],
     )
     .await
-}
-
-/// `n` documents submitted and approved: 2n events.
-async fn approvals(app: &TestApp, n: usize) {
-    for _ in 0..n {
-        let (_, review) = app.pending_review().await;
-        assert_eq!(
-            app.approve(&review, &app.reviewer()).await.status(),
-            StatusCode::OK
-        );
-    }
 }
 
 /// The page at `window`: both charts drawn, the figures those of the `published` events,
@@ -120,7 +108,9 @@ async fn the_operator_page_charts_the_events_published_and_the_required_queue() 
         )
         .await
         .unwrap();
-    approvals(&app, 3).await;
+    for _ in 0..3 {
+        app.approved_review().await;
+    }
     app.outbox_drained(Duration::from_secs(15)).await;
     let published = app
         .count("SELECT count(*) FROM outbox WHERE published_at IS NOT NULL")

@@ -19,8 +19,8 @@ async fn a_running_replay_shows_its_progress_and_is_cancelled_from_the_operator_
         ..Default::default()
     })
     .await;
-    for i in 0..4 {
-        app.approved_document(&format!("Doc {i}")).await;
+    for _ in 0..4 {
+        app.approved_review().await;
     }
     app.outbox_drained(Duration::from_secs(10)).await;
     let queue = app.consumer_queue("page").await;

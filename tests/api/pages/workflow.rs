@@ -123,10 +123,7 @@ async fn a_second_approval_and_a_stage_of_another_group_read_as_sentences() {
     let app = spawn_app().await;
     let carol = app.token(REVIEWER2, &[Role::Reviewer]);
     // Two stages: two approvals of anyone, then one of the legal group.
-    let stages = json!({"stages": [
-        {"name": "review", "required_approvals": 2},
-        {"name": "legal", "required_approvals": 1, "eligible_groups": ["legal"]}]});
-    app.policy("two-step", stages).await;
+    app.then_legal("two-step", 2).await;
     let (doc, review) = app.pending_under("two-step").await;
     let page = format!("/console/documents/{doc}");
     let (first, second) = (

@@ -78,9 +78,7 @@ async fn an_untouched_database_verifies_clean_after_a_realistic_mix() {
         StatusCode::OK
     );
     // A review past its due date, marked by the sweeper.
-    let stage = json!([{"name": "s", "required_approvals": 1}]);
-    app.policy("due", json!({"stages": stage, "due_after_secs": 1}))
-        .await;
+    app.due_after("due", 1).await;
     let (_, late) = app.pending_under("due").await;
     wait_for("the overdue mark", Duration::from_secs(15), || async {
         (app.events_of(&late, "review.overdue").await > 0).then_some(())
@@ -137,11 +135,7 @@ async fn retried_and_skipped(app: &TestApp) {
 
 /// A document with four audit rows (create, submit, approve, comment): its id.
 pub(crate) async fn four_rows(app: &TestApp) -> String {
-    let (doc, review) = app.pending_review().await;
-    assert_eq!(
-        app.approve(&review, &app.reviewer()).await.status(),
-        StatusCode::OK
-    );
+    let (doc, _) = app.approved_review().await;
     let path = format!("/api/v1/documents/{doc}/comments");
     let r = app
         .post(&path, &app.author(), json!({"body": "Noted."}))

@@ -227,11 +227,8 @@ async fn the_author_withdraws_and_a_new_submit_starts_with_no_votes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_queue_filters_overdue_and_eligible_and_orders_by_due_date() {
     let app = spawn_app().await;
-    let stage = json!([{"name": "s", "required_approvals": 1}]);
-    app.policy("later", json!({"stages": stage, "due_after_secs": 7200}))
-        .await;
-    app.policy("sooner", json!({"stages": stage, "due_after_secs": 3600}))
-        .await;
+    app.due_after("later", 7200).await;
+    app.due_after("sooner", 3600).await;
     app.policy(
         "legal",
         json!({"stages": [{"name": "l", "required_approvals": 1, "eligible_groups": ["legal"]}]}),

@@ -105,11 +105,7 @@ async fn each_type_s_schema_is_served_at_its_dataschema_url_and_others_are_404()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_published_event_carries_its_cloudevent_headers() {
     let app = spawn_app().await;
-    let (doc, review) = app.pending_review().await;
-    assert_eq!(
-        app.approve(&review, &app.reviewer()).await.status(),
-        StatusCode::OK
-    );
+    let (doc, _) = app.approved_review().await;
     app.outbox_drained(Duration::from_secs(10)).await;
     let events = app.take_events().await;
     let (body, props) = events.last().unwrap();

@@ -9,18 +9,6 @@ use serde_json::{json, Value};
 use crate::support::app::{spawn_app, TestApp};
 use crate::support::inspect::expect_error;
 
-/// An approved document at version 3 (create, submit, approve); its id.
-async fn approved(app: &TestApp, body: &str) -> String {
-    let doc = app.create_document("Runbook", body).await;
-    let id = doc.id.to_string();
-    let review = app.submitted(&id).await;
-    assert_eq!(
-        app.approve(&review, &app.reviewer()).await.status(),
-        StatusCode::OK
-    );
-    id
-}
-
 async fn json_of(r: reqwest::Response, status: StatusCode) -> Value {
     let got = r.status();
     let body: Value = r.json().await.unwrap_or(Value::Null);
@@ -42,7 +30,9 @@ async fn edit(app: &TestApp, id: &str, body: &str) -> Value {
 #[tokio::test]
 async fn a_revision_keeps_the_published_version_live_until_its_own_approval() {
     let app = spawn_app().await;
-    let id = approved(&app, "Restart the indexer.").await;
+    let (id, _) = app
+        .approved_document("Runbook", "Restart the indexer.")
+        .await;
     // Edit v3 to v4: a revision, the approved v3 still published.
     let v4 = edit(&app, &id, "Restart the indexer, then drain the queue.").await;
     assert_eq!(
@@ -154,7 +144,7 @@ async fn projection_holds_both(app: &TestApp, id: &str) {
 #[tokio::test]
 async fn an_archive_is_terminal_takes_the_document_out_of_the_published_set_and_says_so() {
     let app = spawn_app().await;
-    let id = approved(&app, "Old procedure.").await;
+    let (id, _) = app.approved_document("Runbook", "Old procedure.").await;
     let path = format!("/api/v1/documents/{id}/archive");
     let carol = app.token("carol", &[kh_review::http::auth::Role::Author]);
     expect_error(

@@ -225,11 +225,7 @@ async fn two_approvals_record_one_then_approve_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stages_advance_and_a_group_stage_refuses_others() {
     let app = spawn_app().await;
-    let stages = json!([
-        {"name": "peer", "required_approvals": 1},
-        {"name": "legal", "required_approvals": 1, "eligible_groups": ["legal"]}
-    ]);
-    app.policy("staged", json!({ "stages": stages })).await;
+    app.then_legal("staged", 1).await;
     let (_, review_id) = app.pending_under("staged").await;
     let legal = app.reviewer_in("dave", &["legal"]);
     let r = app.approve(&review_id, &app.reviewer()).await;

@@ -187,6 +187,9 @@ fn ms(n: u64) -> Duration {
 }
 
 pub const AUTHOR: &str = "alice";
+/// The title and body of the documents `pending_review` and `approved_review` make.
+const TITLE: &str = "Quarterly report";
+const BODY: &str = "Numbers and words.";
 pub const REVIEWER: &str = "bob";
 pub const REVIEWER2: &str = "carol";
 
@@ -243,11 +246,28 @@ impl TestApp {
 
     /// Creates and submits a document; returns (document_id, review_id).
     pub async fn pending_review(&self) -> (String, String) {
-        let doc = self
-            .create_document("Quarterly report", "Numbers and words.")
-            .await;
-        let id = doc.id.to_string();
+        self.pending_document(TITLE, BODY).await
+    }
+
+    /// Creates a document of `title` and `body` and submits it: (document_id, review_id).
+    pub async fn pending_document(&self, title: &str, body: &str) -> (String, String) {
+        let id = self.create_document(title, body).await.id.to_string();
         let review_id = self.submitted(&id).await;
+        (id, review_id)
+    }
+
+    /// An approved document of `pending_review`'s title and body (version 3, published):
+    /// (document_id, review_id).
+    pub async fn approved_review(&self) -> (String, String) {
+        self.approved_document(TITLE, BODY).await
+    }
+
+    /// A document of `title` and `body`, submitted and approved by the reviewer (200):
+    /// version 3, published. Returns (document_id, review_id).
+    pub async fn approved_document(&self, title: &str, body: &str) -> (String, String) {
+        let (id, review_id) = self.pending_document(title, body).await;
+        let r = self.approve(&review_id, &self.reviewer()).await;
+        assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
         (id, review_id)
     }
 

@@ -6,12 +6,11 @@ use std::time::{Duration, Instant};
 use lapin::options::BasicGetOptions;
 use reqwest::{Response, StatusCode};
 use serde_json::Value;
-use uuid::Uuid;
 
 use kh_review::http::test_hooks::SUSPEND_RENEWAL_HEADER;
 use serde_json::json;
 
-use super::app::{TestApp, AUTHOR};
+use super::app::TestApp;
 use super::events::conforming;
 
 /// Waits for `check` to return Some, polling, until `deadline`; panics with `what`.
@@ -245,39 +244,5 @@ impl TestApp {
             .find_one(mongodb::bson::doc! {"_id": id})
             .await
             .unwrap()
-    }
-
-    /// `n` pending reviews written straight into PostgreSQL (no outbox rows, no events).
-    pub async fn pending_reviews_in_db(&self, n: usize) -> Vec<String> {
-        let docs: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
-        let reviews: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
-        for (d, r) in docs.iter().zip(&reviews) {
-            sqlx::query(
-                "INSERT INTO documents (id, title, body, status, version, author_id) \
-                 VALUES ($1, 'Direct', 'Body', 'PENDING_REVIEW', 2, $2)",
-            )
-            .bind(d)
-            .bind(AUTHOR)
-            .execute(&self.pg)
-            .await
-            .unwrap();
-            sqlx::query(
-                "INSERT INTO reviews (id, document_id, status, document_version, submitted_by) \
-                 VALUES ($1, $2, 'PENDING', 2, $3)",
-            )
-            .bind(r)
-            .bind(d)
-            .bind(AUTHOR)
-            .execute(&self.pg)
-            .await
-            .unwrap();
-            sqlx::query("UPDATE documents SET current_review_id = $1 WHERE id = $2")
-                .bind(r)
-                .bind(d)
-                .execute(&self.pg)
-                .await
-                .unwrap();
-        }
-        reviews.iter().map(|r| r.to_string()).collect()
     }
 }

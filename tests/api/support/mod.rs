@@ -1,8 +1,8 @@
 //! Everything the integration tests share: the app they drive (`app`), what they read back
-//! from the real stores (`inspect`), the faults they inject (`own_redis`), the service's
-//! replies as typed structs (`views`), and a real browser (`browser`). Where the stores are,
-//! fresh databases, AMQP queues and the TCP proxy are the test kit's (`kh_review_testkit`,
-//! shared with the benchmark).
+//! from the real stores (`inspect`), the rows they write straight into PostgreSQL (`seed`),
+//! the faults they inject (`own_redis`), the service's replies as typed structs (`views`),
+//! and a real browser (`browser`). Where the stores are, fresh databases, AMQP queues and
+//! the TCP proxy are the test kit's (`kh_review_testkit`, shared with the benchmark).
 
 pub mod app;
 pub mod binary;
@@ -17,6 +17,7 @@ pub mod jwks;
 pub mod load;
 pub mod own_redis;
 pub mod patroni;
+pub mod seed;
 pub mod stores;
 mod teardown;
 pub mod topology;

@@ -14,7 +14,6 @@ use std::time::Duration;
 use kh_review::config::Settings;
 use kh_review::lock::RedisMode;
 use redis::FromRedisValue;
-use reqwest::StatusCode;
 use secrecy::SecretString;
 use serde_json::Value;
 use tokio::sync::{Mutex, MutexGuard};
@@ -309,8 +308,6 @@ pub async fn redis_guarding(app: &TestApp) -> bool {
 
 /// Approves a fresh review and says which lock guarded it.
 pub async fn approve_one(app: &TestApp) -> String {
-    let (_, review_id) = app.pending_review().await;
-    let r = app.approve(&review_id, &app.reviewer()).await;
-    assert_eq!(r.status(), StatusCode::OK);
+    let (_, review_id) = app.approved_review().await;
     app.approval_lock_mode(&review_id).await
 }

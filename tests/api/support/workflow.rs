@@ -62,6 +62,23 @@ impl TestApp {
         self.policy(name, json!({ "stages": stages })).await
     }
 
+    /// A policy of one stage of one approval from anyone, due `secs` after each submit.
+    pub async fn due_after(&self, name: &str, secs: u64) -> Value {
+        let stages = json!([{"name": "review", "required_approvals": 1}]);
+        let body = json!({ "stages": stages, "due_after_secs": secs });
+        self.policy(name, body).await
+    }
+
+    /// A policy of two stages: `n` approvals from anyone (`review`), then one from the
+    /// legal group (`legal`).
+    pub async fn then_legal(&self, name: &str, n: u8) -> Value {
+        let stages = json!([
+            {"name": "review", "required_approvals": n},
+            {"name": "legal", "required_approvals": 1, "eligible_groups": ["legal"]}
+        ]);
+        self.policy(name, json!({ "stages": stages })).await
+    }
+
     /// Creates a document under `policy` and submits it: (document_id, review_id).
     pub async fn pending_under(&self, policy: &str) -> (String, String) {
         let r = self

@@ -20,23 +20,21 @@ use kh_review::http::test_hooks::LEAVE_TO_DISPATCHER_HEADER;
 use kh_review_testkit::proxy::Proxy;
 use kh_review_testkit::stores::amqp_url;
 
-/// `n` other documents, each with one undelivered `document.approved` row: an outage's
-/// leftovers, due now and claimed by no one.
-async fn backlog(app: &TestApp, n: i64) {
+/// `n` other approved documents, each with one undelivered `document.approved` row: an
+/// outage's leftovers, due now and claimed by no one.
+async fn backlog(app: &TestApp, n: usize) {
+    let documents = app.documents_in_db(n, "APPROVED", 3).await;
     sqlx::query(
-        "WITH d AS (INSERT INTO documents (id, title, body, status, version, author_id) \
-                    SELECT gen_random_uuid(), 'Backlog', 'Body', 'APPROVED', 3, 'someone' \
-                    FROM generate_series(1, $1) RETURNING id), \
-              e AS (SELECT gen_random_uuid() AS event_id, id FROM d) \
+        "WITH e AS (SELECT gen_random_uuid() AS event_id, d AS id FROM unnest($1::uuid[]) AS d) \
          INSERT INTO outbox (event_id, document_id, document_version, event_type, routing_key, payload) \
          SELECT event_id, id, 3, 'document.approved', 'document.approved', \
                 jsonb_build_object('event_id', event_id, 'event_type', 'document.approved', \
                   'occurred_at', now(), 'document_id', id, 'review_id', NULL, \
                   'document_version', 3, 'actor_id', 'someone', \
-                  'data', jsonb_build_object('title', 'Backlog', 'comment', NULL, \
+                  'data', jsonb_build_object('title', 'Seeded', 'comment', NULL, \
                                              'replaced_version', NULL)) FROM e",
     )
-    .bind(n)
+    .bind(&documents)
     .execute(&app.pg)
     .await
     .unwrap();
