@@ -111,17 +111,22 @@ bench: services
 # the build it checks: CI builds every target for the tests through clippy-driver instead,
 # so that lints and tests share one build (.ci/run).
 LINT_BUILD ?= cargo clippy --workspace --all-targets -- -D warnings
-lint: services deps
+lint: services
 	cargo fmt --all -- --check
 	scripts/features.py
 	scripts/asyncapi.sh docs/asyncapi.json
 	scripts/squawk.sh
 	scripts/sqlx.sh check $(LINT_BUILD)
+	$(MAKE) --no-print-directory deps
 
-# Every package's licence against an allow-list, and the direct dependencies a major version
-# behind the registry's newest stable release (unless held, with the reason, in the script):
-# scripts/deps.py; docs/development.md, "Dependencies". Asks the registry, needs no build.
+# The dependency tree with cargo-deny (deny.toml: licences against an allow-list, no
+# wildcard requirements, crates from the default registry only; scripts/deny.sh builds
+# cargo-deny once per machine), then the direct dependencies a major version behind the
+# registry's newest stable release, unless held with the reason (scripts/deps.py); make lint
+# runs it after its build, so that on a bare machine cargo-deny's own build (scripts/tools.sh,
+# in CI's background) does not hold up the compile. docs/development.md, "Dependencies".
 deps:
+	scripts/deny.sh
 	scripts/deps.py
 
 # After changing a query or a migration: refresh .sqlx/ (then commit it).

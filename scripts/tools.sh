@@ -2,12 +2,13 @@
 # scripts/tools.sh — installs, and starts nothing, what the phases after the build need:
 # the topologies' Debian packages (Patroni, etcd, HAProxy, Redis Sentinel), Chromium and
 # chromedriver (the page tests), podman and mmdebstrap with the local base images (the
-# image test), and the Python virtualenvs of the event-consumer test and of the fuzzer.
+# image test), the Python virtualenvs of the event-consumer test and of the fuzzer, and
+# cargo-deny (make deps, which make lint runs after its build).
 # Each piece is the script that would otherwise install it on first use, so this only does
 # it earlier; a second run does nothing. .ci/run runs it while the build compiles: nearly
 # all of it is downloading and unpacking, which the compiler's two cores leave room for.
-# Two lanes side by side (Debian's packages one after the other, as dpkg takes one at a
-# time; the virtualenvs beside them); every step's log goes to $KH_STATE_DIR/tools/, and
+# Three lanes side by side (Debian's packages one after the other, as dpkg takes one at a
+# time; the virtualenvs; cargo-deny); every step's log goes to $KH_STATE_DIR/tools/, and
 # a failed step prints its log and fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +35,11 @@ debian() {
   step base-image bash -c 'eval "$(scripts/image/podman.sh)" && scripts/image/base.sh runtime'
 }
 
+# cargo-deny (make deps) builds from its crate: CPU, so below the lint build in priority.
+cargo_deny() {
+  step cargo-deny nice -n 19 scripts/deny.sh --install-only
+}
+
 python() {
   step events-venv scripts/events_venv.sh
   step fuzz-venv scripts/fuzz.sh --install-only
@@ -41,7 +47,9 @@ python() {
 
 debian & apt_lane=$!
 python & py_lane=$!
+cargo_deny & deny_lane=$!
 rc=0
 wait "$apt_lane" || rc=1
 wait "$py_lane" || rc=1
+wait "$deny_lane" || rc=1
 exit "$rc"
