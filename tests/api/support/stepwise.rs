@@ -1,14 +1,11 @@
-//! A vote written the old way, one statement per row, outside the service: the review's
-//! document locked, then the review, each by a statement of its own; then the vote, the
-//! claims it ends and the review row; the document row; the audit and outbox rows; COMMIT.
-//! It is how the service wrote a vote before its combined statement
-//! (`src/store/sql/review_write.sql`), kept here as an independent reference:
-//! `routes::writes` holds the service's combined write to the rows this one leaves, and the
-//! benchmark's floor of the old statements runs it (`benches/bench_support/floor.rs`
-//! includes this file, so it names nothing of the tests).
-//!
-//! The rules (`domain::rules::plan`) and the audit chain's arithmetic (`domain::audit`) are
-//! the service's own; the statements are written here, against the same schema.
+//! A vote written one statement per row, as the service wrote it before its combined
+//! statement (`src/store/sql/review_write.sql`), kept outside the service as a reference:
+//! the document locked, then the review; the vote, the claims it ends and the review row;
+//! the document row; the audit and outbox rows; COMMIT. `routes::writes` holds the combined
+//! write to the rows this leaves; the benchmark's floor of the old statements runs it
+//! (`benches/bench_support/floor.rs` includes this file: it names nothing of the tests).
+//! The rules (`domain::rules::plan`) and the chain's arithmetic (`domain::audit`) are the
+//! service's; the statements are written here, against the same schema.
 
 use chrono::{DateTime, Utc};
 use kh_review::domain::audit::{as_hash, AuditKey, AuditRow, GENESIS};
@@ -82,8 +79,7 @@ struct Head {
     now: DateTime<Utc>,
 }
 
-/// The link of the audit row: its position and hash, its time, and whether the audit
-/// row's statement moves the document's chain head to it.
+/// An audit row's link, its time, and whether its own statement moves the chain head.
 struct Link {
     seq: i64,
     hash: Vec<u8>,
@@ -188,14 +184,8 @@ async fn lock_review(tx: &mut Tx, id: Uuid) -> anyhow::Result<(Review, DateTime<
 /// The vote row, the claims it ends and the review row (written even when the plan leaves
 /// it as it is), in one statement.
 async fn write_review(tx: &mut Tx, before: &Review, write: ReviewWrite) -> anyhow::Result<()> {
-    let ReviewWrite {
-        id,
-        vote,
-        update,
-        end_claims,
-    } = write;
-    let updating = update.is_some();
-    let next = update.unwrap_or_else(|| ReviewUpdate {
+    let updating = write.update.is_some();
+    let next = write.update.unwrap_or_else(|| ReviewUpdate {
         status: before.status,
         stage: before.stage,
         decided_by: before.decided_by.clone(),
@@ -203,7 +193,7 @@ async fn write_review(tx: &mut Tx, before: &Review, write: ReviewWrite) -> anyho
         reason: before.reason.clone(),
         fence_token: before.fence_token,
     });
-    let vote = vote.as_ref();
+    let vote = write.vote.as_ref();
     sqlx::query(
         "WITH vote AS ( \
            INSERT INTO review_votes (review_id, voter_id, stage, vote, comment, fence_token) \
@@ -222,13 +212,13 @@ async fn write_review(tx: &mut Tx, before: &Review, write: ReviewWrite) -> anyho
            RETURNING decided_at) \
          SELECT (SELECT at FROM vote) AS vote_at, (SELECT decided_at FROM updated) AS decided_at",
     )
-    .bind(id)
+    .bind(write.id)
     .bind(vote.map(|v| v.voter_id.as_str()))
     .bind(vote.map_or(before.stage, |v| v.stage))
     .bind(vote.map(|v| v.kind.as_str()))
     .bind(vote.and_then(|v| v.comment.as_deref()))
     .bind(vote.and_then(|v| v.fence_token))
-    .bind(end_claims)
+    .bind(write.end_claims)
     .bind(updating)
     .bind(next.status)
     .bind(next.stage)
@@ -241,8 +231,7 @@ async fn write_review(tx: &mut Tx, before: &Review, write: ReviewWrite) -> anyho
     Ok(())
 }
 
-/// Writes the planned state of the document row, its chain head moved to `link`; returns
-/// the row as it now is.
+/// The planned document row, its chain head moved to `link`; the row as it now is.
 async fn write_document(
     tx: &mut Tx,
     change: DocumentChange,
@@ -318,6 +307,29 @@ fn link(
     }
 }
 
+// The statement of `write_audit_and_event`.
+const AUDIT_AND_EVENT: &str = "WITH audit AS ( \
+       INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status, \
+                              to_status, document_version, request_id, lock_mode, fence_token, \
+                              seq, hash, at) \
+       VALUES ($2, $9, $10, $11, $12, $13, $3, $14, $15, $16, $18, $19, $20)), \
+     head AS (UPDATE documents SET audit_count = $18, audit_head = $19 \
+              WHERE id = $2 AND $21::bool AND $19::bytea IS NOT NULL), \
+     earlier AS ( \
+       SELECT EXISTS (SELECT 1 FROM outbox WHERE document_id = $2 AND done_at IS NULL) \
+              AS waiting) \
+     INSERT INTO outbox (event_id, document_id, document_version, event_type, \
+                         routing_key, payload, claimed_until, claim_token, projected_at, \
+                         traceparent, tracestate) \
+     SELECT $1, $2, $3, $4, $5, $6, \
+            CASE WHEN $7::float8 IS NULL OR waiting THEN NULL \
+                 ELSE clock_timestamp() + make_interval(secs => $7) END, \
+            CASE WHEN $7::float8 IS NULL OR waiting THEN NULL ELSE $8::uuid END, \
+            CASE WHEN $17 THEN NULL ELSE now() END, \
+            $22, $23 \
+     FROM earlier \
+     RETURNING id, claim_token";
+
 /// The audit row and the outbox row of the change to `doc` (as it now is), in one
 /// statement; the outbox row is held for the request as `ctx.own_outbox_for` asks, unless
 /// an earlier row of the document is undelivered.
@@ -344,56 +356,33 @@ async fn write_audit_and_event(
     let ticket = Uuid::new_v4();
     let trace = TraceContext::current();
     let (traceparent, tracestate) = TraceContext::columns(trace.as_ref());
-    let r = sqlx::query(
-        "WITH audit AS ( \
-           INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status, \
-                                  to_status, document_version, request_id, lock_mode, fence_token, \
-                                  seq, hash, at) \
-           VALUES ($2, $9, $10, $11, $12, $13, $3, $14, $15, $16, $18, $19, $20)), \
-         head AS (UPDATE documents SET audit_count = $18, audit_head = $19 \
-                  WHERE id = $2 AND $21::bool AND $19::bytea IS NOT NULL), \
-         earlier AS ( \
-           SELECT EXISTS (SELECT 1 FROM outbox WHERE document_id = $2 AND done_at IS NULL) \
-                  AS waiting) \
-         INSERT INTO outbox (event_id, document_id, document_version, event_type, \
-                             routing_key, payload, claimed_until, claim_token, projected_at, \
-                             traceparent, tracestate) \
-         SELECT $1, $2, $3, $4, $5, $6, \
-                CASE WHEN $7::float8 IS NULL OR waiting THEN NULL \
-                     ELSE clock_timestamp() + make_interval(secs => $7) END, \
-                CASE WHEN $7::float8 IS NULL OR waiting THEN NULL ELSE $8::uuid END, \
-                CASE WHEN $17 THEN NULL ELSE now() END, \
-                $22, $23 \
-         FROM earlier \
-         RETURNING id, claim_token",
-    )
-    .bind(event_id)
-    .bind(doc.id)
-    .bind(doc.version)
-    .bind(entry.event.as_str())
-    .bind(entry.event.routing_key())
-    .bind(&payload)
-    .bind(ctx.own_outbox_for.map(|d| d.as_secs_f64()))
-    .bind(ticket)
-    .bind(audit.review_id)
-    .bind(audit.action)
-    .bind(ctx.actor.as_str())
-    .bind(audit.from_status.map(|s| s.as_str()))
-    .bind(audit.to_status.as_str())
-    .bind(ctx.request_id)
-    .bind(audit.lock_mode)
-    .bind(audit.fence_token)
-    .bind(entry.event.projects())
-    .bind(link.seq)
-    .bind(link.hash.as_slice())
-    .bind(link.at)
-    .bind(link.moves_head)
-    .bind(traceparent)
-    .bind(tracestate)
-    .fetch_one(&mut **tx)
-    .await?;
-    let held: Option<Uuid> = r.try_get("claim_token")?;
-    let id: i64 = r.try_get("id")?;
+    let r = sqlx::query(AUDIT_AND_EVENT)
+        .bind(event_id)
+        .bind(doc.id)
+        .bind(doc.version)
+        .bind(entry.event.as_str())
+        .bind(entry.event.routing_key())
+        .bind(&payload)
+        .bind(ctx.own_outbox_for.map(|d| d.as_secs_f64()))
+        .bind(ticket)
+        .bind(audit.review_id)
+        .bind(audit.action)
+        .bind(ctx.actor.as_str())
+        .bind(audit.from_status.map(|s| s.as_str()))
+        .bind(audit.to_status.as_str())
+        .bind(ctx.request_id)
+        .bind(audit.lock_mode)
+        .bind(audit.fence_token)
+        .bind(entry.event.projects())
+        .bind(link.seq)
+        .bind(link.hash.as_slice())
+        .bind(link.at)
+        .bind(link.moves_head)
+        .bind(traceparent)
+        .bind(tracestate)
+        .fetch_one(&mut **tx)
+        .await?;
+    let (id, held): (i64, Option<Uuid>) = (r.try_get("id")?, r.try_get("claim_token")?);
     Ok(held.map(|ticket| OutboxRow {
         id,
         event_id,
