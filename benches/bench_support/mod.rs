@@ -22,6 +22,10 @@ mod revise;
 mod roundtrips;
 mod rows;
 mod service;
+// The floor's stepwise statements: the tests' reference, which `routes::writes` holds the
+// service's combined write to (see `floor.rs`).
+#[path = "../../tests/api/support/stepwise.rs"]
+mod stepwise;
 mod sustained;
 mod trace;
 mod turns;
