@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 
 use bench_support::{
     approve_load, audit_rows, console_rows, cost_row, data_size_row, drain_row, drive, interleaved,
-    lifecycle_rows, replay_row, round_trip_rows, rounds, starvation_row, sustained_row, trace_rows,
-    workflow_rows, ApproveFigures, BenchEnv, Figures, Goals, Measure, Rec, Report, Service,
-    Statements,
+    lifecycle_rows, names, replay_row, round_trip_rows, rounds, starvation_row, sustained_row,
+    trace_rows, workflow_rows, ApproveFigures, BenchEnv, Figures, Goals, Measure, Rec, Report,
+    Service, Statements,
 };
 use kh_review::lock::redis::RedisLockProvider;
 use kh_review::lock::{Attempt, LockProvider, Ttl};
@@ -224,7 +224,7 @@ async fn lock_raw(
     ops: usize,
 ) -> anyhow::Result<Figures> {
     let pool = p.pool().clone();
-    let key = format!("bench:floor:{}", Uuid::new_v4().simple());
+    let key = format!("{}floor:{}", names().redis_prefix, Uuid::new_v4().simple());
     drive(conc, ops, move |i| {
         let (pool, key) = (pool.clone(), key.clone());
         async move {
@@ -254,7 +254,7 @@ async fn lock_provider(
     ops: usize,
 ) -> anyhow::Result<Figures> {
     let p = p.clone();
-    let key = format!("bench:prov:{}", Uuid::new_v4().simple());
+    let key = format!("{}prov:{}", names().redis_prefix, Uuid::new_v4().simple());
     drive(conc, ops, move |_| {
         let (p, key) = (p.clone(), key.clone());
         async move {

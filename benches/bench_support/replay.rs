@@ -18,9 +18,13 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::workflow::Caller;
-use super::{interleaved, BenchEnv, Figures, Measure, Report, Service};
+use super::{interleaved, names, BenchEnv, Figures, Measure, Report, Service};
 
-const TARGET: &str = "kh.bench.replay-target";
+/// The replay's target queue.
+fn target() -> &'static str {
+    &names().replay_target
+}
+
 /// Live approvals per round, one at a time.
 const LIVE: usize = 150;
 
@@ -230,17 +234,17 @@ async fn live_load(
 /// A fresh target queue, and a history replay to it; returns its id and start.
 async fn start_replay(env: &BenchEnv, r: Replayed<'_>) -> anyhow::Result<(String, Instant)> {
     let ch = env.amqp_conn().create_channel().await?;
-    ch.queue_delete(TARGET.into(), QueueDeleteOptions::default())
+    ch.queue_delete(target().into(), QueueDeleteOptions::default())
         .await?;
     ch.queue_declare(
-        TARGET.into(),
+        target().into(),
         QueueDeclareOptions::default(),
         FieldTable::default(),
     )
     .await?;
     let _ = ch.close(200, "done".into()).await;
     let t = Instant::now();
-    let body = json!({"mode": "history", "target_queue": TARGET, "document_ids": r.docs});
+    let body = json!({"mode": "history", "target_queue": target(), "document_ids": r.docs});
     let (status, replay) = r
         .admin
         .send(reqwest::Method::POST, "/api/v1/admin/replays", &body)
@@ -281,14 +285,14 @@ async fn check_target(env: &BenchEnv, n: usize) -> anyhow::Result<()> {
         ..Default::default()
     };
     let q = ch
-        .queue_declare(TARGET.into(), passive, FieldTable::default())
+        .queue_declare(target().into(), passive, FieldTable::default())
         .await?;
     anyhow::ensure!(
         q.message_count() as usize == n,
         "{} replayed messages on the target queue, expected {n}",
         q.message_count()
     );
-    ch.queue_delete(TARGET.into(), QueueDeleteOptions::default())
+    ch.queue_delete(target().into(), QueueDeleteOptions::default())
         .await?;
     let _ = ch.close(200, "done".into()).await;
     Ok(())

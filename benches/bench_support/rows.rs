@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use super::cost::CostPer;
-use super::{approve_each, drive_for, BenchEnv, CostSample, Figures, Report, Service, Statements};
+use super::{
+    approve_each, drive_for, names, BenchEnv, CostSample, Figures, Report, Service, Statements,
+};
 
 fn env_usize(key: &str, default: usize) -> usize {
     std::env::var(key)
@@ -34,9 +36,9 @@ pub async fn cost_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<Cos
     anyhow::ensure!(approve_each(env, &svc, 16, warm).await?.errors == 0);
     env.expect_delivered(n).await?;
     let reviews = env.make_pending(n).await?;
-    let before = CostSample::settled(&env.admin, super::DB, svc.pid()).await?;
+    let before = CostSample::settled(&env.admin, &names().db, svc.pid()).await?;
     let f = approve_each(env, &svc, 16, reviews).await?;
-    let after = CostSample::settled(&env.admin, super::DB, svc.pid()).await?;
+    let after = CostSample::settled(&env.admin, &names().db, svc.pid()).await?;
     anyhow::ensure!(f.errors == 0, "{} approvals failed", f.errors);
     env.expect_delivered(n).await?;
     let mut per = after.per(&before, n);

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use secrecy::ExposeSecret;
 
-use super::{BenchEnv, DB, EXCHANGE, REDIS_PREFIX};
+use super::{names, BenchEnv};
 
 impl BenchEnv {
     /// Starts the release binary of the service with the benchmark's stores.
@@ -37,11 +37,11 @@ impl BenchEnv {
             .env("APP__DATABASE__MAX_CONNECTIONS", "40")
             .env("APP__DATABASE__MIGRATE_ON_START", "false")
             .env("APP__REDIS__URL", &self.redis_url)
-            .env("APP__REDIS__KEY_PREFIX", REDIS_PREFIX)
+            .env("APP__REDIS__KEY_PREFIX", &names().redis_prefix)
             .env("APP__MONGO__URL", &self.mongo_url)
-            .env("APP__MONGO__DATABASE", DB)
+            .env("APP__MONGO__DATABASE", &names().db)
             .env("APP__AMQP__URLS", &self.amqp_url)
-            .env("APP__AMQP__EXCHANGE", EXCHANGE)
+            .env("APP__AMQP__EXCHANGE", &names().exchange)
             .env("APP__AMQP__BIND_QUEUE", "")
             .env("APP__OUTBOX__BACKOFF_MAX_MS", "1000")
             .env("APP__OUTBOX__POLL_INTERVAL_MS", "100")
