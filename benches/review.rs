@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use bench_support::{
     approve_load, audit_rows, console_rows, cost_row, data_size_row, drain_row, drive, interleaved,
     lifecycle_rows, names, replay_row, round_trip_rows, rounds, starvation_row, sustained_row,
-    trace_rows, workflow_rows, ApproveFigures, BenchEnv, Figures, Goals, Measure, Rec, Report,
-    Service, Statements,
+    trace_rows, workflow_rows, ApproveFigures, BenchEnv, Figures, Floor, Goals, Measure, Rec,
+    Report, Service, Statements,
 };
 use kh_review::lock::redis::RedisLockProvider;
 use kh_review::lock::{Attempt, LockProvider, Ttl};
@@ -163,6 +163,9 @@ async fn approve_rows(
     down: &Service,
 ) -> anyhow::Result<ApproveFigures> {
     let mut out = ApproveFigures::default();
+    // The floors' clients, kept for every round and concurrency.
+    let old = Floor::new(&env.settings, Statements::Old).await?;
+    let new = Floor::new(&env.settings, Statements::New).await?;
     for conc in [1usize, 16, 64] {
         let n = match conc {
             1 => 150,
@@ -173,8 +176,8 @@ async fn approve_rows(
         // measured in turns with the service.
         let with_redis: Measure = Box::new(|| Box::pin(approve_load(env, up, conc, n)));
         let without: Measure = Box::new(|| Box::pin(approve_load(env, down, conc, n)));
-        let floor: Measure = Box::new(|| Box::pin(review_floor(env, Statements::Old, conc, n)));
-        let new_floor: Measure = Box::new(|| Box::pin(review_floor(env, Statements::New, conc, n)));
+        let floor: Measure = Box::new(|| Box::pin(review_floor(env, &old, conc, n)));
+        let new_floor: Measure = Box::new(|| Box::pin(review_floor(env, &new, conc, n)));
         let rows = vec![with_redis, without, floor, new_floor];
         let [with_redis, without, floor, new_floor] =
             interleaved(rows).await?.try_into().expect("four rows");
@@ -270,11 +273,11 @@ async fn lock_provider(
 
 async fn review_floor(
     env: &BenchEnv,
-    statements: Statements,
+    floor: &Arc<Floor>,
     conc: usize,
     n: usize,
 ) -> anyhow::Result<Figures> {
-    Ok(env.floor(statements, conc, n).await?.0)
+    Ok(env.floor(floor, conc, n).await?.0)
 }
 
 async fn contention(env: &BenchEnv, svc: &Service, clients: usize) -> anyhow::Result<Figures> {

@@ -54,21 +54,20 @@ pub enum Statements {
 }
 
 impl BenchEnv {
-    /// The floor of `statements` at `conc`: `n` pending reviews approved through
-    /// [`Floor`], every event checked on the queue. Also returns the CPU seconds this
-    /// process spent driving them (the store clients' own work, with no service in between).
+    /// The floor at `conc`: `n` pending reviews approved through `floor`, every event
+    /// checked on the queue. Also returns the CPU seconds this process spent driving them
+    /// (the store clients' own work, with no service in between).
     pub async fn floor(
         &self,
-        statements: Statements,
+        floor: &Arc<Floor>,
         conc: usize,
         n: usize,
     ) -> anyhow::Result<(Figures, f64)> {
-        let floor = self.floor_clients(statements).await?;
-        self.floor_with(&floor, conc, n, || ()).await
+        self.floor_with(floor, conc, n, || ()).await
     }
 
-    /// [`BenchEnv::floor`] with the floor's clients given; `started` is called once they
-    /// are warm, right before the first approval.
+    /// [`BenchEnv::floor`], `started` called once the clients are warm, right before the
+    /// first approval.
     pub async fn floor_with(
         &self,
         floor: &Arc<Floor>,
@@ -96,17 +95,6 @@ impl BenchEnv {
         self.expect_queue(n).await?;
         Ok((figures, cpu))
     }
-
-    /// The floor's store clients, made on first use and kept for the run (as a service
-    /// keeps its own).
-    async fn floor_clients(&self, statements: Statements) -> anyhow::Result<Arc<Floor>> {
-        let cell = match statements {
-            Statements::Old => &self.floor,
-            Statements::New => &self.floor_new,
-        };
-        let made = cell.get_or_try_init(|| Floor::new(&self.settings, statements));
-        Ok(made.await?.clone())
-    }
 }
 
 /// The floor's PostgreSQL client, and how it marks a row done.
@@ -126,7 +114,8 @@ enum Pg {
 }
 
 /// The floor's clients of the stores, built from the service's settings as the service
-/// builds them, driven without the service.
+/// builds them, driven without the service. Made once by the rows that use them and kept
+/// for their rounds, as a service keeps its own.
 pub struct Floor {
     pg: Pg,
     mongo: MongoProjection,

@@ -2,13 +2,15 @@
 
 mod approve;
 mod audit;
+mod caller;
 mod console;
 mod cost;
 mod data;
 mod drain;
 mod drive;
+mod figures;
 mod floor;
-pub use floor::Statements;
+pub use floor::{Floor, Statements};
 mod goals;
 mod growth;
 mod kind;
@@ -38,13 +40,14 @@ pub use console::console_rows;
 pub use cost::CostSample;
 pub use drain::outbox_drain;
 pub use drive::{drive, drive_for, interleaved, rounds, Measure, Rec, ROUNDS};
+pub use figures::Figures;
 pub use goals::{ApproveFigures, Goals};
 pub use growth::{data_size_row, drain_row};
 pub use kh_review_testkit::proxy::Proxy;
 pub use kind::names;
 pub use lifecycle::{lifecycle_rows, LifecycleFigures};
 pub use replay::replay_row;
-pub use report::{Figures, Report};
+pub use report::Report;
 pub use roundtrips::round_trip_rows;
 pub use rows::{cost_row, starvation_row};
 pub use service::Service;
@@ -100,10 +103,6 @@ pub struct BenchEnv {
     pub reviewer_token: String,
     amqp: Channel,
     amqp_conn: Connection,
-    /// The floor's clients of the stores, made on first use (see `floor.rs`).
-    floor: tokio::sync::OnceCell<std::sync::Arc<floor::Floor>>,
-    /// The same of the new statements.
-    floor_new: tokio::sync::OnceCell<std::sync::Arc<floor::Floor>>,
 }
 
 impl BenchEnv {
@@ -161,8 +160,6 @@ impl BenchEnv {
             amqp,
             amqp_conn: conn,
             admin: PgPool::connect(&pg_url()).await?,
-            floor: tokio::sync::OnceCell::new(),
-            floor_new: tokio::sync::OnceCell::new(),
         })
     }
 

@@ -17,7 +17,7 @@ use lapin::types::FieldTable;
 use serde_json::json;
 use uuid::Uuid;
 
-use super::workflow::Caller;
+use super::caller::Caller;
 use super::{interleaved, names, BenchEnv, Figures, Measure, Report, Service};
 
 /// The replay's target queue.

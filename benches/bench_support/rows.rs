@@ -9,7 +9,8 @@ use hdrhistogram::Histogram;
 
 use super::cost::CostPer;
 use super::{
-    approve_each, drive_for, names, BenchEnv, CostSample, Figures, Report, Service, Statements,
+    approve_each, drive_for, names, BenchEnv, CostSample, Figures, Floor, Report, Service,
+    Statements,
 };
 
 fn env_usize(key: &str, default: usize) -> usize {
@@ -43,9 +44,11 @@ pub async fn cost_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<Cos
     env.expect_delivered(n).await?;
     let mut per = after.per(&before, n);
     drop(svc);
-    let (_, floor_cpu) = env.floor(Statements::Old, 16, n).await?;
+    let old = Floor::new(&env.settings, Statements::Old).await?;
+    let (_, floor_cpu) = env.floor(&old, 16, n).await?;
     per.floor_cpu_ms = floor_cpu * 1000.0 / n as f64;
-    let (_, new_floor_cpu) = env.floor(Statements::New, 16, n).await?;
+    let new = Floor::new(&env.settings, Statements::New).await?;
+    let (_, new_floor_cpu) = env.floor(&new, 16, n).await?;
     per.new_floor_cpu_ms = new_floor_cpu * 1000.0 / n as f64;
     report.note(format!(
         "cost per approval ({n} at concurrency 16, dispatcher off, every event delivered by its request): \
