@@ -1,8 +1,15 @@
-//! The kind of run: a measurement, or a smoke run (`KH_BENCH_SMOKE=1`). The run's stores
-//! are its own, named by its kind and by `KH_TEST_TAG` (as the tests' databases are), so
-//! that a smoke run beside a measurement, or runs from two checkouts, never share a
-//! database, Redis prefix, exchange or queue.
+//! The kind of run, and what follows from it. A measurement (`make bench`: the release
+//! build, full sizes, every figure the median of 3 rounds after a warm-up round, the report
+//! in `target/bench/`), or the smoke run (`make bench-smoke`, `KH_BENCH_SMOKE=1`: the debug
+//! build, every group at tiny sizes, one round and no warm-up), which only checks that
+//! every group still produces its figures, and writes its report apart
+//! (`target/bench/smoke/`), marked as no measurement.
+//!
+//! Either way the run's stores are its own, named by its kind and by `KH_TEST_TAG` (as the
+//! tests' databases are), so that a smoke run beside a measurement, or runs from two
+//! checkouts, never share a database, Redis prefix, exchange or queue.
 
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 /// Whether this is the smoke run (`KH_BENCH_SMOKE=1`).
@@ -18,6 +25,21 @@ pub fn sized<T>(full: T, tiny: T) -> T {
     } else {
         full
     }
+}
+
+/// The size the variable `key` sets (`KH_BENCH_PRELOAD`, ...), else [`sized`].
+pub fn env_size(key: &str, full: usize, tiny: usize) -> usize {
+    std::env::var(key)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| sized(full, tiny))
+}
+
+/// Where the report goes: `target/bench/` in the clone, `target/bench/smoke/` for the
+/// smoke run.
+pub fn report_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench");
+    sized(dir.clone(), dir.join("smoke"))
 }
 
 /// The names of the run's stores.

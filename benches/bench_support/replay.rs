@@ -18,7 +18,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::caller::Caller;
-use super::{interleaved, names, BenchEnv, Figures, Measure, Report, Service};
+use super::{env_size, interleaved, names, sized, BenchEnv, Figures, Measure, Report, Service};
 
 /// The replay's target queue.
 fn target() -> &'static str {
@@ -26,13 +26,12 @@ fn target() -> &'static str {
 }
 
 /// Live approvals per round, one at a time.
-const LIVE: usize = 150;
+fn live_approvals() -> usize {
+    sized(150, 20)
+}
 
 fn events() -> usize {
-    std::env::var("KH_BENCH_REPLAY")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100_000)
+    env_size("KH_BENCH_REPLAY", 100_000, 1_000)
 }
 
 pub async fn replay_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<()> {
@@ -161,7 +160,7 @@ async fn live_load(
     replay: Option<Replayed<'_>>,
 ) -> anyhow::Result<Figures> {
     let arrivals = env.listen().await?;
-    let reviews = env.make_pending(LIVE).await?;
+    let reviews = env.make_pending(live_approvals()).await?;
     env.purge_queue().await?;
     let approver = env.approver(svc);
     let started = match replay {
@@ -205,7 +204,7 @@ async fn live_load(
             done += 1;
         }
         anyhow::ensure!(
-            done >= 10,
+            done >= sized(10, 1),
             "the replay ended after {done} live approvals: too few to time"
         );
         Ok::<_, anyhow::Error>(Figures::from_hist(&h, done, 0, t.elapsed()))
@@ -223,7 +222,7 @@ async fn live_load(
     for r in rest {
         approver.approve(r).await?;
     }
-    env.expect_delivered(LIVE).await?;
+    env.expect_delivered(live_approvals()).await?;
     if let (Some(rate), Some(r)) = (rate, replay) {
         check_target(env, r.n).await?;
         figures.ops_per_sec = rate;

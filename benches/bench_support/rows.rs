@@ -9,16 +9,9 @@ use hdrhistogram::Histogram;
 
 use super::cost::CostPer;
 use super::{
-    approve_each, drive_for, names, BenchEnv, CostSample, Figures, Floor, Report, Service,
-    Statements,
+    approve_each, drive_for, env_size, names, sized, BenchEnv, CostSample, Figures, Floor, Report,
+    Service, Statements,
 };
-
-fn env_usize(key: &str, default: usize) -> usize {
-    std::env::var(key)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// CPU and commits per approval, on an instance of its own whose background dispatcher is
 /// off: every event must then go out from the request that committed it. Its replay runner
@@ -32,7 +25,7 @@ pub async fn cost_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<Cos
     let svc = env.spawn_service("cost", &quiet).await?;
     // As many approvals as the measured ones first, so that the pool has grown to its
     // steady size: a new PostgreSQL connection counts commits of its own.
-    let n = 960;
+    let n = sized(960, 32);
     let warm = env.make_pending(n).await?;
     anyhow::ensure!(approve_each(env, &svc, 16, warm).await?.errors == 0);
     env.expect_delivered(n).await?;
@@ -76,8 +69,8 @@ pub async fn starvation_row(
     env: &BenchEnv,
     svc: &Service,
 ) -> anyhow::Result<f64> {
-    let backlog = env_usize("KH_BENCH_BACKLOG", 20_000);
-    let n = 200;
+    let backlog = env_size("KH_BENCH_BACKLOG", 20_000, 200);
+    let n = sized(200, 20);
     let arrivals = env.listen().await?;
     let reviews = env.make_pending(n).await?;
     env.purge_queue().await?;

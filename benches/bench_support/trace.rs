@@ -3,7 +3,7 @@
 //! run (`KH_BENCH_ONLY=trace` alone). Export off still makes every span (ids, the
 //! `traceparent` of each event): the row prices the export itself.
 
-use super::{approve_load, interleaved, BenchEnv, Measure, Report};
+use super::{approve_load, interleaved, sized, BenchEnv, Measure, Report};
 
 /// The receiver's OTLP/HTTP endpoint (`KH_TEST_OTLP_ENDPOINT`, from `scripts/services.sh env`).
 fn endpoint() -> String {
@@ -23,7 +23,7 @@ pub async fn trace_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result<f
         .spawn_service("trace-on", &[("APP__TELEMETRY__OTLP_ENDPOINT", endpoint)])
         .await?;
     let mut at_one = 0.0;
-    for (conc, n) in [(1usize, 150usize), (16, 480)] {
+    for (conc, n) in [(1usize, sized(150, 10)), (16, sized(480, 32))] {
         let without: Measure = Box::new(|| Box::pin(approve_load(env, &off, conc, n)));
         let with: Measure = Box::new(|| Box::pin(approve_load(env, &on, conc, n)));
         let [without, with] = interleaved(vec![without, with])

@@ -9,9 +9,9 @@ use kh_review::http::auth::Role;
 use serde_json::json;
 
 use super::caller::Caller;
-use super::overdue::overdue_row;
+use super::overdue::{overdue_row, sweep};
 use super::queue::queue_rows;
-use super::{approve_each, drive, interleaved, BenchEnv, Figures, Measure, Report, Service};
+use super::{approve_each, drive, interleaved, sized, BenchEnv, Figures, Measure, Report, Service};
 
 /// The workflow rows' figures the goals use.
 #[derive(Debug, Clone, Copy, Default)]
@@ -38,9 +38,7 @@ pub async fn workflow_rows(
 ) -> anyhow::Result<WorkflowFigures> {
     let mut out = WorkflowFigures::default();
     let runs = |row: &str| only.is_none_or(|o| o == row);
-    // The sweeper at its default interval (the other instances run it once an hour).
-    let sweep = [("APP__REVIEW__OVERDUE_SWEEP_MS", "5000".to_string())];
-    let svc = env.spawn_service("workflow", &sweep).await?;
+    let svc = env.spawn_service("workflow", &sweep()).await?;
     if runs("two") {
         two_approvals_rows(report, env, &svc, &mut out).await?;
     }
@@ -70,7 +68,7 @@ pub async fn two_approvals_rows(
     let version = admin.put_policy("bench-two", &stages).await?;
     let first = env.caller(svc, "bench-reviewer", Role::Reviewer);
     let second = env.caller(svc, "bench-reviewer-2", Role::Reviewer);
-    for (conc, n) in [(1usize, 100usize), (16, 320)] {
+    for (conc, n) in [(1, sized(100, 4)), (16, sized(320, 16))] {
         let (a, b, f) = (&first, &second, &first);
         let default: Measure = Box::new(move || Box::pin(two_defaults(env, f, conc, n)));
         let two: Measure = Box::new(move || Box::pin(two_votes(env, a, b, version, conc, n)));
@@ -161,7 +159,7 @@ pub async fn claim_rows(
     out: &mut WorkflowFigures,
 ) -> anyhow::Result<()> {
     let who = env.caller(svc, "bench-reviewer", Role::Reviewer);
-    let n = 150;
+    let n = sized(150, 5);
     let w = &who;
     let approve: Measure = Box::new(move || Box::pin(claim_load(env, svc, w, n, false, true)));
     let both: Measure = Box::new(move || Box::pin(claim_load(env, svc, w, n, true, true)));
