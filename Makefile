@@ -10,10 +10,10 @@ WITH_ENV := eval "$$(scripts/services.sh env)" &&
 DEV_ENV := APP__ENVIRONMENT=$${APP__ENVIRONMENT:-development}
 TEST_THREADS ?= 8
 
-.PHONY: help services services-down services-status jaeger run test test-volume test-topologies test-upgrade test-ui fuzz lint deps fmt migrate build token bench sqlx-prepare image test-image compose-config
+.PHONY: help services services-down services-status jaeger run test test-volume test-topologies test-upgrade test-ui fuzz lint deps fmt migrate build token bench bench-smoke sqlx-prepare image test-image compose-config
 
 help:
-	@echo "make run | test | test-volume | test-topologies | test-upgrade [FROM=rev] | test-ui | fuzz | bench | lint | deps | fmt | sqlx-prepare | services | services-down | jaeger | migrate | build | token SUB=.. ROLES=.. | image | test-image | compose-config"
+	@echo "make run | test | test-volume | test-topologies | test-upgrade [FROM=rev] | test-ui | fuzz | bench | bench-smoke | lint | deps | fmt | sqlx-prepare | services | services-down | jaeger | migrate | build | token SUB=.. ROLES=.. | image | test-image | compose-config"
 
 services:
 	scripts/services.sh up
@@ -97,6 +97,14 @@ fuzz: services
 bench: services
 	cargo build --release --bin kh-review
 	$(WITH_ENV) cargo bench --bench review
+
+# The benchmarks' smoke run, no measurement: every group of rows `make bench` runs, at tiny
+# sizes, one round, on the debug build (`cargo test` builds the benchmark and the service's
+# binary in the test profile: no release build). Fails unless every group produces its
+# figures (each a number). About 25 s warm. Its report goes to target/bench/smoke/, marked
+# as a smoke run. docs/development.md: "Benchmarks".
+bench-smoke: services
+	$(WITH_ENV) KH_BENCH_SMOKE=1 cargo test --bench review
 
 # Formatting, then clippy over every target, built with the queries checked against a schema
 # database made from migrations/: fails on a lint, or when .sqlx/ (the offline query data

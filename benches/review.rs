@@ -1,158 +1,200 @@
 //! `make bench`: what the outer lock and the review path cost, against the floor their stores
 //! set, measured in one run. Prints a Markdown table and writes it (and a JSON copy) under
-//! `target/bench/`. Every figure is the median of ROUNDS rounds after a warm-up round; every
+//! `target/bench/`. Every figure is the median of 3 rounds after a warm-up round; every
 //! ratio compares figures of this run, and the rows a ratio compares are measured in turns,
-//! round by round (`interleaved`), so that a machine slowing down mid-run skews neither. The run checks its own results and fails loudly
-//! rather than print figures from a broken run.
+//! round by round (`interleaved`), so that a machine slowing down mid-run skews neither. The
+//! run checks its own results and fails loudly rather than print figures from a broken run.
 //!
-//! The service runs as its own release binary (so its memory is its own), against the
-//! services `make services` starts, in a database, Redis prefix, MongoDB database and queue
-//! of the benchmark's own.
+//! The service runs as its own binary (so its memory is its own), the release build of
+//! `make bench`, against the services `make services` starts, in a database, Redis prefix,
+//! MongoDB database and queue of the benchmark's own.
+//!
+//! The rows come in groups ([`GROUPS`]). `make bench-smoke` (`KH_BENCH_SMOKE=1`, the debug
+//! build) runs every group at tiny sizes, once, and fails unless each produced its figures
+//! (`Report::check_since`); it writes its report apart, marked as no measurement.
 
 mod bench_support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bench_support::{
     approve_load, audit_rows, console_rows, cost_row, data_size_row, drain_row, drive, interleaved,
-    lifecycle_rows, replay_row, round_trip_rows, rounds, starvation_row, sustained_row, trace_rows,
-    workflow_rows, ApproveFigures, BenchEnv, Figures, Goals, Measure, Rec, Report, Service,
-    Statements,
+    lifecycle_rows, lock_rows, replay_row, round_trip_rows, rounds, sized, smoke, starvation_row,
+    sustained_row, trace_rows, workflow_rows, ApproveFigures, BenchEnv, Figures, Floor, Goals,
+    Measure, Rec, Report, Service, Statements,
 };
-use kh_review::lock::redis::RedisLockProvider;
-use kh_review::lock::{Attempt, LockProvider, Ttl};
-use uuid::Uuid;
+
+/// The groups of rows `make bench` runs, in this order (the smoke run checks each).
+const GROUPS: [&str; 15] = [
+    "lock",
+    // First, while no other instance polls the benchmark's database.
+    "cost",
+    "round-trips",
+    "approve",
+    "trace",
+    "contention",
+    "starvation",
+    "sustained",
+    "console",
+    "lifecycle",
+    "drain",
+    "replay",
+    "data-size",
+    "audit",
+    // Last: the overdue row leaves its 100,000 reviews behind (withdrawn).
+    "workflow",
+];
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 4)]
 async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
+    let only = std::env::var("KH_BENCH_ONLY").ok();
+    anyhow::ensure!(
+        smoke() || only.is_some() || !cfg!(debug_assertions),
+        "a debug build measures nothing: `make bench` (release), or `make bench-smoke`"
+    );
     let env = BenchEnv::prepare().await?;
     env.clear_redis().await?;
-    let mut report = Report::default();
+    let mut run = Run::new(&env);
     // A quick look at one row while working on it; writes no report.
-    if let Ok(only) = std::env::var("KH_BENCH_ONLY") {
-        if one_row(&mut report, &env, &only).await? {
+    if let Some(only) = only {
+        if run.one(&only).await? {
             return Ok(());
         }
     }
-
-    let lock_ratio = lock_rows(&mut report, &env).await?;
-    // First, while no other instance polls the benchmark's database.
-    let cost = cost_row(&mut report, &env).await?;
-    let round_trips = round_trip_rows(&mut report, &env).await?;
-    let up = env.spawn_service("up", &[]).await?;
-    let down = env
-        .spawn_service("redis-down", &[("APP__REDIS__URL", env.dead_redis_url())])
-        .await?;
-    let approve = approve_rows(&mut report, &env, &up, &down).await?;
-    drop(down);
-    trace_rows(&mut report, &env).await?;
-
-    // Contention: 64 clients on one review.
-    let contention = rounds(|| contention(&env, &up, 64)).await?;
-    report.row(
-        "contention: 64 approvals of one review, the 409 replies",
-        64,
-        &contention,
-        None,
-    );
-    let starved = starvation_row(&mut report, &env, &up).await?;
-    let sustained = sustained_row(&mut report, &env, &up).await?;
-
-    // Memory, before the service goes away.
-    let peak_rss_mib = up.peak_rss_mib()?;
-    report.note(format!(
-        "service peak resident memory (VmHWM, Redis-up instance, after every row above): {peak_rss_mib:.1} MiB"
-    ));
-    drop(up);
-
-    let console = console_rows(&mut report, &env).await?;
-    report.note(format!(
-        "console pages: the slowest p50 is {console:.2}x that of the JSON calls it wraps (goal: within 2x)"
-    ));
-    let lifecycle = lifecycle_rows(&mut report, &env, None).await?;
-    let drain = drain_row(&mut report, &env).await?;
-    replay_row(&mut report, &env).await?;
-    let grown = data_size_row(&mut report, &env, approve.p50_c1).await?;
-    audit_rows(&mut report, &env).await?;
-    // Last: the overdue row leaves 100,000 reviews behind (withdrawn).
-    let workflow = workflow_rows(&mut report, &env, None).await?;
-
-    let goals = Goals {
-        approve,
-        lock_ratio,
-        cost,
-        round_trips,
-        drain,
-        grown,
-        sustained,
-        starved,
-        peak_rss_mib,
-        workflow,
-        lifecycle,
-    };
-    goals.report(&mut report);
+    for group in GROUPS {
+        let (mark, t) = (run.report.mark(), Instant::now());
+        run.group(group).await?;
+        if smoke() {
+            let added = run.report.check_since(mark, group)?;
+            let secs = t.elapsed().as_secs_f64();
+            eprintln!("smoke: {group}: {added}, every figure a number ({secs:.1} s)");
+        }
+    }
+    let mark = run.report.mark();
+    run.goals.report(&mut run.report);
+    if smoke() {
+        let added = run.report.check_since(mark, "goals")?;
+        eprintln!("smoke: goals: {added}, every figure a number");
+    }
     env.clear_redis().await?;
-    report.note(format!(
-        "total benchmark time: {:.0} s",
-        started.elapsed().as_secs_f64()
-    ));
-    report.write(peak_rss_mib)?;
-    Ok(())
+    let total = started.elapsed().as_secs_f64();
+    run.report
+        .note(format!("total benchmark time: {total:.0} s"));
+    run.report.write(run.goals.peak_rss_mib)
 }
 
-/// The row (or rows) `KH_BENCH_ONLY` names, alone; false when it names none.
-async fn one_row(report: &mut Report, env: &BenchEnv, only: &str) -> anyhow::Result<bool> {
-    match only {
-        "drain" => drain_row(report, env).await.map(|_| ())?,
-        "replay" => replay_row(report, env).await?,
-        "cost" => cost_row(report, env).await.map(|_| ())?,
-        "round-trips" => round_trip_rows(report, env).await.map(|_| ())?,
-        "lock" => lock_rows(report, env).await.map(|_| ())?,
-        "console" => console_rows(report, env).await.map(|_| ())?,
-        "audit" => audit_rows(report, env).await?,
-        "trace" => trace_rows(report, env).await.map(|_| ())?,
-        "workflow" | "two" | "claim" | "queue" | "overdue" => {
-            let only = Some(only).filter(|o| *o != "workflow");
-            workflow_rows(report, env, only).await?.report(report);
-        }
-        "lifecycle" | "revision" | "published" | "comment" => {
-            let only = Some(only).filter(|o| *o != "lifecycle");
-            lifecycle_rows(report, env, only).await?.report(report);
-        }
-        _ => return Ok(false),
-    }
-    Ok(true)
+/// A run: its report, the figures its goals read, and the Redis-up instance the approve,
+/// contention, backlog and sustained rows share.
+struct Run<'e> {
+    env: &'e BenchEnv,
+    report: Report,
+    goals: Goals,
+    up: Option<Service>,
 }
 
-/// 1. Lock floor: raw SET NX PX + DEL, then the provider's acquire + release.
-async fn lock_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result<f64> {
-    let provider = RedisLockProvider::new(&env.redis_url, 64, Duration::from_millis(500))?;
-    // The service's lock TTL (`lock.ttl_ms`), for the raw SET and the provider alike.
-    let ttl = env.settings.lock.ttl;
-    let mut at_one = 0.0;
-    for conc in [1usize, 32] {
-        let ops = if conc == 1 { 6_000 } else { 8_000 };
-        let raw: Measure = Box::new(|| Box::pin(lock_raw(&provider, ttl, conc, ops)));
-        let prov: Measure = Box::new(|| Box::pin(lock_provider(&provider, ttl, conc, ops)));
-        let [raw, prov] = interleaved(vec![raw, prov])
-            .await?
-            .try_into()
-            .expect("two rows");
-        report.row("lock floor: SET NX PX + DEL", conc, &raw, None);
-        report.row(
-            "lock provider: acquire + release",
-            conc,
-            &prov,
-            Some(("vs floor", prov.p50_ms / raw.p50_ms)),
-        );
-        if conc == 1 {
-            at_one = prov.p50_ms / raw.p50_ms;
+impl<'e> Run<'e> {
+    fn new(env: &'e BenchEnv) -> Self {
+        Self {
+            env,
+            report: Report::default(),
+            goals: Goals::default(),
+            up: None,
         }
     }
-    Ok(at_one)
+
+    /// The row (or rows) `KH_BENCH_ONLY` names, alone; false when it names none.
+    async fn one(&mut self, only: &str) -> anyhow::Result<bool> {
+        let alone = [
+            "drain",
+            "replay",
+            "cost",
+            "round-trips",
+            "lock",
+            "console",
+            "audit",
+        ];
+        if alone.contains(&only) || only == "trace" {
+            self.group(only).await?;
+            return Ok(true);
+        }
+        let (env, report) = (self.env, &mut self.report);
+        match only {
+            "workflow" | "two" | "claim" | "queue" | "overdue" => {
+                let only = Some(only).filter(|o| *o != "workflow");
+                workflow_rows(report, env, only).await?.report(report);
+            }
+            "lifecycle" | "revision" | "published" | "comment" => {
+                let only = Some(only).filter(|o| *o != "lifecycle");
+                lifecycle_rows(report, env, only).await?.report(report);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Runs the group `name` of [`GROUPS`].
+    async fn group(&mut self, name: &str) -> anyhow::Result<()> {
+        let Run {
+            env,
+            report: r,
+            goals: g,
+            up,
+        } = self;
+        let env = *env;
+        match name {
+            "lock" => g.lock_ratio = lock_rows(r, env).await?,
+            "cost" => g.cost = cost_row(r, env).await?,
+            "round-trips" => g.round_trips = round_trip_rows(r, env).await?,
+            "approve" => {
+                let dead = [("APP__REDIS__URL", env.dead_redis_url())];
+                let down = env.spawn_service("redis-down", &dead).await?;
+                g.approve = approve_rows(r, env, the_up(env, up).await?, &down).await?;
+            }
+            "trace" => _ = trace_rows(r, env).await?,
+            "contention" => {
+                let svc = the_up(env, up).await?;
+                let f = rounds(|| contention(env, svc, 64)).await?;
+                let what = "contention: 64 approvals of one review, the 409 replies";
+                r.row(what, 64, &f, None);
+            }
+            "starvation" => g.starved = starvation_row(r, env, the_up(env, up).await?).await?,
+            "sustained" => {
+                g.sustained = sustained_row(r, env, the_up(env, up).await?).await?;
+                // Memory, before the instance goes away.
+                let svc = up.take().expect("started above");
+                g.peak_rss_mib = svc.peak_rss_mib()?;
+                r.note(format!(
+                    "service peak resident memory (VmHWM, Redis-up instance, after every row above): {:.1} MiB",
+                    g.peak_rss_mib
+                ));
+            }
+            "console" => {
+                let console = console_rows(r, env).await?;
+                r.note(format!(
+                    "console pages: the slowest p50 is {console:.2}x that of the JSON calls it wraps (goal: within 2x)"
+                ));
+            }
+            "lifecycle" => g.lifecycle = lifecycle_rows(r, env, None).await?,
+            "drain" => g.drain = drain_row(r, env).await?,
+            "replay" => replay_row(r, env).await?,
+            "data-size" => g.grown = data_size_row(r, env, g.approve.p50_c1).await?,
+            "audit" => audit_rows(r, env).await?,
+            "workflow" => g.workflow = workflow_rows(r, env, None).await?,
+            _ => anyhow::bail!("no group {name}"),
+        }
+        Ok(())
+    }
+}
+
+/// The Redis-up instance, started on first use.
+async fn the_up<'s>(env: &BenchEnv, up: &'s mut Option<Service>) -> anyhow::Result<&'s Service> {
+    if up.is_none() {
+        *up = Some(env.spawn_service("up", &[]).await?);
+    }
+    Ok(up.as_ref().expect("started"))
 }
 
 /// 2. Review path over HTTP, Redis up, and Redis down (circuit open), and 4. the floor.
@@ -163,18 +205,21 @@ async fn approve_rows(
     down: &Service,
 ) -> anyhow::Result<ApproveFigures> {
     let mut out = ApproveFigures::default();
+    // The floors' clients, kept for every round and concurrency.
+    let old = Floor::new(&env.settings, Statements::Old).await?;
+    let new = Floor::new(&env.settings, Statements::New).await?;
     for conc in [1usize, 16, 64] {
         let n = match conc {
-            1 => 150,
-            16 => 480,
-            _ => 960,
+            1 => sized(150, 10),
+            16 => sized(480, 32),
+            _ => sized(960, 64),
         };
         // 4. The floor: the same statements, MongoDB update and confirmed publish, direct,
         // measured in turns with the service.
         let with_redis: Measure = Box::new(|| Box::pin(approve_load(env, up, conc, n)));
         let without: Measure = Box::new(|| Box::pin(approve_load(env, down, conc, n)));
-        let floor: Measure = Box::new(|| Box::pin(review_floor(env, Statements::Old, conc, n)));
-        let new_floor: Measure = Box::new(|| Box::pin(review_floor(env, Statements::New, conc, n)));
+        let floor: Measure = Box::new(|| Box::pin(review_floor(env, &old, conc, n)));
+        let new_floor: Measure = Box::new(|| Box::pin(review_floor(env, &new, conc, n)));
         let rows = vec![with_redis, without, floor, new_floor];
         let [with_redis, without, floor, new_floor] =
             interleaved(rows).await?.try_into().expect("four rows");
@@ -217,64 +262,13 @@ async fn approve_rows(
     Ok(out)
 }
 
-async fn lock_raw(
-    p: &RedisLockProvider,
-    ttl: Ttl,
-    conc: usize,
-    ops: usize,
-) -> anyhow::Result<Figures> {
-    let pool = p.pool().clone();
-    let key = format!("bench:floor:{}", Uuid::new_v4().simple());
-    drive(conc, ops, move |i| {
-        let (pool, key) = (pool.clone(), key.clone());
-        async move {
-            let mut c = pool.get().await?;
-            let token = format!("t{i}");
-            let set: Option<String> = redis::cmd("SET")
-                .arg(&key)
-                .arg(&token)
-                .arg("NX")
-                .arg("PX")
-                .arg(ttl.as_millis())
-                .query_async(&mut *c)
-                .await?;
-            if set.is_some() {
-                let _: i64 = redis::cmd("DEL").arg(&key).query_async(&mut *c).await?;
-            }
-            anyhow::Ok(true)
-        }
-    })
-    .await
-}
-
-async fn lock_provider(
-    p: &RedisLockProvider,
-    ttl: Ttl,
-    conc: usize,
-    ops: usize,
-) -> anyhow::Result<Figures> {
-    let p = p.clone();
-    let key = format!("bench:prov:{}", Uuid::new_v4().simple());
-    drive(conc, ops, move |_| {
-        let (p, key) = (p.clone(), key.clone());
-        async move {
-            if let Attempt::Held(h) = p.acquire(&key, ttl).await? {
-                let released = p.release(&h.ownership).await?;
-                anyhow::ensure!(released, "release of an acquired lock failed");
-            }
-            anyhow::Ok(true)
-        }
-    })
-    .await
-}
-
 async fn review_floor(
     env: &BenchEnv,
-    statements: Statements,
+    floor: &Arc<Floor>,
     conc: usize,
     n: usize,
 ) -> anyhow::Result<Figures> {
-    Ok(env.floor(statements, conc, n).await?.0)
+    Ok(env.floor(floor, conc, n).await?.0)
 }
 
 async fn contention(env: &BenchEnv, svc: &Service, clients: usize) -> anyhow::Result<Figures> {

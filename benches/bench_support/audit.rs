@@ -8,11 +8,12 @@ use std::time::Instant;
 
 use kh_review::store::PgStore;
 
-use super::{approve_load, interleaved, BenchEnv, Measure, Report};
+use super::{approve_load, interleaved, sized, BenchEnv, Measure, Report};
 
 /// Documents of the verify row, and audit rows of each.
-const DOCS: i64 = 1_000;
-const ROWS_PER_DOC: i64 = 1_000;
+fn sizes() -> (i64, i64) {
+    sized((1_000, 1_000), (10, 10))
+}
 
 pub async fn audit_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result<()> {
     verify_row(report, env).await?;
@@ -24,16 +25,17 @@ fn store(env: &BenchEnv) -> anyhow::Result<PgStore> {
     Ok(PgStore::from_settings(&env.settings.database)?.with_audit(&env.settings.audit))
 }
 
-/// 1,000,000 audit rows written by SQL (unlinked, as before the chain existed), linked by
-/// the migrate step, then verified.
-async fn verify_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<()> {
+/// 1,000,000 audit rows written by SQL (unlinked, as before the chain existed); the seconds
+/// it took.
+async fn fill(env: &BenchEnv) -> anyhow::Result<f64> {
+    let (docs, rows_per_doc) = sizes();
     let started = Instant::now();
     sqlx::query(
         "INSERT INTO documents (id, title, body, status, version, author_id) \
          SELECT gen_random_uuid(), 'Audit ' || g, 'Body.', 'DRAFT', 1, 'bench-author' \
          FROM generate_series(1, $1) g",
     )
-    .bind(DOCS)
+    .bind(docs)
     .execute(&env.pg)
     .await?;
     sqlx::query(
@@ -44,13 +46,18 @@ async fn verify_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<()> {
          FROM documents d CROSS JOIN generate_series(1, $1) g \
          WHERE d.title LIKE 'Audit %'",
     )
-    .bind(ROWS_PER_DOC)
+    .bind(rows_per_doc)
     .execute(&env.pg)
     .await?;
     sqlx::query("VACUUM ANALYZE audit_log, documents")
         .execute(&env.pg)
         .await?;
-    let filled = started.elapsed().as_secs_f64();
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// Those rows linked by the migrate step, then verified.
+async fn verify_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<()> {
+    let filled = fill(env).await?;
     let store = store(env)?;
     let linking = Instant::now();
     store.migrate().await?;
@@ -115,7 +122,7 @@ async fn chain_cost_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<(
     let unchained = env.spawn_service("audit-chain-off", &off).await?;
     // 400 a round: at 150 the p50 of one instance against another moved by 15% between
     // runs on this machine, more than the difference measured.
-    let n = 400;
+    let n = sized(400, 10);
     let with: Measure = Box::new(|| Box::pin(approve_load(env, &chained, 1, n)));
     let without: Measure = Box::new(|| Box::pin(approve_load(env, &unchained, 1, n)));
     let [with, without] = interleaved(vec![with, without])

@@ -6,9 +6,7 @@ use std::sync::Arc;
 
 use kh_review::http::auth::{sign, Role};
 
-use super::{drive, interleaved, BenchEnv, Figures, Measure, Report, Service};
-
-const CALLS: usize = 300;
+use super::{drive, interleaved, sized, BenchEnv, Figures, Measure, Report, Service};
 
 /// GETs every path in turn; true when each answered 200.
 async fn get_all(
@@ -44,7 +42,7 @@ fn measure<'a>(
             token.to_string(),
             paths.clone(),
         );
-        Box::pin(drive(1, CALLS, move |_| {
+        Box::pin(drive(1, sized(300, 10), move |_| {
             let (client, base, token, paths) =
                 (client.clone(), base.clone(), token.clone(), paths.clone());
             async move { get_all(&client, &base, &token, &paths).await }

@@ -8,7 +8,7 @@ use kh_review::lock::LockKeys;
 use mongodb::bson::doc;
 use uuid::Uuid;
 
-use super::{BenchEnv, DB, REDIS_PREFIX};
+use super::{names, BenchEnv};
 
 const TITLE: &str = "Benchmark document";
 const BODY: &str = "Body of a benchmark document. It is long enough to have a preview, and \
@@ -95,7 +95,7 @@ impl BenchEnv {
     /// shape the service writes) and Redis (its fence counter). Returns the seconds it took.
     pub async fn preload(&self, n: usize) -> anyhow::Result<f64> {
         let started = Instant::now();
-        let keys = LockKeys::new(REDIS_PREFIX);
+        let keys = LockKeys::new(names().redis_prefix.as_str());
         for chunk in (0..n).collect::<Vec<_>>().chunks(10_000) {
             let docs: Vec<Uuid> = chunk.iter().map(|_| Uuid::now_v7()).collect();
             let reviews: Vec<Uuid> = chunk.iter().map(|_| Uuid::now_v7()).collect();
@@ -164,7 +164,7 @@ impl BenchEnv {
     async fn insert_projections(&self, docs: Vec<mongodb::bson::Document>) -> anyhow::Result<()> {
         let client = mongodb::Client::with_uri_str(&self.mongo_url).await?;
         let coll = client
-            .database(DB)
+            .database(&names().db)
             .collection::<mongodb::bson::Document>("documents");
         for batch in docs.chunks(1000) {
             coll.insert_many(batch.to_vec()).await?;

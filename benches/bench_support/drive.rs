@@ -8,19 +8,30 @@ use std::time::{Duration, Instant};
 use futures_util::future::BoxFuture;
 use hdrhistogram::Histogram;
 
-use super::Figures;
+use super::figures::Figures;
+use super::kind::sized;
 
-pub const ROUNDS: usize = 3;
+/// The rounds a figure is the median of: 3 (1 in the smoke run).
+pub fn round_count() -> usize {
+    sized(3, 1)
+}
 
-/// One warm-up round, then the median of ROUNDS rounds.
+/// The warm-up rounds before them, whose figures are left out: 1 (none in the smoke run).
+pub fn warm_ups() -> usize {
+    sized(1, 0)
+}
+
+/// The warm-up rounds, then the median of [`round_count`] rounds.
 pub async fn rounds<F, Fut>(mut f: F) -> anyhow::Result<Figures>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<Figures>>,
 {
-    f().await?;
+    for _ in 0..warm_ups() {
+        f().await?;
+    }
     let mut all = Vec::new();
-    for _ in 0..ROUNDS {
+    for _ in 0..round_count() {
         all.push(f().await?);
     }
     Ok(Figures::median(&all))
@@ -29,15 +40,15 @@ where
 /// One measurement of a row, to be run again in every round of [`interleaved`].
 pub type Measure<'a> = Box<dyn FnMut() -> BoxFuture<'a, anyhow::Result<Figures>> + 'a>;
 
-/// Rows compared with each other, measured in turns: one warm-up of each, then ROUNDS
-/// rounds that run each once, in order; the median of each. A machine that slows down
+/// Rows compared with each other, measured in turns: the warm-ups of each, then
+/// [`round_count`] rounds that run each once, in order; the median of each. A machine that slows down
 /// half-way through slows every row of the comparison alike, not only the later ones.
 pub async fn interleaved(mut measures: Vec<Measure<'_>>) -> anyhow::Result<Vec<Figures>> {
     let mut all: Vec<Vec<Figures>> = measures.iter().map(|_| Vec::new()).collect();
-    for round in 0..=ROUNDS {
+    for round in 0..warm_ups() + round_count() {
         for (m, figures) in measures.iter_mut().zip(&mut all) {
             let f = m().await?;
-            if round > 0 {
+            if round >= warm_ups() {
                 figures.push(f);
             }
         }

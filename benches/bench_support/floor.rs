@@ -1,29 +1,39 @@
 //! The floor: what the service sends its stores for one approval, issued by the benchmark
 //! itself with no service in between (no HTTP, no Redis lock, no idempotency record): the
-//! store's own checked statements (`PgStore::stage_vote`, committed, then the row marked
-//! done), the service's MongoDB projection (`MongoProjection::project`, the guarded update)
-//! and its confirmed publish (`AmqpPublisher::publish`), in the order
+//! transaction's statements, committed, then the service's MongoDB projection
+//! (`MongoProjection::project`, the guarded update), its confirmed publish
+//! (`AmqpPublisher::publish`) and the row marked done, in the order
 //! `Dispatcher::deliver_owned` runs them after COMMIT.
 //!
-//! Two floors: [`Statements::Old`], the statements of before the combined write (one
-//! statement per row written, `Writes::Stepwise`, and each row marked by its own
-//! statement), kept as the reference; and [`Statements::New`], the service's own (the
-//! combined write, and the marks grouped by `outbox::Marks`).
+//! Two floors: [`Statements::Old`], the statements of before the combined write, kept as
+//! the reference: one statement per row written (`stepwise`, the file
+//! `tests/api/support/stepwise.rs`, written outside the service against its schema; the
+//! test `routes::writes` holds the service's combined write to the rows it leaves), and
+//! each row marked by its own statement (`PgStore::mark_done`). And [`Statements::New`],
+//! the service's own: `PgStore::stage_vote` (the combined write), and the marks grouped by
+//! `outbox::Marks`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use kh_review::config::Settings;
-use kh_review::domain::{Decision, Guard, UserId};
+use kh_review::domain::audit::AuditKey;
+use kh_review::domain::{Decision, Document, Guard, UserId};
 use kh_review::outbox::envelope::{cloudevent_headers, EventSettings};
 use kh_review::outbox::publisher::{AmqpPublisher, Destination};
 use kh_review::outbox::trace_headers;
 use kh_review::outbox::Marks;
 use kh_review::store::mongo::MongoProjection;
-use kh_review::store::{Committed, PgStore, TraceContext, WriteContext, WriteError, Writes};
+use kh_review::store::{
+    Committed, DatabaseSettings, OutboxRow, PgStore, TraceContext, WriteContext, WriteError,
+};
+use secrecy::ExposeSecret;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::cost::cpu_seconds;
+use super::stepwise;
 use super::{drive, BenchEnv, Figures};
 
 /// How long an approval of the floor owns its outbox row: an hour, so that the service
@@ -44,21 +54,20 @@ pub enum Statements {
 }
 
 impl BenchEnv {
-    /// The floor of `statements` at `conc`: `n` pending reviews approved through
-    /// [`Floor`], every event checked on the queue. Also returns the CPU seconds this
-    /// process spent driving them (the store clients' own work, with no service in between).
+    /// The floor at `conc`: `n` pending reviews approved through `floor`, every event
+    /// checked on the queue. Also returns the CPU seconds this process spent driving them
+    /// (the store clients' own work, with no service in between).
     pub async fn floor(
         &self,
-        statements: Statements,
+        floor: &Arc<Floor>,
         conc: usize,
         n: usize,
     ) -> anyhow::Result<(Figures, f64)> {
-        let floor = self.floor_clients(statements).await?;
-        self.floor_with(&floor, conc, n, || ()).await
+        self.floor_with(floor, conc, n, || ()).await
     }
 
-    /// [`BenchEnv::floor`] with the floor's clients given; `started` is called once they
-    /// are warm, right before the first approval.
+    /// [`BenchEnv::floor`], `started` called once the clients are warm, right before the
+    /// first approval.
     pub async fn floor_with(
         &self,
         floor: &Arc<Floor>,
@@ -86,25 +95,29 @@ impl BenchEnv {
         self.expect_queue(n).await?;
         Ok((figures, cpu))
     }
-
-    /// The floor's store clients, made on first use and kept for the run (as a service
-    /// keeps its own).
-    async fn floor_clients(&self, statements: Statements) -> anyhow::Result<Arc<Floor>> {
-        let cell = match statements {
-            Statements::Old => &self.floor,
-            Statements::New => &self.floor_new,
-        };
-        let made = cell.get_or_try_init(|| Floor::new(&self.settings, statements));
-        Ok(made.await?.clone())
-    }
 }
 
-/// The service's own clients of its stores, built from its settings as the service builds
-/// them, driven without the service.
+/// The floor's PostgreSQL client, and how it marks a row done.
+enum Pg {
+    /// The stepwise statements on a pool of their own, the audit rows linked with the
+    /// service's key; each row marked by its own statement, through `store`, a store over
+    /// the same pool.
+    Old {
+        pool: PgPool,
+        key: AuditKey,
+        store: PgStore,
+        /// The service's bound on a write transaction (`DatabaseSettings::tx_timeout`).
+        bound: Duration,
+    },
+    /// The service's store and its grouped marks.
+    New { store: PgStore, marks: Marks },
+}
+
+/// The floor's clients of the stores, built from the service's settings as the service
+/// builds them, driven without the service. Made once by the rows that use them and kept
+/// for their rounds, as a service keeps its own.
 pub struct Floor {
-    store: PgStore,
-    /// The grouped marks (`Statements::New`); `None`: each row marked by its own statement.
-    marks: Option<Marks>,
+    pg: Pg,
     mongo: MongoProjection,
     publisher: AmqpPublisher,
     events: EventSettings,
@@ -115,16 +128,24 @@ impl Floor {
     pub async fn new(settings: &Settings, statements: Statements) -> anyhow::Result<Arc<Self>> {
         let mut database = settings.database.clone();
         database.max_connections = POOL;
-        let writes = match statements {
-            Statements::Old => Writes::Stepwise,
-            Statements::New => Writes::Combined,
+        let pg = match statements {
+            Statements::Old => {
+                let pool = stepwise_pool(&database)?;
+                Pg::Old {
+                    store: PgStore::new(pool.clone(), database.tx_timeout()),
+                    bound: database.tx_timeout(),
+                    pool,
+                    key: AuditKey::new(settings.audit.key.expose_secret().as_bytes()),
+                }
+            }
+            Statements::New => {
+                let store = PgStore::from_settings(&database)?.with_audit(&settings.audit);
+                let marks = Marks::new(store.clone(), settings.outbox.mark_window);
+                Pg::New { store, marks }
+            }
         };
-        let store = PgStore::from_settings(&database)?.with_writes(writes);
-        let marks = (statements == Statements::New)
-            .then(|| Marks::new(store.clone(), settings.outbox.mark_window));
         Ok(Arc::new(Self {
-            marks,
-            store,
+            pg,
             mongo: MongoProjection::from_settings(&settings.mongo).await?,
             publisher: AmqpPublisher::from_settings(&settings.amqp),
             events: settings.events.clone(),
@@ -132,10 +153,16 @@ impl Floor {
         }))
     }
 
+    fn store(&self) -> &PgStore {
+        match &self.pg {
+            Pg::Old { store, .. } | Pg::New { store, .. } => store,
+        }
+    }
+
     /// Opens `conc` PostgreSQL connections, the broker's and MongoDB's before the
     /// measurement, so that it measures approvals, not connecting.
     pub async fn warm(&self, conc: usize) -> anyhow::Result<()> {
-        let pings = (0..conc).map(|_| self.store.ping());
+        let pings = (0..conc).map(|_| self.store().ping());
         futures_util::future::try_join_all(pings).await?;
         self.publisher.ping().await?;
         self.mongo.ping().await
@@ -145,26 +172,11 @@ impl Floor {
     /// document, the audit row and the outbox row, owned by this approval), then the
     /// projection, the confirmed publish and the row marked done.
     pub async fn approve(&self, review_id: Uuid) -> anyhow::Result<()> {
-        let request_id = Uuid::now_v7().to_string();
-        let ctx = WriteContext {
-            actor: &self.actor,
-            admin: false,
-            request_id: &request_id,
-            guard: Guard::RowLockOnly,
-            own_outbox_for: Some(OWN_OUTBOX_FOR),
-        };
-        let decision = Decision::Approve(None);
-        let transaction = async {
-            let staged = (self.store)
-                .stage_vote(review_id, decision, Vec::new(), &ctx)
-                .await?;
-            Ok::<_, WriteError>(staged.commit().await?)
-        };
-        let Committed { value, owned } = self.store.bounded(transaction).await?;
+        let (document, owned) = self.write(review_id).await?;
         let row = owned.ok_or_else(|| {
             anyhow::anyhow!("the floor's outbox row was left to the dispatchers (an earlier row of its document was undelivered)")
         })?;
-        self.mongo.project(&value.document).await?;
+        self.mongo.project(&document).await?;
         let routing_key = (row.routing_key.as_deref())
             .ok_or_else(|| anyhow::anyhow!("an approval's outbox row without an event"))?;
         let body = serde_json::to_vec(&row.payload)?;
@@ -182,17 +194,71 @@ impl Floor {
                 &body,
             )
             .await?;
-        match &self.marks {
-            Some(marks) => marks.mark(row.id, row.document_id).await,
-            None => self.store.mark_done(&[row.id]).await?,
+        match &self.pg {
+            Pg::Old { store, .. } => store.mark_done(&[row.id]).await?,
+            Pg::New { marks, .. } => marks.mark(row.id, row.document_id).await,
         }
         Ok(())
     }
 
+    /// The approval's transaction, committed: the document as written, and the outbox row
+    /// the approval owns.
+    async fn write(&self, review_id: Uuid) -> anyhow::Result<(Document, Option<OutboxRow>)> {
+        let request_id = Uuid::now_v7().to_string();
+        let ctx = WriteContext {
+            actor: &self.actor,
+            admin: false,
+            request_id: &request_id,
+            guard: Guard::RowLockOnly,
+            own_outbox_for: Some(OWN_OUTBOX_FOR),
+        };
+        let decision = Decision::Approve(None);
+        match &self.pg {
+            Pg::Old {
+                pool, key, bound, ..
+            } => {
+                let vote = stepwise::vote(pool, key, review_id, decision, &ctx);
+                tokio::time::timeout(*bound, vote).await?
+            }
+            Pg::New { store, .. } => {
+                let transaction = async {
+                    let staged = store.stage_vote(review_id, decision, Vec::new(), &ctx);
+                    Ok::<_, WriteError>(staged.await?.commit().await?)
+                };
+                let Committed { value, owned } = store.bounded(transaction).await?;
+                Ok((value.document, owned))
+            }
+        }
+    }
+
     /// Writes the grouped marks still waiting.
     pub async fn flush(&self) {
-        if let Some(marks) = &self.marks {
+        if let Pg::New { marks, .. } = &self.pg {
             marks.flush().await;
         }
     }
+}
+
+/// The stepwise floor's pool: the service's (`PgStore::from_settings`), its sessions with
+/// the same time bounds, set when they connect, costing no statement; no health check on
+/// checkout (a connection used within the last second gets none in the service either).
+fn stepwise_pool(database: &DatabaseSettings) -> anyhow::Result<PgPool> {
+    let opts: PgConnectOptions = database.url.expose_secret().parse()?;
+    let ms = |d: Duration| d.as_millis().to_string();
+    let opts = opts.options([
+        (
+            "lock_timeout",
+            ms(database.lock_timeout.max(Duration::from_millis(1))),
+        ),
+        ("statement_timeout", ms(database.statement_timeout)),
+        (
+            "idle_in_transaction_session_timeout",
+            ms(database.tx_timeout()),
+        ),
+    ]);
+    Ok(PgPoolOptions::new()
+        .max_connections(database.max_connections)
+        .acquire_timeout(database.acquire_timeout)
+        .test_before_acquire(false)
+        .connect_lazy_with(opts))
 }

@@ -25,6 +25,7 @@ pub struct ApproveFigures {
 /// half of it.
 const PG_ROUND_TRIPS_BEFORE: f64 = 12.03;
 
+#[derive(Default)]
 pub struct Goals {
     pub approve: ApproveFigures,
     pub lock_ratio: f64,

@@ -1,11 +1,11 @@
 //! The rows about volume: the outbox drain against a raw publish floor, and the review path
 //! once every store holds a knowledge base of a realistic size.
 
-use super::{approve_load, outbox_drain, rounds, BenchEnv, Report};
+use super::{approve_load, env_size, outbox_drain, rounds, sized, BenchEnv, Report};
 
 /// (drain events per second, raw confirmed publishes per second)
 pub async fn drain_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<(f64, f64)> {
-    let n = 2_000;
+    let n = sized(2_000, 50);
     // The floor takes a tenth of a second: the median of three, so one hiccup is not it.
     let mut raws = Vec::new();
     for _ in 0..3 {
@@ -37,16 +37,13 @@ pub async fn data_size_row(
     env: &BenchEnv,
     empty_p50: f64,
 ) -> anyhow::Result<f64> {
-    let n = std::env::var("KH_BENCH_PRELOAD")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100_000usize);
+    let n = env_size("KH_BENCH_PRELOAD", 100_000, 200);
     let secs = env.preload(n).await?;
     report.note(format!(
         "preloaded {n} approved documents (PostgreSQL rows, MongoDB projections, Redis fence keys) in {secs:.0} s"
     ));
     let svc = env.spawn_service("grown", &[]).await?;
-    let grown = rounds(|| approve_load(env, &svc, 1, 150)).await?;
+    let grown = rounds(|| approve_load(env, &svc, 1, sized(150, 10))).await?;
     let ratio = grown.p50_ms / empty_p50;
     report.row(
         &format!("approve over HTTP, Redis up, {n} documents already in every store"),

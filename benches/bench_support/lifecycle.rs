@@ -12,7 +12,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::revise::{Stage, Writer};
-use super::{approve_each, drive, interleaved, BenchEnv, Figures, Measure, Report, Service};
+use super::{approve_each, drive, interleaved, sized, BenchEnv, Figures, Measure, Report, Service};
 
 /// The lifecycle rows' figures the goals use (0 for a row that did not run).
 #[derive(Debug, Clone, Copy, Default)]
@@ -62,7 +62,7 @@ async fn revision_rows(
     w: &Writer,
     out: &mut LifecycleFigures,
 ) -> anyhow::Result<()> {
-    for (conc, n) in [(1usize, 150usize), (16, 320)] {
+    for (conc, n) in sizes() {
         let first: Measure =
             Box::new(move || Box::pin(approvals(env, svc, w, Stage::Pending, conc, n)));
         let revision: Measure =
@@ -123,7 +123,15 @@ async fn approvals(
     Ok(f)
 }
 
-const READERS: usize = 100;
+/// The concurrencies of the approval and comment rows, and the operations of a round.
+fn sizes() -> [(usize, usize); 2] {
+    [(1, sized(150, 4)), (16, sized(320, 16))]
+}
+
+/// The documents each read row reads.
+fn readers() -> usize {
+    sized(100, 4)
+}
 
 /// Row (b): `GET /documents/{id}/published` of documents whose revision is in progress
 /// (version 4 in `DRAFT`, 3 published) against `GET /documents/{id}` of approved ones
@@ -134,8 +142,8 @@ async fn published_rows(
     w: &Writer,
     out: &mut LifecycleFigures,
 ) -> anyhow::Result<()> {
-    let approved = env.documents_at(w, Stage::Approved, READERS).await?;
-    let revising = env.documents_at(w, Stage::Revising, READERS).await?;
+    let approved = env.documents_at(w, Stage::Approved, readers()).await?;
+    let revising = env.documents_at(w, Stage::Revising, readers()).await?;
     let plain: Arc<Vec<String>> = Arc::new(
         approved
             .iter()
@@ -148,7 +156,7 @@ async fn published_rows(
             .map(|(d, _)| format!("/api/v1/documents/{d}/published"))
             .collect(),
     );
-    for (conc, calls) in [(1usize, 300usize), (16, 1_600)] {
+    for (conc, calls) in [(1, sized(300, 10)), (16, sized(1_600, 32))] {
         let (p, q) = (plain.clone(), published.clone());
         let get: Measure = Box::new(move || Box::pin(reads(w, p.clone(), false, conc, calls)));
         let publ: Measure = Box::new(move || Box::pin(reads(w, q.clone(), true, conc, calls)));
@@ -213,7 +221,7 @@ async fn comment_rows(
     w: &Writer,
     out: &mut LifecycleFigures,
 ) -> anyhow::Result<()> {
-    for (conc, n) in [(1usize, 150usize), (16, 320)] {
+    for (conc, n) in sizes() {
         let approve: Measure =
             Box::new(move || Box::pin(approvals(env, svc, w, Stage::Pending, conc, n)));
         let comment: Measure = Box::new(move || Box::pin(comments(env, svc, w, conc, n)));

@@ -12,9 +12,7 @@ use lapin::types::FieldTable;
 use lapin::Channel;
 use uuid::Uuid;
 
-use super::{BenchEnv, EXCHANGE};
-
-const QUEUE: &str = "kh-bench.arrivals";
+use super::{names, BenchEnv};
 
 /// Arrival times of events of one type (`document.approved` unless told), by review.
 pub struct Arrivals {
@@ -31,17 +29,20 @@ impl BenchEnv {
     /// Starts listening to events of one type (a fresh queue bound to its routing key).
     pub async fn listen_to(&self, routing_key: &str) -> anyhow::Result<Arrivals> {
         let ch = self.amqp_conn().create_channel().await?;
-        ch.queue_delete(QUEUE.into(), QueueDeleteOptions::default())
-            .await?;
+        ch.queue_delete(
+            names().arrivals.as_str().into(),
+            QueueDeleteOptions::default(),
+        )
+        .await?;
         ch.queue_declare(
-            QUEUE.into(),
+            names().arrivals.as_str().into(),
             QueueDeclareOptions::default(),
             FieldTable::default(),
         )
         .await?;
         ch.queue_bind(
-            QUEUE.into(),
-            EXCHANGE.into(),
+            names().arrivals.as_str().into(),
+            names().exchange.as_str().into(),
             routing_key.into(),
             QueueBindOptions::default(),
             FieldTable::default(),
@@ -49,7 +50,7 @@ impl BenchEnv {
         .await?;
         let mut consumer = ch
             .basic_consume(
-                QUEUE.into(),
+                names().arrivals.as_str().into(),
                 "arrivals".into(),
                 BasicConsumeOptions::default(),
                 FieldTable::default(),
@@ -84,7 +85,10 @@ impl Arrivals {
 
     pub async fn close(self) -> anyhow::Result<()> {
         self.channel
-            .queue_delete(QUEUE.into(), QueueDeleteOptions::default())
+            .queue_delete(
+                names().arrivals.as_str().into(),
+                QueueDeleteOptions::default(),
+            )
             .await?;
         Ok(())
     }

@@ -2,17 +2,21 @@
 
 mod approve;
 mod audit;
+mod caller;
 mod console;
 mod cost;
 mod data;
 mod drain;
 mod drive;
+mod figures;
 mod floor;
-pub use floor::Statements;
+pub use floor::{Floor, Statements};
 mod goals;
 mod growth;
+mod kind;
 mod lifecycle;
 mod listen;
+mod lock;
 mod overdue;
 mod publish;
 mod queue;
@@ -22,6 +26,10 @@ mod revise;
 mod roundtrips;
 mod rows;
 mod service;
+// The floor's stepwise statements: the tests' reference, which `routes::writes` holds the
+// service's combined write to (see `floor.rs`).
+#[path = "../../tests/api/support/stepwise.rs"]
+mod stepwise;
 mod sustained;
 mod trace;
 mod turns;
@@ -32,13 +40,16 @@ pub use audit::audit_rows;
 pub use console::console_rows;
 pub use cost::CostSample;
 pub use drain::outbox_drain;
-pub use drive::{drive, drive_for, interleaved, rounds, Measure, Rec, ROUNDS};
+pub use drive::{drive, drive_for, interleaved, rounds, warm_ups, Measure, Rec};
+pub use figures::Figures;
 pub use goals::{ApproveFigures, Goals};
 pub use growth::{data_size_row, drain_row};
 pub use kh_review_testkit::proxy::Proxy;
+pub use kind::{env_size, names, sized, smoke};
 pub use lifecycle::{lifecycle_rows, LifecycleFigures};
+pub use lock::lock_rows;
 pub use replay::replay_row;
-pub use report::{Figures, Report};
+pub use report::Report;
 pub use roundtrips::round_trip_rows;
 pub use rows::{cost_row, starvation_row};
 pub use service::Service;
@@ -61,13 +72,6 @@ use secrecy::SecretString;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-/// The benchmark's PostgreSQL database and MongoDB database.
-pub(crate) const DB: &str = "kh_bench";
-pub(crate) const EXCHANGE: &str = "kh.bench.events";
-const QUEUE: &str = "kh-bench.events";
-/// The Redis key prefix of the services the benchmark starts.
-pub(crate) const REDIS_PREFIX: &str = "bench:";
-
 /// The service's own settings (`config/default.toml` and the `APP__*` variables, in
 /// development), pointed at the benchmark's stores: the floor's store clients are built
 /// from them, and figures that follow the configuration (the outbox's batch size, the lock
@@ -76,9 +80,10 @@ fn bench_settings(pg_url: &str) -> anyhow::Result<Settings> {
     let config_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
     let mut s = Settings::load_with(&config_dir, &[("environment", "development")])?;
     s.database.url = SecretString::from(pg_url);
-    s.redis.key_prefix = REDIS_PREFIX.into();
-    s.mongo.database = DB.into();
-    s.amqp.exchange = EXCHANGE.into();
+    let names = names();
+    s.redis.key_prefix = names.redis_prefix.clone();
+    s.mongo.database = names.db.clone();
+    s.amqp.exchange = names.exchange.clone();
     // As the services the benchmark starts: no archive queue, only the benchmark's own.
     s.amqp.bind_queue = String::new();
     s.validate()?;
@@ -100,17 +105,14 @@ pub struct BenchEnv {
     pub reviewer_token: String,
     amqp: Channel,
     amqp_conn: Connection,
-    /// The floor's clients of the stores, made on first use (see `floor.rs`).
-    floor: tokio::sync::OnceCell<std::sync::Arc<floor::Floor>>,
-    /// The same of the new statements.
-    floor_new: tokio::sync::OnceCell<std::sync::Arc<floor::Floor>>,
 }
 
 impl BenchEnv {
     /// A fresh database (migrated here), queue and MongoDB database.
     pub async fn prepare() -> anyhow::Result<Self> {
-        drop_database(DB).await?;
-        let url = create_database(DB, None).await?;
+        let names = names();
+        drop_database(&names.db).await?;
+        let url = create_database(&names.db, None).await?;
         let pg = sqlx::postgres::PgPoolOptions::new()
             .max_connections(80)
             // No health check round trip on checkout: these connections never go stale.
@@ -118,21 +120,22 @@ impl BenchEnv {
             .connect(&url)
             .await?;
         kh_review::store::migrate(&pg).await?;
-        mongo_database(DB).await?.drop().await?;
+        mongo_database(&names.db).await?.drop().await?;
         let conn = amqp_connection().await?;
         let amqp = conn.create_channel().await?;
-        declare_exchange_and_queue(&amqp, EXCHANGE, QUEUE, Lasting::Durable).await?;
+        let (exchange, queue) = (names.exchange.as_str(), names.queue.as_str());
+        declare_exchange_and_queue(&amqp, exchange, queue, Lasting::Durable).await?;
         // The review workflow's events (review.approval_recorded, review.overdue, ..) too.
         amqp.queue_bind(
-            QUEUE.into(),
-            EXCHANGE.into(),
+            queue.into(),
+            exchange.into(),
             "review.#".into(),
             QueueBindOptions::default(),
             FieldTable::default(),
         )
         .await?;
         // Whatever an earlier run left on the queue is not this run's.
-        amqp.queue_purge(QUEUE.into(), QueuePurgeOptions::default())
+        amqp.queue_purge(queue.into(), QueuePurgeOptions::default())
             .await?;
         let settings = bench_settings(&url)?;
         let reviewer_token = sign(
@@ -159,12 +162,10 @@ impl BenchEnv {
             amqp,
             amqp_conn: conn,
             admin: PgPool::connect(&pg_url()).await?,
-            floor: tokio::sync::OnceCell::new(),
-            floor_new: tokio::sync::OnceCell::new(),
         })
     }
 
-    /// Deletes the benchmark's keys from Redis (its lock prefix, `bench:`): a preload leaves
+    /// Deletes the benchmark's keys from Redis (its lock prefix, `names().redis_prefix`): a preload leaves
     /// 100,000 fence keys, and a Redis that holds them all makes every `KEYS` slow.
     pub async fn clear_redis(&self) -> anyhow::Result<usize> {
         let mut redis = self.redis()?.get_multiplexed_async_connection().await?;
@@ -174,7 +175,7 @@ impl BenchEnv {
             let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
                 .arg(cursor)
                 .arg("MATCH")
-                .arg(format!("{REDIS_PREFIX}*"))
+                .arg(format!("{}*", names().redis_prefix))
                 .arg("COUNT")
                 .arg(10_000)
                 .query_async(&mut redis)
@@ -235,7 +236,7 @@ impl BenchEnv {
         let q = self
             .amqp
             .queue_declare(
-                QUEUE.into(),
+                names().queue.as_str().into(),
                 QueueDeclareOptions {
                     passive: true,
                     durable: true,
@@ -249,7 +250,7 @@ impl BenchEnv {
 
     pub async fn purge_queue(&self) -> anyhow::Result<()> {
         self.amqp
-            .queue_purge(QUEUE.into(), QueuePurgeOptions::default())
+            .queue_purge(names().queue.as_str().into(), QueuePurgeOptions::default())
             .await?;
         Ok(())
     }

@@ -13,27 +13,31 @@ use kh_review::http::auth::Role;
 use serde_json::json;
 use uuid::Uuid;
 
-use super::workflow::WorkflowFigures;
-use super::{rounds, BenchEnv, Figures, Report};
+use super::{rounds, sized, warm_ups, BenchEnv, Figures, Report};
 
-const PENDING: usize = 100_000;
-const DUE: usize = 1_000;
+/// The pending reviews, and those of them that fall due in a round.
+fn sizes() -> (usize, usize) {
+    sized((100_000, 1_000), (100, 10))
+}
 
-pub async fn overdue_row(
-    report: &mut Report,
-    env: &BenchEnv,
-    out: &mut WorkflowFigures,
-) -> anyhow::Result<()> {
-    // The sweeper at its default interval (the other instances run it once an hour).
-    let sweep = [("APP__REVIEW__OVERDUE_SWEEP_MS", "5000".to_string())];
-    let svc = env.spawn_service("overdue", &sweep).await?;
+/// The overdue sweep at its default interval, 5 s (the other instances run it once an
+/// hour); every half second in the smoke run.
+pub fn sweep() -> [(&'static str, String); 1] {
+    let every = sized("5000", "500");
+    [("APP__REVIEW__OVERDUE_SWEEP_MS", every.to_string())]
+}
+
+/// The row; returns the seconds from the due date to the last event (median round).
+pub async fn overdue_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<f64> {
+    let (pending, due) = sizes();
+    let svc = env.spawn_service("overdue", &sweep()).await?;
     let admin = env.caller(&svc, "bench-admin", Role::Admin);
     let policy =
         json!({"stages": [{"name": "review", "required_approvals": 1}], "due_after_secs": 86400});
     let version = admin.put_policy("bench-due", &policy).await?;
     let started = Instant::now();
     let (_, later) = env
-        .make_pending_pg(PENDING - DUE, "bench-due", version)
+        .make_pending_pg(pending - due, "bench-due", version)
         .await?;
     sqlx::query("UPDATE reviews SET due_at = now() + interval '1 day' WHERE id = ANY($1)")
         .bind(&later)
@@ -46,7 +50,7 @@ pub async fn overdue_row(
     let f = rounds(|| {
         let noted = noted.clone();
         async move {
-            let (f, last) = sweep_round(env, version).await?;
+            let (f, last) = sweep_round(env, version, due).await?;
             noted.lock().unwrap().push(last);
             Ok(f)
         }
@@ -55,31 +59,31 @@ pub async fn overdue_row(
     drop(svc);
     park(env, &later).await?;
     // The warm-up round's figure is left out, as in the figures themselves.
-    let mut last: Vec<f64> = all_out.lock().unwrap().split_off(1);
+    let mut last: Vec<f64> = all_out.lock().unwrap().split_off(warm_ups());
     last.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    out.overdue_all_secs = last[last.len() / 2];
-    let every = env.settings.review.overdue_sweep.as_millis();
+    let last_out = last[last.len() / 2];
+    let every = &sweep()[0].1;
     report.row(
         &format!(
-            "overdue sweep: {DUE} of {PENDING} pending reviews fall due, due date to review.overdue on a queue (sweep every {every} ms)"
+            "overdue sweep: {due} of {pending} pending reviews fall due, due date to review.overdue on a queue (sweep every {every} ms)"
         ),
         1,
         &f,
         None,
     );
     report.note(format!(
-        "overdue sweep: all {DUE} review.overdue events out {:.2} s after their due date \
+        "overdue sweep: all {due} review.overdue events out {:.2} s after their due date \
          (median of the rounds; {} pending reviews written in {seeded:.1} s)",
-        out.overdue_all_secs, PENDING
+        last_out, pending
     ));
-    Ok(())
+    Ok(last_out)
 }
 
-/// 1,000 reviews due a second from now; waits for their events. Returns the figures of
+/// `n` reviews (1,000) due a second from now; waits for their events. Returns the figures of
 /// each event's time from the due date, and the seconds until the last.
-async fn sweep_round(env: &BenchEnv, version: i32) -> anyhow::Result<(Figures, f64)> {
+async fn sweep_round(env: &BenchEnv, version: i32, n: usize) -> anyhow::Result<(Figures, f64)> {
     let arrivals = env.listen_to("review.overdue").await?;
-    let reviews = env.make_pending_under(DUE, "bench-due", version).await?;
+    let reviews = env.make_pending_under(n, "bench-due", version).await?;
     env.purge_queue().await?;
     // Taken before the statement that sets the due date: a round is timed from no later.
     let due = Instant::now() + Duration::from_secs(1);
@@ -88,10 +92,10 @@ async fn sweep_round(env: &BenchEnv, version: i32) -> anyhow::Result<(Figures, f
         .execute(&env.pg)
         .await?;
     let deadline = due + Duration::from_secs(120);
-    while arrivals.count() < DUE {
+    while arrivals.count() < n {
         anyhow::ensure!(
             Instant::now() < deadline,
-            "only {} of {DUE} review.overdue events arrived",
+            "only {} of {n} review.overdue events arrived",
             arrivals.count()
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -108,9 +112,9 @@ async fn sweep_round(env: &BenchEnv, version: i32) -> anyhow::Result<(Figures, f
     }
     arrivals.close().await?;
     // Exactly one event each on the benchmark's queue, and the outbox drained.
-    env.expect_delivered(DUE).await?;
+    env.expect_delivered(n).await?;
     park(env, &reviews).await?;
-    Ok((Figures::from_hist(&h, DUE, 0, last), last.as_secs_f64()))
+    Ok((Figures::from_hist(&h, n, 0, last), last.as_secs_f64()))
 }
 
 async fn park(env: &BenchEnv, reviews: &[Uuid]) -> anyhow::Result<()> {

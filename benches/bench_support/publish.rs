@@ -8,7 +8,7 @@ use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::Confirmation;
 use lapin::{BasicProperties, Channel};
 
-use super::{BenchEnv, EXCHANGE};
+use super::{names, BenchEnv};
 
 impl BenchEnv {
     /// Publishes `n` persistent, mandatory events with confirms; returns events per second.
@@ -47,7 +47,7 @@ pub async fn publish_confirmed(
     };
     let confirm = ch
         .basic_publish(
-            EXCHANGE.into(),
+            names().exchange.as_str().into(),
             "document.approved".into(),
             options,
             body,

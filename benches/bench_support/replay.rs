@@ -17,18 +17,21 @@ use lapin::types::FieldTable;
 use serde_json::json;
 use uuid::Uuid;
 
-use super::workflow::Caller;
-use super::{interleaved, BenchEnv, Figures, Measure, Report, Service};
+use super::caller::Caller;
+use super::{env_size, interleaved, names, sized, BenchEnv, Figures, Measure, Report, Service};
 
-const TARGET: &str = "kh.bench.replay-target";
+/// The replay's target queue.
+fn target() -> &'static str {
+    &names().replay_target
+}
+
 /// Live approvals per round, one at a time.
-const LIVE: usize = 150;
+fn live_approvals() -> usize {
+    sized(150, 20)
+}
 
 fn events() -> usize {
-    std::env::var("KH_BENCH_REPLAY")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100_000)
+    env_size("KH_BENCH_REPLAY", 100_000, 1_000)
 }
 
 pub async fn replay_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<()> {
@@ -157,7 +160,7 @@ async fn live_load(
     replay: Option<Replayed<'_>>,
 ) -> anyhow::Result<Figures> {
     let arrivals = env.listen().await?;
-    let reviews = env.make_pending(LIVE).await?;
+    let reviews = env.make_pending(live_approvals()).await?;
     env.purge_queue().await?;
     let approver = env.approver(svc);
     let started = match replay {
@@ -201,7 +204,7 @@ async fn live_load(
             done += 1;
         }
         anyhow::ensure!(
-            done >= 10,
+            done >= sized(10, 1),
             "the replay ended after {done} live approvals: too few to time"
         );
         Ok::<_, anyhow::Error>(Figures::from_hist(&h, done, 0, t.elapsed()))
@@ -219,7 +222,7 @@ async fn live_load(
     for r in rest {
         approver.approve(r).await?;
     }
-    env.expect_delivered(LIVE).await?;
+    env.expect_delivered(live_approvals()).await?;
     if let (Some(rate), Some(r)) = (rate, replay) {
         check_target(env, r.n).await?;
         figures.ops_per_sec = rate;
@@ -230,17 +233,17 @@ async fn live_load(
 /// A fresh target queue, and a history replay to it; returns its id and start.
 async fn start_replay(env: &BenchEnv, r: Replayed<'_>) -> anyhow::Result<(String, Instant)> {
     let ch = env.amqp_conn().create_channel().await?;
-    ch.queue_delete(TARGET.into(), QueueDeleteOptions::default())
+    ch.queue_delete(target().into(), QueueDeleteOptions::default())
         .await?;
     ch.queue_declare(
-        TARGET.into(),
+        target().into(),
         QueueDeclareOptions::default(),
         FieldTable::default(),
     )
     .await?;
     let _ = ch.close(200, "done".into()).await;
     let t = Instant::now();
-    let body = json!({"mode": "history", "target_queue": TARGET, "document_ids": r.docs});
+    let body = json!({"mode": "history", "target_queue": target(), "document_ids": r.docs});
     let (status, replay) = r
         .admin
         .send(reqwest::Method::POST, "/api/v1/admin/replays", &body)
@@ -281,14 +284,14 @@ async fn check_target(env: &BenchEnv, n: usize) -> anyhow::Result<()> {
         ..Default::default()
     };
     let q = ch
-        .queue_declare(TARGET.into(), passive, FieldTable::default())
+        .queue_declare(target().into(), passive, FieldTable::default())
         .await?;
     anyhow::ensure!(
         q.message_count() as usize == n,
         "{} replayed messages on the target queue, expected {n}",
         q.message_count()
     );
-    ch.queue_delete(TARGET.into(), QueueDeleteOptions::default())
+    ch.queue_delete(target().into(), QueueDeleteOptions::default())
         .await?;
     let _ = ch.close(200, "done".into()).await;
     Ok(())

@@ -1,49 +1,40 @@
-//! Figures of one measurement and the report (Markdown and JSON under target/bench/).
+//! The report of a run: its rows, ratios, notes and goals, printed and written as Markdown
+//! and JSON under target/bench/ (the smoke run's under target/bench/smoke/, marked as no
+//! measurement).
 
-use std::time::Duration;
-
-use hdrhistogram::Histogram;
 use serde::Serialize;
 use serde_json::json;
 
-/// The figures of one measurement.
-#[derive(Debug, Clone, Serialize)]
-pub struct Figures {
-    pub ops: usize,
-    pub ops_per_sec: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    pub errors: usize,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub note: String,
+use super::drive::{round_count, warm_ups};
+use super::figures::Figures;
+use super::kind::{report_dir, smoke};
+
+/// What the smoke run's report says first, and its JSON copy says too.
+const SMOKE: &str = "**Smoke run** (`make bench-smoke`: the debug build, tiny sizes, one \
+                     round, no warm-up): not a measurement. It shows that every group of rows \
+                     still produces its figures; the figures themselves mean nothing.";
+
+/// How many rows, ratios, notes and goals a report holds (see [`Report::mark`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Mark {
+    pub rows: usize,
+    pub ratios: usize,
+    pub notes: usize,
+    pub goals: usize,
 }
 
-impl Figures {
-    pub fn from_hist(h: &Histogram<u64>, ops: usize, errors: usize, elapsed: Duration) -> Self {
-        Self {
-            ops,
-            ops_per_sec: ops as f64 / elapsed.as_secs_f64(),
-            p50_ms: h.value_at_quantile(0.50) as f64 / 1000.0,
-            p99_ms: h.value_at_quantile(0.99) as f64 / 1000.0,
-            errors,
-            note: String::new(),
-        }
-    }
-
-    /// Field-wise median of rounds.
-    pub fn median(all: &[Figures]) -> Self {
-        fn med(mut v: Vec<f64>) -> f64 {
-            v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-            v[v.len() / 2]
-        }
-        Self {
-            ops: all[0].ops,
-            ops_per_sec: med(all.iter().map(|f| f.ops_per_sec).collect()),
-            p50_ms: med(all.iter().map(|f| f.p50_ms).collect()),
-            p99_ms: med(all.iter().map(|f| f.p99_ms).collect()),
-            errors: all.iter().map(|f| f.errors).sum(),
-            note: all[0].note.clone(),
-        }
+impl std::fmt::Display for Mark {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Mark {
+            rows,
+            ratios,
+            notes,
+            goals,
+        } = self;
+        write!(
+            f,
+            "{rows} rows, {ratios} ratios, {notes} notes, {goals} goals"
+        )
     }
 }
 
@@ -115,6 +106,60 @@ impl Report {
         });
     }
 
+    /// How far the report has come: its rows, ratios, notes and goals so far.
+    pub fn mark(&self) -> Mark {
+        Mark {
+            rows: self.rows.len(),
+            ratios: self.ratios.len(),
+            notes: self.notes.len(),
+            goals: self.goals.len(),
+        }
+    }
+
+    /// The smoke run's check of what `group` added since `mark`: at least one row, note or
+    /// goal, every row with operations counted, and every figure a number (no NaN, no
+    /// infinity). Returns what it added.
+    pub fn check_since(&self, mark: Mark, group: &str) -> anyhow::Result<Mark> {
+        let added = Mark {
+            rows: self.rows.len() - mark.rows,
+            ratios: self.ratios.len() - mark.ratios,
+            notes: self.notes.len() - mark.notes,
+            goals: self.goals.len() - mark.goals,
+        };
+        anyhow::ensure!(
+            added.rows + added.notes + added.goals > 0,
+            "{group}: no rows, notes or goals"
+        );
+        for r in &self.rows[mark.rows..] {
+            let f = &r.figures;
+            let numbers = [f.ops_per_sec, f.p50_ms, f.p99_ms];
+            let ratio = r.ratio.as_ref().map_or(0.0, |(_, v)| *v);
+            anyhow::ensure!(
+                f.ops > 0
+                    && f.ops_per_sec > 0.0
+                    && numbers.iter().chain([&ratio]).all(|v| v.is_finite()),
+                "{group}: row {:?} at {}: {f:?}, ratio {ratio}",
+                r.measure,
+                r.concurrency
+            );
+        }
+        for (what, v) in &self.ratios[mark.ratios..] {
+            anyhow::ensure!(v.is_finite(), "{group}: ratio {what:?} is {v}");
+        }
+        let texts = self.notes[mark.notes..].iter();
+        let measured = self.goals[mark.goals..].iter().map(|g| &g.measured);
+        for text in texts.chain(measured) {
+            let words = text.split(|c: char| !(c.is_alphanumeric() || c == '-'));
+            anyhow::ensure!(
+                !words
+                    .into_iter()
+                    .any(|w| ["NaN", "inf", "-inf"].contains(&w)),
+                "{group}: a figure that is no number in {text:?}"
+            );
+        }
+        Ok(added)
+    }
+
     fn goals_table(&self) -> String {
         let mut md = String::from("\n| figure | this run | goal | met |\n|---|---|---|---|\n");
         for g in &self.goals {
@@ -151,17 +196,22 @@ impl Report {
             md.push_str(&format!("- {n}\n"));
         }
         md.push_str(&self.goals_table());
-        md.push_str(&format!(
-            "\nMedians of {} rounds after one warm-up round; latencies in milliseconds.\n",
-            super::ROUNDS
-        ));
+        let rounds = match warm_ups() {
+            0 => format!("One round of {}, no warm-up", round_count()),
+            _ => format!("Medians of {} rounds after a warm-up round", round_count()),
+        };
+        md.push_str(&format!("\n{rounds}; latencies in milliseconds.\n"));
+        if smoke() {
+            md = format!("{SMOKE}\n\n{md}");
+        }
         println!("{md}");
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("target")
-            .join("bench");
+        let dir = report_dir();
         std::fs::create_dir_all(&dir)?;
         std::fs::write(dir.join("report.md"), &md)?;
-        let json = json!({ "report": self, "peak_rss_mib": peak_rss_mib });
+        let mut json = json!({ "report": self, "peak_rss_mib": peak_rss_mib });
+        if smoke() {
+            json["smoke"] = SMOKE.into();
+        }
         std::fs::write(
             dir.join("report.json"),
             serde_json::to_string_pretty(&json)?,

@@ -12,7 +12,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use super::workflow::Caller;
+use super::caller::Caller;
 use super::{drive, BenchEnv, Service};
 
 const TITLE: &str = "Benchmark document";

@@ -9,7 +9,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 use super::floor::{Floor, Statements};
 use super::turns::{host_port, through, Turns};
-use super::{approve_each, BenchEnv, Report};
+use super::{approve_each, sized, BenchEnv, Report};
 
 /// Round trips per approval to each store.
 #[derive(Debug, Clone, Copy, Default)]
@@ -67,7 +67,10 @@ impl Proxies {
     }
 }
 
-const N: usize = 480;
+/// Approvals counted (as many warm the pools first), `CONC` at a time.
+fn approvals() -> usize {
+    sized(480, 32)
+}
 const CONC: usize = 16;
 
 pub async fn round_trip_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result<RoundTrips> {
@@ -82,8 +85,9 @@ pub async fn round_trip_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Res
         )
     };
     report.note(format!(
-        "{} ({N} approvals at concurrency {CONC}, counted on the wire: a round trip is the client sending after the server answered)",
-        line("service over HTTP", &service)
+        "{} ({} approvals at concurrency {CONC}, counted on the wire: a round trip is the client sending after the server answered)",
+        line("service over HTTP", &service),
+        approvals()
     ));
     report.note(line(
         "floor, old statements (one per row, marks one by one)",
@@ -113,15 +117,16 @@ async fn service_turns(env: &BenchEnv, proxies: &Proxies) -> anyhow::Result<PerS
     let svc = env.spawn_service("round-trips", &extra).await?;
     // The pool grown to its steady size first: a new connection's handshake is not an
     // approval's.
-    let warm = env.make_pending(N).await?;
+    let n = approvals();
+    let warm = env.make_pending(n).await?;
     anyhow::ensure!(approve_each(env, &svc, CONC, warm).await?.errors == 0);
-    env.expect_delivered(N).await?;
-    let reviews = env.make_pending(N).await?;
+    env.expect_delivered(n).await?;
+    let reviews = env.make_pending(n).await?;
     let before = proxies.sample();
     let f = approve_each(env, &svc, CONC, reviews).await?;
     anyhow::ensure!(f.errors == 0, "{} approvals failed", f.errors);
-    env.expect_delivered(N).await?;
-    Ok(proxies.per(before, N))
+    env.expect_delivered(n).await?;
+    Ok(proxies.per(before, n))
 }
 
 /// A floor's round trips, its clients through the proxies.
@@ -136,9 +141,10 @@ async fn floor_turns(
     settings.mongo.url = secret(through(settings.mongo.url.expose_secret(), &proxies.mongo)?);
     settings.amqp.urls = vec![secret(through(&env.amqp_url, &proxies.amqp)?)];
     let floor: Arc<Floor> = Floor::new(&settings, statements).await?;
-    env.floor_with(&floor, CONC, N, || ()).await?; // warm: the pool at its size
+    let n = approvals();
+    env.floor_with(&floor, CONC, n, || ()).await?; // warm: the pool at its size
     let mut before = [0; 4];
-    env.floor_with(&floor, CONC, N, || before = proxies.sample())
+    env.floor_with(&floor, CONC, n, || before = proxies.sample())
         .await?;
-    Ok(proxies.per(before, N))
+    Ok(proxies.per(before, n))
 }

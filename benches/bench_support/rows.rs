@@ -8,14 +8,10 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use super::cost::CostPer;
-use super::{approve_each, drive_for, BenchEnv, CostSample, Figures, Report, Service, Statements};
-
-fn env_usize(key: &str, default: usize) -> usize {
-    std::env::var(key)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use super::{
+    approve_each, drive_for, env_size, names, sized, BenchEnv, CostSample, Figures, Floor, Report,
+    Service, Statements,
+};
 
 /// CPU and commits per approval, on an instance of its own whose background dispatcher is
 /// off: every event must then go out from the request that committed it. Its replay runner
@@ -29,21 +25,23 @@ pub async fn cost_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<Cos
     let svc = env.spawn_service("cost", &quiet).await?;
     // As many approvals as the measured ones first, so that the pool has grown to its
     // steady size: a new PostgreSQL connection counts commits of its own.
-    let n = 960;
+    let n = sized(960, 32);
     let warm = env.make_pending(n).await?;
     anyhow::ensure!(approve_each(env, &svc, 16, warm).await?.errors == 0);
     env.expect_delivered(n).await?;
     let reviews = env.make_pending(n).await?;
-    let before = CostSample::settled(&env.admin, super::DB, svc.pid()).await?;
+    let before = CostSample::settled(&env.admin, &names().db, svc.pid()).await?;
     let f = approve_each(env, &svc, 16, reviews).await?;
-    let after = CostSample::settled(&env.admin, super::DB, svc.pid()).await?;
+    let after = CostSample::settled(&env.admin, &names().db, svc.pid()).await?;
     anyhow::ensure!(f.errors == 0, "{} approvals failed", f.errors);
     env.expect_delivered(n).await?;
     let mut per = after.per(&before, n);
     drop(svc);
-    let (_, floor_cpu) = env.floor(Statements::Old, 16, n).await?;
+    let old = Floor::new(&env.settings, Statements::Old).await?;
+    let (_, floor_cpu) = env.floor(&old, 16, n).await?;
     per.floor_cpu_ms = floor_cpu * 1000.0 / n as f64;
-    let (_, new_floor_cpu) = env.floor(Statements::New, 16, n).await?;
+    let new = Floor::new(&env.settings, Statements::New).await?;
+    let (_, new_floor_cpu) = env.floor(&new, 16, n).await?;
     per.new_floor_cpu_ms = new_floor_cpu * 1000.0 / n as f64;
     report.note(format!(
         "cost per approval ({n} at concurrency 16, dispatcher off, every event delivered by its request): \
@@ -71,8 +69,8 @@ pub async fn starvation_row(
     env: &BenchEnv,
     svc: &Service,
 ) -> anyhow::Result<f64> {
-    let backlog = env_usize("KH_BENCH_BACKLOG", 20_000);
-    let n = 200;
+    let backlog = env_size("KH_BENCH_BACKLOG", 20_000, 200);
+    let n = sized(200, 20);
     let arrivals = env.listen().await?;
     let reviews = env.make_pending(n).await?;
     env.purge_queue().await?;

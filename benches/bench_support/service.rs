@@ -1,28 +1,28 @@
-//! The service under test: its release binary, started as its own process against the
-//! benchmark's stores, and stopped (SIGTERM, then kill) when dropped.
+//! The service under test: its binary (cargo builds it with the benchmark, in the
+//! benchmark's profile: release for `make bench`, debug for `make bench-smoke`), started as
+//! its own process against the benchmark's stores, and stopped (SIGTERM, then kill) when
+//! dropped.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use secrecy::ExposeSecret;
 
-use super::{BenchEnv, DB, EXCHANGE, REDIS_PREFIX};
+use super::{names, sized, BenchEnv};
 
 impl BenchEnv {
-    /// Starts the release binary of the service with the benchmark's stores.
+    /// Starts the service's binary with the benchmark's stores.
     pub async fn spawn_service(
         &self,
         name: &str,
         extra: &[(&str, String)],
     ) -> anyhow::Result<Service> {
-        let exe = std::env::current_exe()?;
-        let bin = exe
-            .parent()
-            .and_then(|p| p.parent())
-            .map(|p| p.join("kh-review"));
-        let bin = bin.filter(|b| b.exists()).ok_or_else(|| {
-            anyhow::anyhow!("the release binary is missing: `cargo build --release --bin kh-review` (make bench does)")
-        })?;
+        let bin = std::path::Path::new(env!("CARGO_BIN_EXE_kh-review"));
+        anyhow::ensure!(
+            bin.exists(),
+            "the service's binary is missing: {} (cargo builds it with the benchmark)",
+            bin.display()
+        );
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
@@ -37,11 +37,11 @@ impl BenchEnv {
             .env("APP__DATABASE__MAX_CONNECTIONS", "40")
             .env("APP__DATABASE__MIGRATE_ON_START", "false")
             .env("APP__REDIS__URL", &self.redis_url)
-            .env("APP__REDIS__KEY_PREFIX", REDIS_PREFIX)
+            .env("APP__REDIS__KEY_PREFIX", &names().redis_prefix)
             .env("APP__MONGO__URL", &self.mongo_url)
-            .env("APP__MONGO__DATABASE", DB)
+            .env("APP__MONGO__DATABASE", &names().db)
             .env("APP__AMQP__URLS", &self.amqp_url)
-            .env("APP__AMQP__EXCHANGE", EXCHANGE)
+            .env("APP__AMQP__EXCHANGE", &names().exchange)
             .env("APP__AMQP__BIND_QUEUE", "")
             .env("APP__OUTBOX__BACKOFF_MAX_MS", "1000")
             .env("APP__OUTBOX__POLL_INTERVAL_MS", "100")
@@ -54,6 +54,9 @@ impl BenchEnv {
                 self.settings.auth.jwt_secret.expose_secret(),
             )
             .env("APP__ENVIRONMENT", "development")
+            // Stopped, an instance serves on for `shutdown.drain_secs` (5 s) so that a load
+            // balancer sees it go; the smoke run has none to wait for, and a dozen instances.
+            .env("APP__SHUTDOWN__DRAIN_SECS", sized("5", "0"))
             .stdout(Stdio::null());
         for (k, v) in extra {
             cmd.env(k, v);

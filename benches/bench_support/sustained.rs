@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::{drive_for, BenchEnv, Report, Service};
+use super::{drive_for, env_size, sized, BenchEnv, Report, Service};
 
 /// What the sustained load showed.
 #[derive(Debug, Clone, Copy, Default)]
@@ -23,11 +23,8 @@ pub async fn sustained_row(
     env: &BenchEnv,
     svc: &Service,
 ) -> anyhow::Result<Sustained> {
-    let secs = std::env::var("KH_BENCH_SUSTAIN_SECS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(60u64);
-    let supply = 60_000;
+    let secs = env_size("KH_BENCH_SUSTAIN_SECS", 60, 1) as u64;
+    let supply = sized(60_000, 2_000);
     let reviews = Arc::new(env.make_pending(supply).await?);
     env.purge_queue().await?;
     let max = Arc::new(AtomicI64::new(0));

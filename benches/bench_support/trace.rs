@@ -5,7 +5,7 @@
 
 use kh_review_testkit::otlp::OtlpReceiver;
 
-use super::{approve_load, interleaved, BenchEnv, Measure, Report};
+use super::{approve_load, interleaved, sized, BenchEnv, Measure, Report};
 
 /// The rows; returns the p50 ratio (export on / off) at concurrency 1.
 pub async fn trace_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result<f64> {
@@ -18,7 +18,7 @@ pub async fn trace_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result<f
         )
         .await?;
     let mut at_one = 0.0;
-    for (conc, n) in [(1usize, 150usize), (16, 480)] {
+    for (conc, n) in [(1usize, sized(150, 10)), (16, sized(480, 32))] {
         let without: Measure = Box::new(|| Box::pin(approve_load(env, &off, conc, n)));
         let with: Measure = Box::new(|| Box::pin(approve_load(env, &on, conc, n)));
         let [without, with] = interleaved(vec![without, with])

@@ -5,103 +5,13 @@
 
 use std::sync::Arc;
 
-use kh_review::http::auth::{sign, Role};
-use serde_json::{json, Value};
-use uuid::Uuid;
+use kh_review::http::auth::Role;
+use serde_json::json;
 
-use super::{approve_each, drive, interleaved, BenchEnv, Figures, Measure, Report, Service};
-
-/// A client of one service instance as one user.
-#[derive(Clone)]
-pub struct Caller {
-    client: reqwest::Client,
-    base: String,
-    token: String,
-}
-
-impl Caller {
-    pub async fn post(&self, path: &str, body: &Value) -> anyhow::Result<reqwest::StatusCode> {
-        let r = self
-            .client
-            .post(format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .json(body)
-            .send()
-            .await?;
-        let status = r.status();
-        r.bytes().await?;
-        Ok(status)
-    }
-
-    /// GETs `path`; its status and, when 200, its body.
-    pub async fn get(&self, path: &str) -> anyhow::Result<(reqwest::StatusCode, Value)> {
-        let r = self
-            .client
-            .get(format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .send()
-            .await?;
-        let status = r.status();
-        Ok((status, r.json().await.unwrap_or_default()))
-    }
-
-    /// Sends `body` to `path` with `method`; its status and JSON body (null when none).
-    pub async fn send(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: &Value,
-    ) -> anyhow::Result<(reqwest::StatusCode, Value)> {
-        let r = self
-            .client
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .json(body)
-            .send()
-            .await?;
-        let status = r.status();
-        Ok((status, r.json().await.unwrap_or_default()))
-    }
-
-    pub async fn approve(&self, review: Uuid) -> anyhow::Result<bool> {
-        let path = format!("/api/v1/reviews/{review}/approve");
-        Ok(self.post(&path, &json!({})).await? == reqwest::StatusCode::OK)
-    }
-
-    pub async fn claim(&self, review: Uuid) -> anyhow::Result<bool> {
-        let path = format!("/api/v1/reviews/{review}/claim");
-        Ok(self.post(&path, &json!({})).await? == reqwest::StatusCode::OK)
-    }
-
-    /// Writes the policy `name` (PUT, as an admin); returns its new version.
-    pub async fn put_policy(&self, name: &str, body: &Value) -> anyhow::Result<i32> {
-        let r = self
-            .client
-            .put(format!("{}/api/v1/admin/policies/{name}", self.base))
-            .bearer_auth(&self.token)
-            .json(body)
-            .send()
-            .await?;
-        let status = r.status();
-        let body: Value = r.json().await.unwrap_or_default();
-        anyhow::ensure!(status.is_success(), "PUT policy {name}: {status} {body}");
-        let version = body["version"].as_i64();
-        version
-            .map(|v| v as i32)
-            .ok_or_else(|| anyhow::anyhow!("PUT policy {name}: no version in {body}"))
-    }
-}
-
-impl BenchEnv {
-    /// A caller of `svc` as `sub` with `role`.
-    pub fn caller(&self, svc: &Service, sub: &str, role: Role) -> Caller {
-        Caller {
-            client: self.http.clone(),
-            base: svc.base.clone(),
-            token: sign(&self.settings.auth.jwt_secret, sub, &[role], 3600),
-        }
-    }
-}
+use super::caller::Caller;
+use super::overdue::{overdue_row, sweep};
+use super::queue::queue_rows;
+use super::{approve_each, drive, interleaved, sized, BenchEnv, Figures, Measure, Report, Service};
 
 /// The workflow rows' figures the goals use.
 #[derive(Debug, Clone, Copy, Default)]
@@ -128,9 +38,7 @@ pub async fn workflow_rows(
 ) -> anyhow::Result<WorkflowFigures> {
     let mut out = WorkflowFigures::default();
     let runs = |row: &str| only.is_none_or(|o| o == row);
-    // The sweeper at its default interval (the other instances run it once an hour).
-    let sweep = [("APP__REVIEW__OVERDUE_SWEEP_MS", "5000".to_string())];
-    let svc = env.spawn_service("workflow", &sweep).await?;
+    let svc = env.spawn_service("workflow", &sweep()).await?;
     if runs("two") {
         two_approvals_rows(report, env, &svc, &mut out).await?;
     }
@@ -138,11 +46,11 @@ pub async fn workflow_rows(
         claim_rows(report, env, &svc, &mut out).await?;
     }
     if runs("queue") {
-        super::queue::queue_rows(report, env, &svc, &mut out).await?;
+        out.queue_worst = queue_rows(report, env, &svc).await?;
     }
     drop(svc);
     if runs("overdue") {
-        super::overdue::overdue_row(report, env, &mut out).await?;
+        out.overdue_all_secs = overdue_row(report, env).await?;
     }
     Ok(out)
 }
@@ -160,7 +68,7 @@ pub async fn two_approvals_rows(
     let version = admin.put_policy("bench-two", &stages).await?;
     let first = env.caller(svc, "bench-reviewer", Role::Reviewer);
     let second = env.caller(svc, "bench-reviewer-2", Role::Reviewer);
-    for (conc, n) in [(1usize, 100usize), (16, 320)] {
+    for (conc, n) in [(1, sized(100, 4)), (16, sized(320, 16))] {
         let (a, b, f) = (&first, &second, &first);
         let default: Measure = Box::new(move || Box::pin(two_defaults(env, f, conc, n)));
         let two: Measure = Box::new(move || Box::pin(two_votes(env, a, b, version, conc, n)));
@@ -251,7 +159,7 @@ pub async fn claim_rows(
     out: &mut WorkflowFigures,
 ) -> anyhow::Result<()> {
     let who = env.caller(svc, "bench-reviewer", Role::Reviewer);
-    let n = 150;
+    let n = sized(150, 5);
     let w = &who;
     let approve: Measure = Box::new(move || Box::pin(claim_load(env, svc, w, n, false, true)));
     let both: Measure = Box::new(move || Box::pin(claim_load(env, svc, w, n, true, true)));

@@ -5,9 +5,11 @@
 //! change is `Locked.now`, read once the row locks were held, so the event's body (which
 //! names it) is whole before the statement is sent.
 //!
-//! The same writes one statement each (`Writes::Stepwise`) are kept for the benchmark's
-//! reference floor and for the test that both leave the same rows. The statement is
-//! `sql/review_write.sql`, checked at compile time like every other.
+//! The statement is `sql/review_write.sql`, checked at compile time like every other. The
+//! same writes one statement each, as the service made them before, are kept outside the
+//! service (`tests/api/support/stepwise.rs`): the test `routes::writes` holds this
+//! statement to the rows they leave, and the benchmark's floor of the old statements runs
+//! them.
 
 use chrono::{DateTime, Utc};
 use sqlx::{Postgres, Transaction};

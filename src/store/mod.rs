@@ -43,7 +43,7 @@ pub use error::{StoreError, StoreFailure, WriteError};
 pub use idempotency::{HeldKey, KeyRecord, KeyState};
 pub use outbox::OutboxRow;
 pub use outbox_admin::{OutboxAction, OutboxFilter, OutboxRecord};
-pub use pg::{migrate, migration_lock_id, DatabaseSettings, PgStore, PoolFigures, Writes};
+pub use pg::{migrate, migration_lock_id, DatabaseSettings, PgStore, PoolFigures};
 pub use queue::{QueueFilter, QueueOrder};
 pub use replays::{ReplayRecord, StoredEvent};
 pub use retention::{cancelled_by_statement_timeout, PurgeSession};

@@ -68,18 +68,6 @@ pub struct PoolFigures {
     pub acquired: u64,
 }
 
-/// Which statements a vote's transaction sends PostgreSQL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Writes {
-    /// The service's: the review and its document locked in one statement when neither
-    /// is held (`review_lock.rs`), the writes in one statement (`combined.rs`).
-    #[default]
-    Combined,
-    /// One statement per row locked and per row written, as before those two (the
-    /// benchmark's reference floor).
-    Stepwise,
-}
-
 #[derive(Clone)]
 pub struct PgStore {
     pub(super) pool: PgPool,
@@ -93,8 +81,6 @@ pub struct PgStore {
     read_only: Arc<ReadOnlySeen>,
     /// The key audit rows are linked with (`[audit]`; see `with_audit`).
     pub(super) audit: AuditChain,
-    /// How a review write's rows are written (see `with_writes`).
-    pub(super) writes: Writes,
 }
 
 impl PgStore {
@@ -117,15 +103,7 @@ impl PgStore {
             acquired,
             read_only,
             audit: AuditChain::default(),
-            writes: Writes::default(),
         }
-    }
-
-    /// The store writing a vote's or a withdrawal's rows as `writes` says: the service
-    /// uses the default, one statement; the benchmark's reference floor the old one each.
-    pub fn with_writes(mut self, writes: Writes) -> Self {
-        self.writes = writes;
-        self
     }
 
     /// The store linking audit rows as `[audit]` says (without it: the development key).

@@ -7,10 +7,9 @@
 //! writer they could miss what it wrote. So the statement never waits (`SKIP LOCKED`, the
 //! document first, then the review: a skipped document leaves the review unlocked) and
 //! says whether the review row it locked is the snapshot's (`fresh`). Every transaction
-//! that changes a review's votes or claims writes the review row (`votes::write_review`,
-//! `sql/review_write.sql`, `claims::write_claim`), and the database rewrites it for any
-//! other writer (a trigger, migration `20261209000001`), so a fresh review row means fresh
-//! votes and claims too. Otherwise the caller goes the two-statement way: a skipped row is
+//! that changes a review's votes or claims writes the review row (`sql/review_write.sql`,
+//! `claims::write_claim`), and the database rewrites it for any other writer (a trigger,
+//! migration `20261209000001`), so a fresh review row means fresh votes and claims too. Otherwise the caller goes the two-statement way: a skipped row is
 //! waited for by the first statement, a stale review is read again by the second.
 
 use chrono::{DateTime, Utc};

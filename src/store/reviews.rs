@@ -14,7 +14,7 @@ use super::documents::{lock_document, lock_document_of_review, planned_document,
 use super::error::{violates, StoreError, WriteError};
 use super::links::Head;
 use super::outbox::OutboxRow;
-use super::pg::{PgStore, Statement, Writes};
+use super::pg::{PgStore, Statement};
 use super::policies::current_policy;
 use super::review_lock::{lock_at_once, AtOnce};
 use super::review_rows::{lock_review, Flow, ReviewRow};
@@ -99,11 +99,7 @@ impl PgStore {
         review_id: Uuid,
     ) -> Result<(Transaction<'static, Postgres>, Locked, Option<Head>), StoreError> {
         let mut tx = self.begin().await?;
-        let at_once = match self.writes {
-            Writes::Combined => lock_at_once(&mut tx, review_id).await?,
-            Writes::Stepwise => AtOnce::NotNow,
-        };
-        let (document, head) = match at_once {
+        let (document, head) = match lock_at_once(&mut tx, review_id).await? {
             AtOnce::Locked(locked) => {
                 let (document, head, review, now) = *locked;
                 let locked = Locked {
@@ -209,32 +205,29 @@ impl PgStore {
             .audit
             .at(head)
             .link(before.id, &plan.audit, version, ctx);
-        if let (Writes::Combined, Some(ReviewChange::Write(write))) = (self.writes, &plan.review) {
-            let review = review.ok_or_else(|| anyhow::anyhow!("a vote without a review"))?;
-            let plan = ReviewWritePlan {
-                before,
-                review,
-                write: write.clone(),
-                change: plan.document,
-                audit: &plan.audit,
-                entry: &plan.outbox,
-                link,
-                now,
-            };
-            let (doc, review, owned) = write_review_plan(&mut tx, plan, ctx).await?;
-            return Ok((tx, doc, Some(review), owned));
-        }
         let review = match plan.review {
+            // A vote's or a withdrawal's rows, in one statement (`combined`).
+            Some(ReviewChange::Write(write)) => {
+                let review = review.ok_or_else(|| anyhow::anyhow!("a vote without a review"))?;
+                let plan = ReviewWritePlan {
+                    before,
+                    review,
+                    write,
+                    change: plan.document,
+                    audit: &plan.audit,
+                    entry: &plan.outbox,
+                    link,
+                    now,
+                };
+                let (doc, review, owned) = write_review_plan(&mut tx, plan, ctx).await?;
+                return Ok((tx, doc, Some(review), owned));
+            }
             Some(ReviewChange::Open(open)) => match open_review(&mut tx, &before, open).await {
                 Err(e) if violates(&e, "reviews_one_pending_per_document") => {
                     return Err(Refusal::AlreadyPending.into())
                 }
                 opened => Some(opened?),
             },
-            Some(ReviewChange::Write(write)) => {
-                let review = review.ok_or_else(|| anyhow::anyhow!("a vote without a review"))?;
-                Some(super::votes::write_review(&mut tx, review, write).await?)
-            }
             None => None,
         };
         let (doc, occurred_at) = match plan.document {

@@ -29,11 +29,11 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
 ];
 
-fn root() -> PathBuf {
+pub(super) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
+pub(super) fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
@@ -64,7 +64,7 @@ fn module_of(file: &Path) -> Vec<String> {
 }
 
 /// The source without its test module (by convention last, after `#[cfg(test)]`).
-fn production_code(text: &str) -> &str {
+pub(super) fn production_code(text: &str) -> &str {
     text.find("#[cfg(test)]").map_or(text, |i| &text[..i])
 }
 
@@ -97,7 +97,7 @@ fn referenced_paths(file: &Path, code: &str) -> Vec<Vec<String>> {
 }
 
 /// The paths of every `use` item, with brace groups expanded.
-fn flatten_uses(code: &str) -> Vec<String> {
+pub(super) fn flatten_uses(code: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut item: Option<String> = None;
     for line in code.lines() {
@@ -151,7 +151,7 @@ fn expand(prefix: &str, tree: &str, out: &mut Vec<String>) {
 }
 
 /// Paths named inline in code, like `crate::domain::rules::create(..)`.
-fn inline_paths(code: &str) -> Vec<String> {
+pub(super) fn inline_paths(code: &str) -> Vec<String> {
     let mut out = Vec::new();
     for line in code.lines().filter(|l| !l.trim_start().starts_with("use ")) {
         for start in ["crate::", "super::"] {
@@ -223,13 +223,23 @@ fn no_import_cycle_between_files() {
             .collect();
         edges.insert(file.clone(), targets);
     }
-    // Depth-first search for a back edge.
-    fn visit(
-        node: &PathBuf,
-        edges: &BTreeMap<PathBuf, BTreeSet<PathBuf>>,
-        stack: &mut Vec<PathBuf>,
-        done: &mut BTreeSet<PathBuf>,
-    ) -> Option<Vec<PathBuf>> {
+    let cycle = cycle_in(&edges).unwrap_or_default();
+    let names: Vec<String> = cycle
+        .iter()
+        .map(|p| p.strip_prefix(root()).unwrap().display().to_string())
+        .collect();
+    assert!(names.is_empty(), "import cycle: {}", names.join(" -> "));
+}
+
+/// A cycle of `edges` (each node and the nodes it imports), if there is one: a depth-first
+/// search for a back edge.
+pub(super) fn cycle_in<T: Ord + Clone>(edges: &BTreeMap<T, BTreeSet<T>>) -> Option<Vec<T>> {
+    fn visit<T: Ord + Clone>(
+        node: &T,
+        edges: &BTreeMap<T, BTreeSet<T>>,
+        stack: &mut Vec<T>,
+        done: &mut BTreeSet<T>,
+    ) -> Option<Vec<T>> {
         if let Some(i) = stack.iter().position(|n| n == node) {
             return Some(stack[i..].to_vec());
         }
@@ -246,15 +256,9 @@ fn no_import_cycle_between_files() {
         None
     }
     let mut done = BTreeSet::new();
-    for file in edges.keys() {
-        let cycle = visit(file, &edges, &mut Vec::new(), &mut done);
-        let names: Vec<String> = cycle
-            .unwrap_or_default()
-            .iter()
-            .map(|p| p.strip_prefix(root()).unwrap().display().to_string())
-            .collect();
-        assert!(names.is_empty(), "import cycle: {}", names.join(" -> "));
-    }
+    edges
+        .keys()
+        .find_map(|node| visit(node, edges, &mut Vec::new(), &mut done))
 }
 
 /// (first line, length) of every function with a body, by rustfmt's layout: the body ends

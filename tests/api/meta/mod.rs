@@ -1,8 +1,9 @@
 //! Checks of the code and the harness themselves: the architecture's layering read from the
-//! sources, the example consumer, the event schemas of docs/events.md against real events,
+//! sources (and the benchmark's modules, `bench_modules`), the example consumer, the event schemas of docs/events.md against real events,
 //! and the test harness's own clean-up. Part of the parallel run.
 
 mod architecture;
+mod bench_modules;
 mod cloudevents;
 mod consumer;
 mod dev_docs;

@@ -1,6 +1,8 @@
 //! The combined write (a vote's or a withdrawal's rows in one statement, what the service
-//! runs) leaves the rows that the stepwise writes (one statement per row, the benchmark's
-//! reference floor) leave: the same command through each store, on twin reviews.
+//! runs) leaves the rows that the stepwise writes leave (one statement per row, as the
+//! service wrote a vote before it: `support::stepwise`, written outside the service, which
+//! the benchmark's floor of the old statements runs too): the same vote through each, on
+//! twin reviews.
 
 use std::time::Duration;
 
@@ -8,8 +10,10 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::support::app::{spawn_app, TestApp};
+use crate::support::stepwise;
+use kh_review::domain::audit::AuditKey;
 use kh_review::domain::{Decision, Guard, RejectReason, UserId};
-use kh_review::store::{PgStore, WriteContext, Writes};
+use kh_review::store::{PgStore, WriteContext, DEV_AUDIT_KEY};
 
 /// What a write left, with what differs by nature between twins (ids, times, hashes,
 /// request ids) left out.
@@ -69,9 +73,17 @@ async fn rows_of(app: &TestApp, doc: &str, review: &str) -> Value {
     json!({"document": document, "review": review_row, "votes": votes, "audit": audit, "events": events})
 }
 
-/// Runs `decision` by `voter` on `review` through a store writing as `writes`, committed.
+/// How a vote is written: by the service's store (the combined write), or by the stepwise
+/// reference.
+#[derive(Clone, Copy)]
+enum Writes {
+    Combined,
+    Stepwise,
+}
+
+/// Runs `decision` by `voter` on `review`, written as `writes` says, committed; the audit
+/// row linked with the key the app links with (the development key).
 async fn vote(app: &TestApp, writes: Writes, review: &str, voter: &str, decision: Decision) {
-    let store = PgStore::new(app.pg.clone(), Duration::from_secs(10)).with_writes(writes);
     let actor = UserId::parse(voter).unwrap();
     let request_id = Uuid::now_v7().to_string();
     let ctx = WriteContext {
@@ -82,11 +94,23 @@ async fn vote(app: &TestApp, writes: Writes, review: &str, voter: &str, decision
         own_outbox_for: None, // the app's dispatcher delivers them
     };
     let review = Uuid::parse_str(review).unwrap();
-    let staged = store
-        .stage_vote(review, decision, Vec::new(), &ctx)
-        .await
-        .unwrap();
-    staged.commit().await.unwrap();
+    match writes {
+        Writes::Combined => {
+            let store = PgStore::new(app.pg.clone(), Duration::from_secs(10));
+            let staged = store
+                .stage_vote(review, decision, Vec::new(), &ctx)
+                .await
+                .unwrap();
+            staged.commit().await.unwrap();
+        }
+        Writes::Stepwise => {
+            let key = AuditKey::new(DEV_AUDIT_KEY.as_bytes());
+            let (doc, owned) = stepwise::vote(&app.pg, &key, review, decision, &ctx)
+                .await
+                .unwrap();
+            assert!(owned.is_none(), "{doc:?}: no outbox row was asked for");
+        }
+    }
 }
 
 /// A voter and what they decide.
