@@ -12,7 +12,8 @@ This compares, for every package the binary's build compiles, the feature sets c
 resolves in the two builds (`cargo tree -e features` of each). Exit 1 on a difference, naming
 the package and the features to add to tools/workspace-hack/Cargo.toml ([dependencies] for
 a crate built for the target, [build-dependencies] for one built for the host: a proc macro
-or a build script's dependency). No build and no network: it reads the lock file.
+or a build script's dependency). No build: it reads the lock file (and, on a bare machine,
+fetches the crates' manifests, which the build that follows reuses).
 """
 
 import re
@@ -27,7 +28,7 @@ def resolved(*args):
     """Package (name, version) -> the set of feature lists cargo resolves for it (a package
     built for both the host and the target appears with one list for each)."""
     out = subprocess.run(
-        ["cargo", "tree", "--locked", "--offline", "--prefix", "none", "-f", "{p} [{f}]", *args],
+        ["cargo", "tree", "--locked", "--prefix", "none", "-f", "{p} [{f}]", *args],
         check=True, capture_output=True, text=True,
     ).stdout
     found = defaultdict(set)
