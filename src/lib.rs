@@ -3,8 +3,8 @@
 //! Layers, each importing only those below it (`docs/architecture.md`):
 //! `domain` (rules, no I/O) <- `lock`, `store` <- `outbox` <- `usecases` <-
 //! `http` <- `startup` (wiring, with `config`, `telemetry` and `shutdown`); `breaker` (a circuit
-//! breaker, no imports) may be used by every layer, and `tasks` (the supervision of the
-//! background tasks, no imports) by `usecases` and `http`.
+//! breaker, no imports) may be used by every layer above `domain`, and `tasks` (the
+//! supervision of the background tasks, no imports) by `usecases` and `http`.
 
 pub mod breaker;
 pub mod config;

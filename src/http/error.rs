@@ -2,8 +2,9 @@
 //! stable; messages are for people. A 500 says little to the client and everything to the
 //! log. Nothing here may carry SQL, a stack trace or a secret to the client.
 //!
-//! This is the one place where errors of the layers below (refusals of the rules, lock
-//! contention, store failures) become HTTP statuses and codes.
+//! Here the errors of the layers below (refusals of the rules, lock contention, store
+//! failures) become HTTP statuses and codes; the errors of one service alone (a replay's, an
+//! audit's, a policy's) are mapped by that service's handlers, into the same envelope.
 
 use std::fmt;
 

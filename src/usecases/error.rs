@@ -1,6 +1,6 @@
 //! Why a use case did not complete: the rules refused it, the outer lock was contended or
 //! lost, an idempotency key moved on, or a store failed. `http::error` maps each to the
-//! error envelope, in one place.
+//! error envelope.
 
 use crate::domain::Refusal;
 use crate::lock::gate::LockBusy;
