@@ -119,7 +119,8 @@ bench-smoke: services
 # the build it checks: CI builds every target for the tests through clippy-driver instead,
 # so that lints and tests share one build (.ci/run).
 LINT_BUILD ?= cargo clippy --workspace --all-targets -- -D warnings
-lint: services
+lint:
+	scripts/services.sh up postgres
 	cargo fmt --all -- --check
 	scripts/features.py
 	scripts/asyncapi.sh docs/asyncapi.json

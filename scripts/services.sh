@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/services.sh — local / CI backing services for kh-review, on 127.0.0.1 only.
 #   up [PROFILE...]      install what is missing, start PostgreSQL, Redis, RabbitMQ, FerretDB
-#                        (idempotent; well under a second when all is up), or only PROFILEs
+#                        (idempotent; well under a second when all is up), or only PROFILEs,
+#                        or only the base services named (`up postgres`: make lint's)
 #   install [PROFILE...] install, without starting anything, the Debian packages of every
 #                        profile (or of the PROFILEs named); .ci/run does it while it compiles
 #   down [PROFILE...]    stop everything, profiles and a Jaeger started by `make jaeger`
@@ -32,22 +33,33 @@ service() { "$here/services/$1.sh" "$2"; }     # service NAME COMMAND
 topology() { "$here/topologies/$1.sh" "$2"; }  # topology PROFILE COMMAND
 
 cmd_up() {
-  local s pkgs=() failed=()
+  local s pkgs=() failed=() base=() profiles=()
+  for s in "$@"; do
+    if [[ " ${BASE[*]} " == *" $s "* ]]; then base+=("$s"); else profiles+=("$s"); fi
+  done
+  (( $# )) || base=("${BASE[@]}")
+  # Base services named and all answering: nothing to do, and no wait for the lock that
+  # another `up` may hold meanwhile (CI brings the rest up in the background while make
+  # lint, which needs PostgreSQL alone, runs).
+  if (( $# && ${#profiles[@]} == 0 )); then
+    for s in "${base[@]}"; do service "$s" status >/dev/null 2>&1 || break; done
+    if service "$s" status >/dev/null 2>&1; then log "up $*: already up"; return 0; fi
+  fi
   take_lock
   log "up${*:+ $*} (state dir: $STATE)"
   # One apt-get run for all that is missing, then each piece; every failure is reported.
-  if (( $# )); then
-    mapfile -t pkgs < <(for s in "$@"; do topology "$s" packages; done | awk '!seen[$0]++')
-  else
-    mapfile -t pkgs < <(for s in postgres redis rabbitmq; do service "$s" packages; done)
-  fi
+  mapfile -t pkgs < <({
+    for s in "${base[@]}"; do [[ $s == ferretdb ]] || service "$s" packages; done
+    for s in "${profiles[@]}"; do topology "$s" packages; done
+  } | awk '!seen[$0]++')
   if (( ${#pkgs[@]} )) && ! apt_install "${pkgs[@]}"; then warn "apt-get failed (see $STATE/apt.log)"; fi
-  if (( $# )); then
-    for s in "$@"; do topology "$s" up || failed+=("$s"); done
-  else
-    service ferretdb install || warn "ferretdb build failed (see $STATE/ferretdb-build.log)"
-    for s in "${BASE[@]}"; do service "$s" up || failed+=("$s"); done
-  fi
+  for s in "${base[@]}"; do
+    if [[ $s == ferretdb ]]; then
+      service ferretdb install || warn "ferretdb build failed (see $STATE/ferretdb-build.log)"
+    fi
+    service "$s" up || failed+=("$s")
+  done
+  for s in "${profiles[@]}"; do topology "$s" up || failed+=("$s"); done
   if (( ${#failed[@]} )); then echo "[services] FAILED: ${failed[*]} (after ${SECONDS}s)" >&2; exit 1; fi
   (( $# )) || log "all up"
 }
@@ -100,6 +112,8 @@ usage() { echo "usage: $0 [up|install|down|status|env] [redis-cluster|redis-sent
 cmd=${1:-up}
 (( $# == 0 )) || shift
 for s in "$@"; do
+  # `up` also takes the base services by name (make lint needs PostgreSQL alone).
+  [[ $cmd == up && " ${BASE[*]} " == *" $s "* ]] && continue
   [[ " ${PROFILES[*]} " == *" $s "* ]] || { echo "[services] ERROR: unknown profile '$s' (known: ${PROFILES[*]})" >&2; usage; }
 done
 case $cmd in
