@@ -37,13 +37,15 @@ pub async fn trace_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result<f
             at_one = ratio;
         }
     }
-    // The instance did export: spans of its rounds reached the receiver (those of the last
-    // second may still be on their way).
-    let received = receiver.span_count();
-    anyhow::ensure!(
-        received > 0,
-        "trace export on, yet no span reached the receiver"
-    );
+    // The instance did export: spans of its rounds reach the receiver, the first within
+    // a few of its export intervals (1 s; a smoke run's rounds can all end before the
+    // first export, so the count is waited for, not read once).
+    let received = receiver
+        .wait_spans(1, std::time::Duration::from_secs(10))
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!("trace export on, yet no span reached the receiver in 10 s")
+        })?;
     report.note(format!(
         "trace export: {received} spans received over OTLP/HTTP"
     ));

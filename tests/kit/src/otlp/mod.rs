@@ -128,6 +128,26 @@ impl OtlpReceiver {
         traces.values().map(Vec::len).sum()
     }
 
+    /// How many spans it holds once at least `min` have come, checked now and after each
+    /// export, until `deadline`: `Err` with the count it had by then.
+    pub async fn wait_spans(&self, min: usize, deadline: Duration) -> Result<usize, usize> {
+        let until = tokio::time::Instant::now() + deadline;
+        let mut changed = self.store.changed.subscribe();
+        loop {
+            changed.borrow_and_update();
+            let count = self.span_count();
+            if count >= min {
+                return Ok(count);
+            }
+            if tokio::time::timeout_at(until, changed.changed())
+                .await
+                .is_err()
+            {
+                return Err(count);
+            }
+        }
+    }
+
     /// The spans of `trace_id` once `ready` holds for them, checked now and after each
     /// export that brings spans, until `deadline`: `Err` with what it had by then.
     pub async fn wait_trace(

@@ -263,6 +263,12 @@ async fn a_wait_wakes_on_the_export_and_gives_up_at_its_deadline() {
         .wait_trace(TRACE_HEX, Duration::from_secs(30), |s| !s.is_empty())
         .await;
     assert_eq!(got.unwrap()[0].name, "late");
+    assert_eq!(receiver.wait_spans(1, Duration::ZERO).await, Ok(1));
+    assert_eq!(
+        receiver.wait_spans(2, Duration::from_millis(100)).await,
+        Err(1),
+        "one span, not two, by the deadline"
+    );
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "woken by the export, not the deadline"
