@@ -131,21 +131,8 @@ impl OtlpReceiver {
     /// How many spans it holds once at least `min` have come, checked now and after each
     /// export, until `deadline`: `Err` with the count it had by then.
     pub async fn wait_spans(&self, min: usize, deadline: Duration) -> Result<usize, usize> {
-        let until = tokio::time::Instant::now() + deadline;
-        let mut changed = self.store.changed.subscribe();
-        loop {
-            changed.borrow_and_update();
-            let count = self.span_count();
-            if count >= min {
-                return Ok(count);
-            }
-            if tokio::time::timeout_at(until, changed.changed())
-                .await
-                .is_err()
-            {
-                return Err(count);
-            }
-        }
+        self.wait_until(deadline, || self.span_count(), |count| *count >= min)
+            .await
     }
 
     /// The spans of `trace_id` once `ready` holds for them, checked now and after each
@@ -156,21 +143,33 @@ impl OtlpReceiver {
         deadline: Duration,
         mut ready: impl FnMut(&[ReceivedSpan]) -> bool,
     ) -> Result<Vec<ReceivedSpan>, Vec<ReceivedSpan>> {
+        self.wait_until(deadline, || self.trace(trace_id), |spans| ready(spans))
+            .await
+    }
+
+    /// `read`, now and after each export, until `done` holds for what it read (`Ok`) or
+    /// `deadline` passes (`Err` with the last read).
+    async fn wait_until<T>(
+        &self,
+        deadline: Duration,
+        read: impl Fn() -> T,
+        mut done: impl FnMut(&T) -> bool,
+    ) -> Result<T, T> {
         let until = tokio::time::Instant::now() + deadline;
         let mut changed = self.store.changed.subscribe();
         loop {
             // Marked seen before reading, so an export in between wakes the next wait.
             changed.borrow_and_update();
-            let spans = self.trace(trace_id);
-            if ready(&spans) {
-                return Ok(spans);
+            let got = read();
+            if done(&got) {
+                return Ok(got);
             }
             // The sender lives in the store, which outlives this borrow: only the deadline ends it.
             if tokio::time::timeout_at(until, changed.changed())
                 .await
                 .is_err()
             {
-                return Err(spans);
+                return Err(got);
             }
         }
     }
