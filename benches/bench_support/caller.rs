@@ -72,15 +72,8 @@ impl Caller {
 
     /// Writes the policy `name` (PUT, as an admin); returns its new version.
     pub async fn put_policy(&self, name: &str, body: &Value) -> anyhow::Result<i32> {
-        let r = self
-            .client
-            .put(format!("{}/api/v1/admin/policies/{name}", self.base))
-            .bearer_auth(&self.token)
-            .json(body)
-            .send()
-            .await?;
-        let status = r.status();
-        let body: Value = r.json().await.unwrap_or_default();
+        let path = format!("/api/v1/admin/policies/{name}");
+        let (status, body) = self.send(reqwest::Method::PUT, &path, body).await?;
         anyhow::ensure!(status.is_success(), "PUT policy {name}: {status} {body}");
         let version = body["version"].as_i64();
         version
