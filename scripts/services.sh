@@ -42,8 +42,9 @@ cmd_up() {
   # another `up` may hold meanwhile (CI brings the rest up in the background while make
   # lint, which needs PostgreSQL alone, runs).
   if (( $# && ${#profiles[@]} == 0 )); then
-    for s in "${base[@]}"; do service "$s" status >/dev/null 2>&1 || break; done
-    if service "$s" status >/dev/null 2>&1; then log "up $*: already up"; return 0; fi
+    local down=0
+    for s in "${base[@]}"; do service "$s" status >/dev/null 2>&1 || { down=1; break; }; done
+    if (( ! down )); then log "up $*: already up"; return 0; fi
   fi
   take_lock
   log "up${*:+ $*} (state dir: $STATE)"

@@ -40,13 +40,13 @@ cargo_deny() {
   step cargo-deny nice -n 19 scripts/deny.sh --install-only
 }
 
-python() {
+virtualenvs() {
   step events-venv scripts/events_venv.sh
   step fuzz-venv scripts/fuzz.sh --install-only
 }
 
 debian & apt_lane=$!
-python & py_lane=$!
+virtualenvs & py_lane=$!
 cargo_deny & deny_lane=$!
 rc=0
 wait "$apt_lane" || rc=1
