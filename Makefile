@@ -10,10 +10,10 @@ WITH_ENV := eval "$$(scripts/services.sh env)" &&
 DEV_ENV := APP__ENVIRONMENT=$${APP__ENVIRONMENT:-development}
 TEST_THREADS ?= 8
 
-.PHONY: help services services-down services-status jaeger run test test-volume test-topologies test-upgrade test-ui fuzz lint deps fmt migrate build token bench bench-smoke sqlx-prepare image test-image compose-config
+.PHONY: help services services-down services-status jaeger run test test-parallel test-volume test-topologies test-upgrade test-ui fuzz lint deps fmt migrate build token bench bench-smoke sqlx-prepare image test-image compose-config
 
 help:
-	@echo "make run | test | test-volume | test-topologies | test-upgrade [FROM=rev] | test-ui | fuzz | bench | bench-smoke | lint | deps | fmt | sqlx-prepare | services | services-down | jaeger | migrate | build | token SUB=.. ROLES=.. | image | test-image | compose-config"
+	@echo "make run | test | test-parallel | test-volume | test-topologies | test-upgrade [FROM=rev] | test-ui | fuzz | bench | bench-smoke | lint | deps | fmt | sqlx-prepare | services | services-down | jaeger | migrate | build | token SUB=.. ROLES=.. | image | test-image | compose-config"
 
 services:
 	scripts/services.sh up
@@ -40,13 +40,14 @@ run: services
 migrate: services
 	$(WITH_ENV) $(DEV_ENV) cargo run --bin kh-review -- migrate
 
-# Unit tests (lib), the integration suite, then the volume tests (a 20,000-row backlog, a
-# 100,000-document database) on their own, so that their load does not skew the timing of
-# the others, then the topology tests (a Redis Cluster and a Sentinel set-up, a RabbitMQ
-# cluster, PostgreSQL under Patroni behind HAProxy, which they start with
-# scripts/services.sh and whose nodes they kill), then the page tests in a
-# headless Chromium (test-ui). Examples and the binary hold no tests. The Python consumer
-# test's virtualenv (the CloudEvents SDK, pika) comes from scripts/events_venv.sh.
+# Every test, in two lanes side by side (scripts/test.sh): the topology tests (a Redis
+# Cluster and a Sentinel set-up, a RabbitMQ cluster, PostgreSQL under Patroni behind
+# HAProxy, a rolling upgrade: servers of their own, which they start with scripts/topologies/
+# and whose nodes they kill) in one; in the other the unit tests (lib) and the integration
+# suite in parallel, then the volume tests (a 20,000-row backlog, a 100,000-document
+# database) one at a time, then the page tests in a headless Chromium (test-ui). Examples
+# and the binary hold no tests. The Python consumer test's virtualenv (the CloudEvents SDK,
+# pika) comes from scripts/events_venv.sh.
 # Each run is a folder of tests/api/ (a module of the one test binary `api`), selected by
 # its module path, so a test joins the run of the folder it is in, whatever its name: the
 # parallel run is everything else (routes::, faults::, meta::).
@@ -54,12 +55,12 @@ VOLUME_TESTS := volume::
 TOPOLOGY_TESTS := topologies::
 UI_TESTS := pages::
 test: services
-	cargo build --example consumer
-	scripts/events_venv.sh >/dev/null
+	scripts/test.sh
+
+# The unit tests and the parallel run of tests/api/ (everything but the volume, topology
+# and page tests), which `make test` runs in its second lane.
+test-parallel: services
 	$(WITH_ENV) cargo test --lib --test api -- --test-threads=$(TEST_THREADS) $(addprefix --skip ,$(VOLUME_TESTS) $(TOPOLOGY_TESTS) $(UI_TESTS))
-	$(MAKE) --no-print-directory test-volume
-	$(MAKE) --no-print-directory test-topologies
-	$(MAKE) --no-print-directory test-ui
 
 # The volume tests alone (tests/api/volume/), one at a time.
 test-volume: services
