@@ -86,11 +86,10 @@ PY="$VENV/bin/python"
 
 # --- the service ----------------------------------------------------------------------------
 
-# The binary the integration tests run (built with the dev-dependencies' features, as
-# `cargo test` builds it): after `make test` this builds nothing, where `cargo build --bin`
-# would build it again without those features.
+# The debug binary: every build of the workspace resolves one feature set
+# (tools/workspace-hack), so after `make test` this builds nothing.
 log "building the debug binary"
-cargo test --quiet --test api --no-run
+cargo build --quiet --bin kh-review
 eval "$(scripts/services.sh env)"
 
 WORK=$(mktemp -d /tmp/kh-fuzz.XXXXXX)
