@@ -3,10 +3,13 @@
 //! Nothing below this layer imports it.
 
 pub(crate) mod admin;
+pub(crate) mod archive;
 mod assets;
 mod audit;
 pub mod auth;
 pub(crate) mod body;
+pub(crate) mod claims;
+pub(crate) mod comments;
 mod console;
 pub mod csp;
 pub(crate) mod documents;
@@ -15,21 +18,22 @@ mod event_docs;
 pub(crate) mod events;
 mod fields;
 pub(crate) mod health;
-pub(crate) mod lifecycle;
+pub(crate) mod history;
 pub mod metrics;
 pub mod middleware;
 mod openapi;
 mod paging;
 pub(crate) mod policies;
 pub(crate) mod post;
+pub(crate) mod published;
 pub(crate) mod replays;
 pub mod request_id;
 pub(crate) mod reviews;
 mod settings;
 pub(crate) mod state;
+pub(crate) mod submission;
 pub mod test_hooks;
 pub mod views;
-pub(crate) mod workflow;
 
 pub use console::PATHS as CONSOLE_PATHS;
 pub use event_docs::EventDocs;
@@ -106,19 +110,19 @@ routes! {
     get "/api/v1/documents" => documents::list,
     get "/api/v1/documents/{id}" => documents::get,
     put "/api/v1/documents/{id}" => documents::update,
-    post "/api/v1/documents/{id}/submit" => documents::submit,
-    get "/api/v1/documents/{id}/reviews" => lifecycle::history,
-    post "/api/v1/documents/{id}/withdraw" => workflow::withdraw,
-    post "/api/v1/documents/{id}/archive" => lifecycle::archive,
-    get "/api/v1/documents/{id}/published" => lifecycle::published,
-    post "/api/v1/documents/{id}/comments" => lifecycle::comment,
-    get "/api/v1/documents/{id}/comments" => lifecycle::comments,
+    post "/api/v1/documents/{id}/submit" => submission::submit,
+    get "/api/v1/documents/{id}/reviews" => history::history,
+    post "/api/v1/documents/{id}/withdraw" => submission::withdraw,
+    post "/api/v1/documents/{id}/archive" => archive::archive,
+    get "/api/v1/documents/{id}/published" => published::published,
+    post "/api/v1/documents/{id}/comments" => comments::comment,
+    get "/api/v1/documents/{id}/comments" => comments::comments,
     get "/api/v1/reviews" => reviews::list,
     post "/api/v1/reviews/{id}/approve" => reviews::approve,
     post "/api/v1/reviews/{id}/reject" => reviews::reject,
-    post "/api/v1/reviews/{id}/claim" => workflow::claim,
-    delete "/api/v1/reviews/{id}/claim" => workflow::give_back,
-    delete "/api/v1/reviews/{id}/claims/{reviewer_id}" => workflow::end_claim,
+    post "/api/v1/reviews/{id}/claim" => claims::claim,
+    delete "/api/v1/reviews/{id}/claim" => claims::give_back,
+    delete "/api/v1/reviews/{id}/claims/{reviewer_id}" => claims::end_claim,
     get "/api/v1/policies" => policies::list,
     get "/api/v1/policies/{name}" => policies::get,
     put "/api/v1/admin/policies/{name}" => policies::put,
