@@ -1,4 +1,6 @@
-//! `/api/v1/documents` handlers.
+//! Documents: create and list (`/api/v1/documents`), read and edit
+//! (`/api/v1/documents/{id}`). Their submission and withdrawal are in `submission.rs`; what
+//! follows a review, in `published.rs`, `archive.rs`, `comments.rs` and `history.rs`.
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -13,10 +15,8 @@ use super::paging;
 use super::post;
 use super::request_id;
 use super::state::AppState;
-use super::views::{DocumentPage, DocumentView, TransitionView};
-use crate::domain::{
-    Document, DocumentBody, DocumentStatus, DocumentTitle, PolicyName, Transitioned,
-};
+use super::views::{DocumentPage, DocumentView};
+use crate::domain::{Document, DocumentBody, DocumentStatus, DocumentTitle, PolicyName};
 use crate::usecases::Context;
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -305,57 +305,4 @@ pub(super) async fn edit(
         .documents
         .edit(caller.reader(), &request_id, id, title, text, policy)
         .await?)
-}
-
-#[utoipa::path(
-    post,
-    path = "/api/v1/documents/{id}/submit",
-    tag = "documents",
-    summary = "Submit for review (its author)",
-    params(("id" = Uuid, Path, description = "document id"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
-    responses(
-        (status = 201, description = "submitted: a new pending review", body = TransitionView),
-        (status = 400, description = "VALIDATION_FAILED: the request body could not be read", body = ErrorEnvelope),
-        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
-        (status = 403, description = "FORBIDDEN: wrong role, or not the document's author", body = ErrorEnvelope),
-        (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
-        (status = 409, description = "LOCK_NOT_ACQUIRED (with Retry-After), INVALID_STATE, LOCK_LOST or IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
-        (status = 408, description = "REQUEST_TIMEOUT: the request body did not arrive within server.body_timeout_ms", body = ErrorEnvelope),
-        (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
-        (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
-        (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
-        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
-    ),
-    security(("bearer" = []))
-)]
-#[tracing::instrument(skip_all, fields(document_id = %path))]
-pub async fn submit(
-    req: HttpRequest,
-    path: web::Path<Uuid>,
-    payload: web::Payload,
-    caller: Caller,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Author)?;
-    let bytes = read_body(&req, payload, state.body).await?;
-    let ran = submission(&req, &state, caller, *path, bytes).await?;
-    Ok(post::respond(ran, StatusCode::CREATED, TransitionView::of))
-}
-
-/// Submits a document for review; the JSON API and the console both submit here.
-pub(super) async fn submission(
-    req: &HttpRequest,
-    state: &web::Data<AppState>,
-    caller: Caller,
-    document_id: Uuid,
-    bytes: Vec<u8>,
-) -> Result<post::Ran<Transitioned>, ApiError> {
-    caller.require(Role::Author)?;
-    let st = state.clone();
-    let ctx = state.context(req, &caller);
-    post::run(req, state, &caller, &bytes, move |held_key| async move {
-        let ctx = Context { held_key, ..ctx };
-        Ok(st.reviews.submit(ctx, document_id).await?)
-    })
-    .await
 }

@@ -3,10 +3,13 @@
 //! Nothing below this layer imports it.
 
 pub(crate) mod admin;
+pub(crate) mod archive;
 mod assets;
 mod audit;
 pub mod auth;
 pub(crate) mod body;
+pub(crate) mod claims;
+pub(crate) mod comments;
 mod console;
 pub mod csp;
 pub(crate) mod documents;
@@ -15,21 +18,22 @@ mod event_docs;
 pub(crate) mod events;
 mod fields;
 pub(crate) mod health;
-pub(crate) mod lifecycle;
+pub(crate) mod history;
 pub mod metrics;
 pub mod middleware;
 mod openapi;
 mod paging;
 pub(crate) mod policies;
 pub(crate) mod post;
+pub(crate) mod published;
 pub(crate) mod replays;
 pub mod request_id;
 pub(crate) mod reviews;
 mod settings;
 pub(crate) mod state;
+pub(crate) mod submission;
 pub mod test_hooks;
 pub mod views;
-pub(crate) mod workflow;
 
 pub use console::PATHS as CONSOLE_PATHS;
 pub use event_docs::EventDocs;
@@ -43,34 +47,62 @@ use actix_web::{web, Handler, HttpRequest, HttpResponse, Resource, ResponseError
 
 use error::{ApiError, ErrorCode};
 
-/// Declares the routes once: registers them and lists them (the OpenAPI test compares the
-/// list with the generated description, so neither can drift from the other). A route added
-/// here gets the 405 answer for the other methods of its path and its own metrics label;
-/// a GET route also answers HEAD (the same handler; actix sends the headers only).
+/// Declares the routes once, and everything else about them comes from this table: their
+/// registration (one resource per path; any other method on it answers 405 with `Allow`,
+/// and a GET route also answers HEAD, the same handler, actix sending the headers only),
+/// their list [`ROUTES`] (the metrics' route labels and `Allow`), and their OpenAPI
+/// operations, [`Described`], from each handler's `#[utoipa::path]` annotation with the
+/// schemas its request and responses reference (`openapi.rs` merges it into the
+/// description). A new route is its handler and one line here; the OpenAPI test compares
+/// this table with the description, so the annotation's method and path cannot drift.
+///
+/// Not `utoipa-actix-web` (0.2, the release for utoipa 6), which collects the operations
+/// from the services registered on the App: it collects only handlers registered with
+/// actix's route macros (`#[get("/path")]`, each its own resource guarded by its method),
+/// not routes built with `web::get().to(..)`. That gives no resource per path, so a wrong
+/// method on a known path falls through to the 404 (and its request would be counted under
+/// `other`, with no pattern matched); HEAD would need `#[route(method = "GET", method =
+/// "HEAD")]`, which puts HEAD operations into the description; one handler serves one path
+/// (`/openapi.json` is served at two); and the description exists only once an App is
+/// built. So the table stays, and makes the `paths(...)` list too.
 macro_rules! routes {
-    ($( $method:ident $path:literal => $handler:path ),* $(,)?) => {
+    (
+        also at: [$( $also:ident $also_path:literal => $($also_handler:ident)::+ ),* $(,)?];
+        $( $method:ident $path:literal => $($handler:ident)::+ ),* $(,)?
+    ) => {
         /// Every route with its path, in declaration order, and HEAD beside each GET.
         fn routes() -> Vec<(&'static str, Route)> {
             let mut all = Vec::new();
-            $(
-                all.push(($path, web::$method().to($handler)));
-                if stringify!($method) == "get" {
-                    all.push(($path, web::head().to($handler)));
-                }
-            )*
+            $( routes!(@add all, $also, $also_path, $($also_handler)::+); )*
+            $( routes!(@add all, $method, $path, $($handler)::+); )*
             all
         }
         /// Every (method, path) the service serves.
-        pub const ROUTES: &[(&str, &str)] = &[ $( (stringify!($method), $path) ),* ];
+        pub const ROUTES: &[(&str, &str)] = &[
+            $( (stringify!($also), $also_path), )*
+            $( (stringify!($method), $path), )*
+        ];
+        /// The operations of every route and the schemas they reference, as their
+        /// handlers' `#[utoipa::path]` annotations describe them (the routes `also at` a
+        /// second address are described once, at their first).
+        #[derive(utoipa::OpenApi)]
+        #[openapi(paths( $( $($handler)::+ ),* ))]
+        pub(crate) struct Described;
+    };
+    (@add $all:ident, $method:ident, $path:literal, $handler:path) => {
+        $all.push(($path, web::$method().to($handler)));
+        if stringify!($method) == "get" {
+            $all.push(($path, web::head().to($handler)));
+        }
     };
 }
 
 routes! {
+    also at: [get "/api/v1/openapi.json" => openapi::openapi_json];
     get "/healthz" => health::healthz,
     get "/readyz" => health::readyz,
     get "/metrics" => health::metrics,
     get "/openapi.json" => openapi::openapi_json,
-    get "/api/v1/openapi.json" => openapi::openapi_json,
     get "/docs" => openapi::docs,
     get "/asyncapi.json" => events::asyncapi_json,
     get "/schemas/events/{type}.json" => events::event_schema,
@@ -78,19 +110,19 @@ routes! {
     get "/api/v1/documents" => documents::list,
     get "/api/v1/documents/{id}" => documents::get,
     put "/api/v1/documents/{id}" => documents::update,
-    post "/api/v1/documents/{id}/submit" => documents::submit,
-    get "/api/v1/documents/{id}/reviews" => lifecycle::history,
-    post "/api/v1/documents/{id}/withdraw" => workflow::withdraw,
-    post "/api/v1/documents/{id}/archive" => lifecycle::archive,
-    get "/api/v1/documents/{id}/published" => lifecycle::published,
-    post "/api/v1/documents/{id}/comments" => lifecycle::comment,
-    get "/api/v1/documents/{id}/comments" => lifecycle::comments,
+    post "/api/v1/documents/{id}/submit" => submission::submit,
+    get "/api/v1/documents/{id}/reviews" => history::history,
+    post "/api/v1/documents/{id}/withdraw" => submission::withdraw,
+    post "/api/v1/documents/{id}/archive" => archive::archive,
+    get "/api/v1/documents/{id}/published" => published::published,
+    post "/api/v1/documents/{id}/comments" => comments::comment,
+    get "/api/v1/documents/{id}/comments" => comments::comments,
     get "/api/v1/reviews" => reviews::list,
     post "/api/v1/reviews/{id}/approve" => reviews::approve,
     post "/api/v1/reviews/{id}/reject" => reviews::reject,
-    post "/api/v1/reviews/{id}/claim" => workflow::claim,
-    delete "/api/v1/reviews/{id}/claim" => workflow::give_back,
-    delete "/api/v1/reviews/{id}/claims/{reviewer_id}" => workflow::end_claim,
+    post "/api/v1/reviews/{id}/claim" => claims::claim,
+    delete "/api/v1/reviews/{id}/claim" => claims::give_back,
+    delete "/api/v1/reviews/{id}/claims/{reviewer_id}" => claims::end_claim,
     get "/api/v1/policies" => policies::list,
     get "/api/v1/policies/{name}" => policies::get,
     put "/api/v1/admin/policies/{name}" => policies::put,

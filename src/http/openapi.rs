@@ -1,24 +1,14 @@
 //! The OpenAPI 3 description, generated from the handlers' annotations, served at
-//! `/openapi.json` and `/api/v1/openapi.json`, and browsable at `/docs`.
+//! `/openapi.json` and `/api/v1/openapi.json`, and browsable at `/docs`. Its operations and
+//! their schemas come from the `routes!` table (`super::Described`); this file adds what
+//! belongs to the whole description: its info, tags, the bearer scheme and corrections.
 
 use actix_web::HttpResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{RefOr, Schema};
 use utoipa::{Modify, OpenApi};
 
-use super::admin::{OutboxPage, OutboxRowView, OutboxStatsView};
 use super::csp::html_page;
-use super::documents::{CreateDocument, UpdateDocument};
-use super::error::{ErrorCode, ErrorEnvelope};
-use super::lifecycle::{ArchiveBody, CommentBodyIn};
-use super::policies::PolicyBody;
-use super::replays::{ReplayFilters, ReplayList, ReplayView, StartReplay};
-use super::reviews::{ApproveBody, RejectBody};
-use super::views::{
-    ApprovalView, ArchiveView, ClaimView, CommentPage, CommentView, DocumentPage, DocumentView,
-    PolicyList, PolicyView, PublishedView, ReviewHistory, ReviewPage, ReviewView, StageOfPolicy,
-    StageView, TransitionView,
-};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -27,54 +17,7 @@ use super::views::{
         description = "Document-review workflow of the knowledge base. Every error body is \
                        an ErrorEnvelope with a stable `code`. Events: see docs/events.md."
     ),
-    paths(
-        super::documents::create,
-        super::documents::list,
-        super::documents::get,
-        super::documents::update,
-        super::documents::submit,
-        super::lifecycle::history,
-        super::lifecycle::published,
-        super::lifecycle::archive,
-        super::lifecycle::comment,
-        super::lifecycle::comments,
-        super::reviews::list,
-        super::reviews::approve,
-        super::reviews::reject,
-        super::workflow::claim,
-        super::workflow::give_back,
-        super::workflow::end_claim,
-        super::workflow::withdraw,
-        super::policies::list,
-        super::policies::get,
-        super::policies::put,
-        super::admin::list,
-        super::admin::stats,
-        super::admin::retry,
-        super::admin::skip,
-        super::replays::start,
-        super::replays::list,
-        super::replays::get,
-        super::replays::cancel,
-        super::audit::verify,
-        super::health::healthz,
-        super::health::readyz,
-        super::health::metrics,
-        openapi_json,
-        docs,
-        super::events::asyncapi_json,
-        super::events::event_schema,
-    ),
-    components(schemas(
-        DocumentView, DocumentPage, ReviewView, TransitionView, ReviewPage, ReviewHistory,
-        CreateDocument, UpdateDocument, ApproveBody, RejectBody, ErrorEnvelope, ErrorCode,
-        OutboxRowView, OutboxPage, OutboxStatsView, super::health::Health, super::health::ReadinessView,
-        PolicyBody, PolicyView, PolicyList, StageOfPolicy, StageView, ApprovalView, ClaimView,
-        PublishedView, CommentView, CommentPage, ArchiveView, ArchiveBody, CommentBodyIn,
-        StartReplay, ReplayView, ReplayList, ReplayFilters,
-        super::audit::AuditVerify, super::audit::AuditBreak, super::audit::CheckpointAnswer
-    )),
-    modifiers(&BearerAuth, &UpdateNeedsAField),
+    modifiers(&Routes, &BearerAuth, &UpdateNeedsAField),
     tags(
         (name = "documents", description = "Authors' documents"),
         (name = "reviews", description = "Reviewers' votes and claims"),
@@ -84,6 +27,15 @@ use super::views::{
     )
 )]
 pub struct ApiDoc;
+
+/// The operations of the `routes!` table, with the schemas they reference.
+struct Routes;
+
+impl Modify for Routes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        openapi.merge(super::Described::openapi());
+    }
+}
 
 struct BearerAuth;
 
@@ -169,6 +121,25 @@ const DOCS_PAGE: &str = r#"<!doctype html>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The table and the annotations agree: each route's method and path is an operation
+    /// (`/api/v1/openapi.json` is the same document at a second address), and nothing else.
+    #[test]
+    fn every_route_is_described_and_only_those() {
+        let spec = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        let mut described = std::collections::BTreeSet::new();
+        for (path, item) in spec["paths"].as_object().unwrap() {
+            for method in item.as_object().unwrap().keys() {
+                described.insert((method.clone(), path.clone()));
+            }
+        }
+        let routes = super::super::ROUTES
+            .iter()
+            .filter(|(_, p)| *p != "/api/v1/openapi.json")
+            .map(|(m, p)| (m.to_string(), p.to_string()))
+            .collect();
+        assert_eq!(described, routes);
+    }
 
     #[test]
     fn an_edit_needs_one_field_and_may_give_both() {

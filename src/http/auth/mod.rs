@@ -5,8 +5,8 @@
 //! none of the known roles is refused (403): reading needs a role too. The token itself is
 //! never logged.
 
-mod claims;
 mod jwks;
+mod token;
 mod verifier;
 
 use futures_util::future::LocalBoxFuture;
@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use super::error::ApiError;
 use crate::domain::{Reader, UserId};
-pub use claims::{sign, Claims};
 pub use jwks::Jwks;
+pub use token::{sign, TokenClaims};
 pub use verifier::JwtVerifier;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -12,8 +12,8 @@ use jsonwebtoken::{decode, decode_header, Algorithm, AlgorithmFamily, DecodingKe
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Map, Value};
 
-use super::claims::{check_lifetime, ClaimPath};
 use super::jwks::Jwks;
+use super::token::{check_lifetime, TokenClaimPath};
 use super::{Caller, Role};
 use crate::domain::UserId;
 use crate::http::error::ApiError;
@@ -28,8 +28,8 @@ pub struct JwtVerifier {
     /// One validation per accepted algorithm (each names only its own algorithm).
     validations: HashMap<Algorithm, Validation>,
     max_lifetime_secs: u64,
-    roles: ClaimPath,
-    groups: ClaimPath,
+    roles: TokenClaimPath,
+    groups: TokenClaimPath,
 }
 
 impl JwtVerifier {
@@ -56,8 +56,8 @@ impl JwtVerifier {
             jwks,
             validations,
             max_lifetime_secs: settings.max_token_lifetime.as_secs(),
-            roles: ClaimPath::new(&settings.roles_claim),
-            groups: ClaimPath::new(&settings.groups_claim),
+            roles: TokenClaimPath::new(&settings.roles_claim),
+            groups: TokenClaimPath::new(&settings.groups_claim),
         })
     }
 

@@ -15,7 +15,7 @@ use crate::http::documents::{self, MineQuery};
 use crate::http::error::ApiError;
 use crate::http::post::Ran;
 use crate::http::state::AppState;
-use crate::http::workflow;
+use crate::http::submission;
 
 /// A document as the list shows it.
 pub struct Row {
@@ -177,7 +177,7 @@ pub async fn submit(
 ) -> Result<HttpResponse, Shown> {
     let caller = caller.map_err(Shown::action)?;
     let id = super::parse_id(&path)?;
-    let submitted = documents::submission(&req, &state, caller.clone(), id, Vec::new()).await;
+    let submitted = submission::submission(&req, &state, caller.clone(), id, Vec::new()).await;
     submitted.and_then(Ran::succeeded).map_err(Shown::action)?;
     let flash = "Submitted for review.".to_string();
     document::render(&state, &caller, id, Some(flash)).await
@@ -193,7 +193,7 @@ pub async fn withdraw(
     let caller = caller.map_err(Shown::action)?;
     caller.require(Role::Author).map_err(Shown::action)?;
     let id = super::parse_id(&path)?;
-    let withdrawn = workflow::withdrawal(&req, &state, caller.clone(), id, Vec::new()).await;
+    let withdrawn = submission::withdrawal(&req, &state, caller.clone(), id, Vec::new()).await;
     let done = withdrawn.and_then(Ran::succeeded).map_err(Shown::action)?;
     let status = done.document.status.as_str();
     let flash = format!("Withdrawn: the document is {status} again.");

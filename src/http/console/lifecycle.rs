@@ -13,9 +13,9 @@ use super::render::{form, Shown};
 use crate::domain::{Archived, Document, DocumentStatus};
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ErrorCode};
-use crate::http::lifecycle;
 use crate::http::post::Ran;
 use crate::http::state::AppState;
+use crate::http::{archive, comments};
 
 #[derive(Deserialize)]
 pub struct ArchiveForm {
@@ -62,7 +62,7 @@ pub async fn archive(
     let f: ArchiveForm = form(&req, payload, &state).await?;
     let id = super::parse_id(&path)?;
     let (bytes, seen) = f.json().map_err(|e| Shown::beside(e, "#archive-error"))?;
-    let archived = lifecycle::archiving(&req, &state, caller.clone(), id, bytes).await;
+    let archived = archive::archiving(&req, &state, caller.clone(), id, bytes).await;
     match archived.and_then(Ran::succeeded) {
         Ok(done) => {
             let flash = archived_flash(&done);
@@ -151,7 +151,7 @@ pub async fn comment(
     let caller = caller.map_err(Shown::action)?;
     let f: CommentForm = form(&req, payload, &state).await?;
     let id = super::parse_id(&path)?;
-    let posted = lifecycle::commenting(&req, &state, caller.clone(), id, f.json()).await;
+    let posted = comments::commenting(&req, &state, caller.clone(), id, f.json()).await;
     let done = posted.and_then(Ran::succeeded).map_err(|e| {
         let mut shown = Shown::beside(e, "#comment-error");
         if shown.error.code == ErrorCode::InvalidState {

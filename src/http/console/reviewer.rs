@@ -14,12 +14,12 @@ use super::render::{clock, form, rendered, waited, when, Shown};
 use super::review::sentence;
 use crate::domain::{Review, Transitioned};
 use crate::http::auth::{Caller, Role};
+use crate::http::claims;
 use crate::http::error::ApiError;
 use crate::http::post::Ran;
 use crate::http::reviews::{self, ReviewQuery};
 use crate::http::state::AppState;
 use crate::http::views::ReviewView;
-use crate::http::workflow;
 
 /// A pending review as the queue shows it.
 pub struct QueueRow {
@@ -214,7 +214,7 @@ pub async fn claim(
     let caller = caller.map_err(Shown::action)?;
     caller.require(Role::Reviewer).map_err(Shown::action)?;
     let (doc, review) = (super::parse_id(&path.0)?, super::parse_id(&path.1)?);
-    let claimed = workflow::claiming(&req, &state, caller.clone(), review, Vec::new()).await;
+    let claimed = claims::claiming(&req, &state, caller.clone(), review, Vec::new()).await;
     match claimed.and_then(Ran::succeeded) {
         Ok(r) => {
             let flash = held_until(&r, caller.id.as_str());

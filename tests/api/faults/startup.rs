@@ -4,7 +4,7 @@
 
 use jsonwebtoken::{decode, DecodingKey, Validation};
 use kh_review::config::DEV_SECRET;
-use kh_review::http::auth::Claims;
+use kh_review::http::auth::TokenClaims;
 
 use crate::support::binary::run_binary;
 
@@ -102,7 +102,7 @@ async fn tokens_are_minted_in_development_only() {
     let (code, out) = run_binary(&args, &[("APP__ENVIRONMENT", "development")]).await;
     assert_eq!(code, Some(0), "{out}");
     let key = DecodingKey::from_secret(DEV_SECRET.as_bytes()).unwrap();
-    let claims = decode::<Claims>(out.trim(), &key, &Validation::default())
+    let claims = decode::<TokenClaims>(out.trim(), &key, &Validation::default())
         .expect("a token signed with the development secret")
         .claims;
     assert_eq!((claims.sub.as_str(), claims.roles.len()), ("alice", 2));

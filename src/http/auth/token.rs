@@ -1,4 +1,5 @@
-//! What a verified token says: claims found by name or dotted path, and whether it lives
+//! What a verified token says: its claims (a JWT's fields, hence `TokenClaims`; not the
+//! seats reviewers claim on a review) found by name or dotted path, and whether it lives
 //! longer than `auth.max_token_lifetime_secs`. Also `sign`, which mints the HS256 tokens of
 //! tests, benchmarks and `kh-review token`.
 
@@ -12,7 +13,7 @@ use crate::http::error::ApiError;
 
 /// The claims `sign` writes.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Claims {
+pub struct TokenClaims {
     pub sub: String,
     #[serde(default)]
     pub roles: Vec<String>,
@@ -28,7 +29,7 @@ pub struct Claims {
 /// Signs an HS256 token; used by tests, benchmarks and the `token` command for local runs.
 pub fn sign(secret: &SecretString, sub: &str, roles: &[Role], ttl_secs: u64) -> String {
     let now = chrono::Utc::now().timestamp() as u64;
-    let claims = Claims {
+    let claims = TokenClaims {
         sub: sub.to_string(),
         roles: roles
             .iter()
@@ -55,9 +56,9 @@ pub fn sign(secret: &SecretString, sub: &str, roles: &[Role], ttl_secs: u64) -> 
 /// `https://kh.example.com/roles`), else a dotted path into nested objects
 /// (`realm_access.roles`).
 #[derive(Debug, Clone)]
-pub struct ClaimPath(String);
+pub struct TokenClaimPath(String);
 
-impl ClaimPath {
+impl TokenClaimPath {
     pub fn new(path: &str) -> Self {
         Self(path.to_string())
     }

@@ -1,0 +1,94 @@
+//! A document's archive (`POST /api/v1/documents/{id}/archive`), with its optional reason.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::auth::Caller;
+use super::body::{parse_json, read_body};
+use super::error::{ApiError, ErrorEnvelope};
+use super::fields;
+use super::post;
+use super::state::AppState;
+use super::views::ArchiveView;
+use crate::domain::{ArchiveReason, Archived};
+use crate::usecases::Context;
+
+/// An archive's optional body.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveBody {
+    #[schema(schema_with = fields::archive_reason)]
+    reason: Option<String>,
+    /// Archive only if the document is still at this version (what the caller saw); 409
+    /// INVALID_STATE otherwise.
+    #[schema(minimum = 1)]
+    #[serde(default, deserialize_with = "super::policies::whole_number")]
+    version: Option<i64>,
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/documents/{id}/archive",
+    tag = "documents",
+    summary = "Archive a document (its author or an admin): terminal, a pending review withdrawn, out of the published set",
+    params(("id" = Uuid, Path, description = "document id"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    request_body = Option<ArchiveBody>,
+    responses(
+        (status = 200, description = "archived", body = ArchiveView),
+        (status = 400, description = "VALIDATION_FAILED: malformed JSON", body = ErrorEnvelope),
+        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: neither its author nor an admin", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
+        (status = 409, description = "INVALID_STATE (archived already, or not at the version given), LOCK_NOT_ACQUIRED (with Retry-After), LOCK_LOST or IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
+        (status = 408, description = "REQUEST_TIMEOUT: the request body did not arrive within server.body_timeout_ms", body = ErrorEnvelope),
+        (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
+        (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
+#[tracing::instrument(skip_all, fields(document_id = %path))]
+pub async fn archive(
+    req: HttpRequest,
+    path: web::Path<Uuid>,
+    payload: web::Payload,
+    caller: Caller,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let bytes = read_body(&req, payload, state.body).await?;
+    let ran = archiving(&req, &state, caller, *path, bytes).await?;
+    Ok(post::respond(ran, StatusCode::OK, ArchiveView::of))
+}
+
+/// Archives a document; the JSON API and the console both archive here.
+pub(super) async fn archiving(
+    req: &HttpRequest,
+    state: &web::Data<AppState>,
+    caller: Caller,
+    document_id: Uuid,
+    bytes: Vec<u8>,
+) -> Result<post::Ran<Archived>, ApiError> {
+    let (st, body) = (state.clone(), bytes.clone());
+    let ctx = state.context(req, &caller);
+    post::run(req, state, &caller, &bytes, move |held_key| async move {
+        let input: ArchiveBody = parse_json(&body, true)?;
+        let reason = input
+            .reason
+            .as_deref()
+            .map(ArchiveReason::parse)
+            .transpose()
+            .map_err(|e| ApiError::validation(e.to_string()))?;
+        if input.version.is_some_and(|v| v < 1) {
+            return Err(ApiError::validation("version: must be at least 1"));
+        }
+        let ctx = Context { held_key, ..ctx };
+        Ok(st
+            .reviews
+            .archive(ctx, document_id, reason, input.version)
+            .await?)
+    })
+    .await
+}

@@ -1,0 +1,125 @@
+//! A document's submission for review and its withdrawal: `POST
+//! /api/v1/documents/{id}/submit` opens a review, `POST .../withdraw` takes the pending one
+//! back (the document returns to DRAFT). Both under the outer lock, as votes are.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use uuid::Uuid;
+
+use super::auth::{Caller, Role};
+use super::body::read_body;
+use super::error::{ApiError, ErrorEnvelope};
+use super::post;
+use super::state::AppState;
+use super::views::TransitionView;
+use crate::domain::Transitioned;
+use crate::usecases::Context;
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/documents/{id}/submit",
+    tag = "documents",
+    summary = "Submit for review (its author)",
+    params(("id" = Uuid, Path, description = "document id"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    responses(
+        (status = 201, description = "submitted: a new pending review", body = TransitionView),
+        (status = 400, description = "VALIDATION_FAILED: the request body could not be read", body = ErrorEnvelope),
+        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: wrong role, or not the document's author", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
+        (status = 409, description = "LOCK_NOT_ACQUIRED (with Retry-After), INVALID_STATE, LOCK_LOST or IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
+        (status = 408, description = "REQUEST_TIMEOUT: the request body did not arrive within server.body_timeout_ms", body = ErrorEnvelope),
+        (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
+        (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
+#[tracing::instrument(skip_all, fields(document_id = %path))]
+pub async fn submit(
+    req: HttpRequest,
+    path: web::Path<Uuid>,
+    payload: web::Payload,
+    caller: Caller,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Author)?;
+    let bytes = read_body(&req, payload, state.body).await?;
+    let ran = submission(&req, &state, caller, *path, bytes).await?;
+    Ok(post::respond(ran, StatusCode::CREATED, TransitionView::of))
+}
+
+/// Submits a document for review; the JSON API and the console both submit here.
+pub(super) async fn submission(
+    req: &HttpRequest,
+    state: &web::Data<AppState>,
+    caller: Caller,
+    document_id: Uuid,
+    bytes: Vec<u8>,
+) -> Result<post::Ran<Transitioned>, ApiError> {
+    caller.require(Role::Author)?;
+    let st = state.clone();
+    let ctx = state.context(req, &caller);
+    post::run(req, state, &caller, &bytes, move |held_key| async move {
+        let ctx = Context { held_key, ..ctx };
+        Ok(st.reviews.submit(ctx, document_id).await?)
+    })
+    .await
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/documents/{id}/withdraw",
+    tag = "documents",
+    summary = "Withdraw the pending review (its author): the document back to DRAFT",
+    description = "The review becomes WITHDRAWN with the votes cast on it; its claims end. \
+                   Against a final approval at the same moment, the row lock decides: one \
+                   succeeds, the other is 409 INVALID_STATE.",
+    params(("id" = Uuid, Path, description = "document id"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    responses(
+        (status = 200, description = "withdrawn", body = TransitionView),
+        (status = 400, description = "VALIDATION_FAILED: the request body could not be read", body = ErrorEnvelope),
+        (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: wrong role, or not the document's author", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
+        (status = 409, description = "LOCK_NOT_ACQUIRED (with Retry-After), INVALID_STATE, LOCK_LOST or IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
+        (status = 408, description = "REQUEST_TIMEOUT: the request body did not arrive within server.body_timeout_ms", body = ErrorEnvelope),
+        (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
+        (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
+        (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
+    ),
+    security(("bearer" = []))
+)]
+#[tracing::instrument(skip_all, fields(document_id = %path))]
+pub async fn withdraw(
+    req: HttpRequest,
+    path: web::Path<Uuid>,
+    payload: web::Payload,
+    caller: Caller,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Author)?;
+    let bytes = read_body(&req, payload, state.body).await?;
+    let ran = withdrawal(&req, &state, caller, *path, bytes).await?;
+    Ok(post::respond(ran, StatusCode::OK, TransitionView::of))
+}
+
+/// Withdraws a document's pending review; the JSON API and the console both withdraw here.
+pub(super) async fn withdrawal(
+    req: &HttpRequest,
+    state: &web::Data<AppState>,
+    caller: Caller,
+    document_id: Uuid,
+    bytes: Vec<u8>,
+) -> Result<post::Ran<Transitioned>, ApiError> {
+    caller.require(Role::Author)?;
+    let st = state.clone();
+    let ctx = state.context(req, &caller);
+    post::run(req, state, &caller, &bytes, move |held_key| async move {
+        let ctx = Context { held_key, ..ctx };
+        Ok(st.reviews.withdraw(ctx, document_id).await?)
+    })
+    .await
+}
