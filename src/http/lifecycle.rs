@@ -9,18 +9,18 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::auth::Caller;
-use super::body::{parse_json, read_body};
-use super::error::{ApiError, ErrorEnvelope};
-use super::fields;
-use super::paging;
-use super::post;
-use super::state::AppState;
-use super::views::{
-    ArchiveView, CommentPage, CommentView, PublishedView, ReviewHistory, ReviewView,
-};
 use crate::domain::{ArchiveReason, Archived, CommentBody, Commented};
 use crate::usecases::Context;
+use crate::web::auth::Caller;
+use crate::web::body::{parse_json, read_body};
+use crate::web::error::{ApiError, ErrorEnvelope};
+use crate::web::fields;
+use crate::web::paging;
+use crate::web::post;
+use crate::web::state::AppState;
+use crate::web::views::{
+    ArchiveView, CommentPage, CommentView, PublishedView, ReviewHistory, ReviewView,
+};
 
 /// An archive's optional body.
 #[derive(Deserialize, Default, utoipa::ToSchema)]
@@ -48,18 +48,6 @@ pub struct CommentBodyIn {
 pub struct PageQuery {
     pub limit: Option<i64>,
     pub cursor: Option<String>,
-}
-
-/// Where a page starts: after the item numbered by `cursor` (a number this service issued).
-pub(super) fn after(cursor: Option<&str>) -> Result<i64, ApiError> {
-    match cursor {
-        None => Ok(0),
-        Some(c) => c
-            .parse::<i64>()
-            .ok()
-            .filter(|n| *n >= 1 && c.len() <= 18 && c.bytes().all(|b| b.is_ascii_digit()))
-            .ok_or_else(|| ApiError::validation("cursor is not one this service issued")),
-    }
 }
 
 #[utoipa::path(
@@ -131,8 +119,8 @@ pub async fn archive(
     Ok(post::respond(ran, StatusCode::OK, ArchiveView::of))
 }
 
-/// Archives a document; the JSON API and the console both archive here.
-pub(super) async fn archiving(
+/// Archives a document.
+async fn archiving(
     req: &HttpRequest,
     state: &web::Data<AppState>,
     caller: Caller,
@@ -198,8 +186,8 @@ pub async fn comment(
     }))
 }
 
-/// Adds a comment; the JSON API and the console both comment here.
-pub(super) async fn commenting(
+/// Adds a comment.
+async fn commenting(
     req: &HttpRequest,
     state: &web::Data<AppState>,
     caller: Caller,
@@ -249,7 +237,7 @@ pub async fn comments(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let limit = paging::limit(query.limit)?;
-    let after = after(query.cursor.as_deref())?;
+    let after = paging::after(query.cursor.as_deref())?;
     let mut items = state
         .documents
         .comments(caller.reader(), *path, after, limit + 1)
@@ -289,7 +277,7 @@ pub async fn history(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let limit = paging::limit(query.limit)?;
-    let after = after(query.cursor.as_deref())?;
+    let after = paging::after(query.cursor.as_deref())?;
     let mut items = state
         .documents
         .history(caller.reader(), *path, after, limit + 1)

@@ -7,14 +7,14 @@ use utoipa::openapi::{RefOr, Schema};
 use utoipa::{Modify, OpenApi};
 
 use super::admin::{OutboxPage, OutboxRowView, OutboxStatsView};
-use super::csp::html_page;
 use super::documents::{CreateDocument, UpdateDocument};
-use super::error::{ErrorCode, ErrorEnvelope};
 use super::lifecycle::{ArchiveBody, CommentBodyIn};
 use super::policies::PolicyBody;
 use super::replays::{ReplayFilters, ReplayList, ReplayView, StartReplay};
 use super::reviews::{ApproveBody, RejectBody};
-use super::views::{
+use crate::web::csp::html_page;
+use crate::web::error::{ErrorCode, ErrorEnvelope};
+use crate::web::views::{
     ApprovalView, ArchiveView, ClaimView, CommentPage, CommentView, DocumentPage, DocumentView,
     PolicyList, PolicyView, PublishedView, ReviewHistory, ReviewPage, ReviewView, StageOfPolicy,
     StageView, TransitionView,

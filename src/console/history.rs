@@ -11,11 +11,10 @@ use uuid::Uuid;
 
 use super::render::{rendered, when, Shown};
 use crate::domain::{Reader, Review};
-use crate::http::auth::Caller;
-use crate::http::error::ApiError;
-use crate::http::lifecycle;
-use crate::http::paging;
-use crate::http::state::AppState;
+use crate::web::auth::Caller;
+use crate::web::error::ApiError;
+use crate::web::paging;
+use crate::web::state::AppState;
 
 /// Rounds on a page of the history.
 pub const PAGE: i64 = 20;
@@ -156,7 +155,7 @@ impl AfterQuery {
     /// The number after which the page starts (0: from the first); 422 for a cursor this
     /// service did not issue.
     pub fn after(&self) -> Result<i64, ApiError> {
-        lifecycle::after(self.cursor.as_deref())
+        paging::after(self.cursor.as_deref())
     }
 }
 
@@ -179,7 +178,7 @@ pub async fn page(
 ) -> Result<HttpResponse, Shown> {
     let caller = caller?;
     let id = super::parse_id(&path)?;
-    let after = lifecycle::after(query.cursor.as_deref())?;
+    let after = paging::after(query.cursor.as_deref())?;
     // The request's number, only ever shown: clamped, so that `before + PAGE` and the rows'
     // numbers stay far from overflowing whatever it says.
     let before = query.rounds.clamp(0, MAX_ROUNDS_BEFORE);

@@ -16,9 +16,10 @@ use actix_web::http::Method;
 use actix_web::middleware::Next;
 use tracing::Instrument;
 
-use super::request_id::{sane, CURRENT, HEADER};
-use super::state::AppState;
-use super::{CONSOLE_PATHS, PAGE_PATHS, ROUTES};
+use crate::console::PATHS as CONSOLE_PATHS;
+use crate::http::{PAGE_PATHS, ROUTES};
+use crate::web::request_id::{sane, CURRENT, HEADER};
+use crate::web::state::AppState;
 
 /// The method's metrics label: a standard method, or `other`.
 fn method_label(method: &Method) -> &'static str {
