@@ -1,6 +1,7 @@
-//! HTTP layer: routes, extractors, the error envelope, views. Handlers parse input, check
-//! roles and call the use cases of `usecases`; they hold no SQL, no locking and no rules.
-//! Nothing below this layer imports it.
+//! The JSON API: its routes and handlers. Handlers parse input, check roles and call the
+//! use cases of `usecases`; they hold no SQL, no locking and no rules. What they share with
+//! the console (auth, `AppState`, the error envelope, views) is in `web`, below both.
+//! Nothing below this layer imports it, nor does the console.
 
 pub(crate) mod admin;
 mod assets;

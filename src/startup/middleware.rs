@@ -4,7 +4,9 @@
 //! well as the pages, which also set their own security headers: `csp.rs`), `Connection:
 //! close` on every answer of an instance that is draining (`startup::shutdown`), and its HTTP
 //! metrics, whose labels come from a fixed set whatever the client sends (a label value
-//! made from a request would add a series per value, never freed).
+//! made from a request would add a series per value, never freed): the routes of the JSON
+//! API (`http::ROUTES`, `http::PAGE_PATHS`) and of the console (`console::PATHS`), which is
+//! why it belongs to the wiring, the one place that sees both.
 
 use std::time::Instant;
 

@@ -1,4 +1,5 @@
-//! Pages of lists: the size a query may ask for, and where the next page starts.
+//! Pages of lists: the size a query may ask for, and where the next page starts (the
+//! cursors the JSON API and the console issue and read).
 
 use uuid::Uuid;
 
@@ -43,6 +44,7 @@ pub fn review_cursor(id: Uuid) -> String {
     id.simple().to_string()
 }
 
+/// The review a cursor of [`review_cursor`] (or of the older form) names; 422 otherwise.
 pub fn after_review(s: &str) -> Result<Uuid, ApiError> {
     let id = match s.split_once('.') {
         Some((micros, id)) if micros.parse::<i64>().is_ok() => id,
@@ -52,6 +54,7 @@ pub fn after_review(s: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(id).map_err(|_| bad_cursor())
 }
 
+/// The refusal of a cursor this service did not issue.
 pub fn bad_cursor() -> ApiError {
     ApiError::validation("cursor is not one this service issued")
 }
