@@ -125,8 +125,8 @@ impl DocumentForm {
         if self.policy.is_empty() {
             return Ok(None);
         }
-        let name = PolicyName::parse(&self.policy).map_err(|e| ApiError::validation(e.to_string()));
-        Ok(Some(name?.as_str().to_string()))
+        let name = input(PolicyName::parse(&self.policy))?;
+        Ok(Some(name.as_str().to_string()))
     }
 }
 

@@ -1,7 +1,8 @@
 //! The admin's policies page: every review policy with its current version, and a form that
 //! writes one (a new policy, or the next version of one) through the use case and the
 //! checks (`PolicyDraft::parse`) the JSON API's `PUT /api/v1/admin/policies/{name}` writes
-//! with, so its 422 messages are the API's. A refusal is shown beside the form, which keeps what was typed.
+//! with, so its 422 messages are the API's. A refusal is shown beside the form, which
+//! keeps what was typed.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;

@@ -3,8 +3,9 @@
 //! use cases' errors (`error.rs`, `service_errors.rs`), request bodies and forms under
 //! their limits (`body.rs`), a POST in its own task under its `Idempotency-Key`
 //! (`post.rs`), the views of typed results both show (`views.rs`, `replay_view.rs`,
-//! `readiness.rs`, the review queue's page: `queue.rs`), paging and cursors, the request id, the pages' security headers (`csp.rs`), the test-hook headers, the HTTP
-//! metrics and the `[server]`/`[auth]` settings. It imports neither `http` nor `console`;
+//! `readiness.rs`, the review queue's page: `queue.rs`), paging and cursors, the request
+//! id, the pages' security headers (`csp.rs`), the test-hook headers, the HTTP metrics and
+//! the `[server]`/`[auth]` settings. It imports neither `http` nor `console`;
 //! those two never import each other.
 
 pub mod auth;
