@@ -7,7 +7,6 @@
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
-use crate::http::{AuthSettings, ServerSettings};
 use crate::lock::{LockSettings, RedisMode, RedisSettings};
 use crate::outbox::{replay::ReplaySettings, AmqpSettings, EventSettings, OutboxSettings};
 use crate::shutdown::ShutdownSettings;
@@ -15,6 +14,7 @@ use crate::store::mongo::MongoSettings;
 use crate::store::{AuditSettings, DatabaseSettings};
 use crate::telemetry::{LogSettings, TelemetrySettings};
 use crate::usecases::{IdempotencySettings, ReviewSettings};
+use crate::web::{AuthSettings, ServerSettings};
 
 /// Every setting; each layer owns its section's type; durations from `_ms`/`_secs` keys.
 #[derive(Debug, Clone, Deserialize)]

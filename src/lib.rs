@@ -8,6 +8,7 @@
 
 pub mod breaker;
 pub mod config;
+pub mod console;
 pub mod domain;
 pub mod http;
 pub mod lock;
@@ -18,3 +19,4 @@ pub mod store;
 pub mod tasks;
 pub mod telemetry;
 pub mod usecases;
+pub mod web;

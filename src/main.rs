@@ -4,13 +4,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use kh_review::config::Settings;
-use kh_review::http::auth::{sign, Role};
 use kh_review::shutdown::Deadline;
 use kh_review::startup::{Application, CoreBuilder};
 use kh_review::store::mongo::CheckpointStore;
 use kh_review::store::PgStore;
 use kh_review::telemetry;
 use kh_review::usecases::{AuditService, CheckpointUse};
+use kh_review::web::auth::{sign, Role};
 
 #[derive(Parser)]
 #[command(

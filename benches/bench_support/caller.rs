@@ -2,7 +2,7 @@
 //! rows that drive the service's HTTP API beyond approvals: the review workflow's, the
 //! queue's and the overdue sweep's, the document lifecycle's and the replay's.
 
-use kh_review::http::auth::{sign, Role};
+use kh_review::web::auth::{sign, Role};
 use serde_json::{json, Value};
 use uuid::Uuid;
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use kh_review::http::auth::{sign, Role};
+use kh_review::web::auth::{sign, Role};
 
 use super::{drive, interleaved, sized, BenchEnv, Figures, Measure, Report, Service};
 

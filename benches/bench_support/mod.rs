@@ -60,7 +60,7 @@ pub use workflow::{workflow_rows, WorkflowFigures};
 use std::time::{Duration, Instant};
 
 use kh_review::config::Settings;
-use kh_review::http::auth::{sign, Role};
+use kh_review::web::auth::{sign, Role};
 use kh_review_testkit::amqp::{amqp_connection, declare_exchange_and_queue, Lasting};
 use kh_review_testkit::database::{create_database, drop_database};
 use kh_review_testkit::proxy::dead_port;

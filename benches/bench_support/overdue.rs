@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use kh_review::http::auth::Role;
+use kh_review::web::auth::Role;
 use serde_json::json;
 use uuid::Uuid;
 

@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use kh_review::http::auth::Role;
+use kh_review::web::auth::Role;
 use uuid::Uuid;
 
 use super::caller::Caller;

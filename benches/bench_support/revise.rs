@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use kh_review::http::auth::Role;
+use kh_review::web::auth::Role;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use uuid::Uuid;

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use kh_review::http::auth::Role;
+use kh_review::web::auth::Role;
 use serde_json::json;
 
 use super::caller::Caller;

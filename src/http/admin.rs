@@ -9,14 +9,14 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::auth::{Caller, Role};
-use super::body::read_body;
-use super::error::{ApiError, ErrorEnvelope};
-use super::paging;
-use super::post;
-use super::request_id;
-use super::state::AppState;
 use crate::store::{OutboxAction, OutboxFilter, OutboxRecord};
+use crate::web::auth::{Caller, Role};
+use crate::web::body::read_body;
+use crate::web::error::{ApiError, ErrorEnvelope};
+use crate::web::paging;
+use crate::web::post;
+use crate::web::request_id;
+use crate::web::state::AppState;
 
 /// An outbox row: one event (or projection) of a document, and how its delivery went.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -114,8 +114,8 @@ pub async fn list(
     Ok(HttpResponse::Ok().json(outbox_page(&state, &caller, &query).await?))
 }
 
-/// A page of stuck rows; the JSON API and the console's operator page both list here.
-pub(super) async fn outbox_page(
+/// A page of stuck rows.
+async fn outbox_page(
     state: &AppState,
     caller: &Caller,
     query: &OutboxQuery,
@@ -164,11 +164,8 @@ pub async fn stats(caller: Caller, state: web::Data<AppState>) -> Result<HttpRes
     Ok(HttpResponse::Ok().json(figures(&state, &caller).await?))
 }
 
-/// The delivery figures; the JSON API and the console's operator page both read here.
-pub(super) async fn figures(
-    state: &AppState,
-    caller: &Caller,
-) -> Result<OutboxStatsView, ApiError> {
+/// The delivery figures.
+async fn figures(state: &AppState, caller: &Caller) -> Result<OutboxStatsView, ApiError> {
     caller.require(Role::Admin)?;
     let s = state.outbox_admin.stats().await?;
     Ok(OutboxStatsView {
@@ -260,10 +257,9 @@ async fn answer(
     }))
 }
 
-/// Retries or skips a parked row, under the request's `Idempotency-Key` if it has one; the
-/// JSON API and the console both act here.
+/// Retries or skips a parked row, under the request's `Idempotency-Key` if it has one.
 #[tracing::instrument(skip_all, fields(outbox_id = %id, action = action.as_str()))]
-pub(super) async fn act(
+async fn act(
     req: &HttpRequest,
     state: &web::Data<AppState>,
     caller: Caller,

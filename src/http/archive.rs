@@ -5,13 +5,13 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::auth::Caller;
-use super::body::{parse_json, read_body};
-use super::error::{ApiError, ErrorEnvelope};
-use super::fields;
-use super::post;
-use super::state::AppState;
-use super::views::ArchiveView;
+use crate::web::auth::Caller;
+use crate::web::body::{parse_json, read_body};
+use crate::web::error::{ApiError, ErrorEnvelope};
+use crate::web::fields;
+use crate::web::post;
+use crate::web::state::AppState;
+use crate::web::views::ArchiveView;
 use crate::domain::{ArchiveReason, Archived};
 use crate::usecases::Context;
 

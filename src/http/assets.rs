@@ -6,7 +6,7 @@
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use super::error::ApiError;
+use crate::web::error::ApiError;
 
 /// The route pattern, also in [`super::PAGE_PATHS`] (its metrics label, its 405).
 pub const PATH: &str = "/assets/{dir}/{file}";

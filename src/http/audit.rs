@@ -6,11 +6,11 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::auth::{Caller, Role};
-use super::error::{ApiError, ErrorEnvelope};
-use super::state::AppState;
 use crate::store::BrokenAt;
 use crate::usecases::{AuditError, AuditReport, CheckpointUse};
+use crate::web::auth::{Caller, Role};
+use crate::web::error::{ApiError, ErrorEnvelope};
+use crate::web::state::AppState;
 
 #[derive(Deserialize)]
 pub struct VerifyQuery {

@@ -6,14 +6,14 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use uuid::Uuid;
 
-use super::auth::{Caller, Role};
-use super::body::{parse_json, read_body};
-use super::error::{ApiError, ErrorEnvelope};
-use super::post;
-use super::state::AppState;
-use super::views::ReviewView;
 use crate::domain::Review;
 use crate::usecases::Context;
+use crate::web::auth::{Caller, Role};
+use crate::web::body::{parse_json, read_body};
+use crate::web::error::{ApiError, ErrorEnvelope};
+use crate::web::post;
+use crate::web::state::AppState;
+use crate::web::views::ReviewView;
 
 /// A claim takes no body: nothing, `null` or `{}`.
 #[derive(serde::Deserialize, Default)]
@@ -58,8 +58,8 @@ pub async fn claim(
     Ok(post::respond(ran, StatusCode::OK, |r| ReviewView::from(r)))
 }
 
-/// Claims a seat; the JSON API and the console both claim here.
-pub(super) async fn claiming(
+/// Claims a seat.
+async fn claiming(
     req: &HttpRequest,
     state: &web::Data<AppState>,
     caller: Caller,

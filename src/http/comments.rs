@@ -7,14 +7,14 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::auth::Caller;
-use super::body::{parse_json, read_body};
-use super::error::{ApiError, ErrorEnvelope};
-use super::fields;
-use super::paging::{self, after, PageQuery};
-use super::post;
-use super::state::AppState;
-use super::views::{CommentPage, CommentView};
+use crate::web::auth::Caller;
+use crate::web::body::{parse_json, read_body};
+use crate::web::error::{ApiError, ErrorEnvelope};
+use crate::web::fields;
+use crate::web::paging::{self, after, PageQuery};
+use crate::web::post;
+use crate::web::state::AppState;
+use crate::web::views::{CommentPage, CommentView};
 use crate::domain::{CommentBody, Commented};
 use crate::usecases::Context;
 

@@ -7,17 +7,17 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{de, Deserialize, Deserializer};
 use uuid::Uuid;
 
-use super::auth::{Caller, Role};
-use super::body::{parse_json, read_body};
-use super::error::{ApiError, ErrorEnvelope};
-use super::fields;
-use super::paging;
-use super::post;
-use super::request_id;
-use super::state::AppState;
-use super::views::{DocumentPage, DocumentView};
 use crate::domain::{Document, DocumentBody, DocumentStatus, DocumentTitle, PolicyName};
 use crate::usecases::Context;
+use crate::web::auth::{Caller, Role};
+use crate::web::body::{parse_json, read_body};
+use crate::web::error::{ApiError, ErrorEnvelope};
+use crate::web::fields;
+use crate::web::paging;
+use crate::web::post;
+use crate::web::request_id;
+use crate::web::state::AppState;
+use crate::web::views::{DocumentPage, DocumentView};
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -124,8 +124,8 @@ pub async fn create(
     ))
 }
 
-/// Creates a draft from a JSON body; the JSON API and the console both create here.
-pub(super) async fn creation(
+/// Creates a draft from a JSON body.
+async fn creation(
     req: &HttpRequest,
     state: &web::Data<AppState>,
     caller: Caller,
@@ -179,8 +179,8 @@ pub async fn list(
     Ok(HttpResponse::Ok().json(mine(&state, &caller, &query).await?))
 }
 
-/// A page of the caller's documents; the JSON API and the console both list here.
-pub(super) async fn mine(
+/// A page of the caller's documents.
+async fn mine(
     state: &AppState,
     caller: &Caller,
     query: &MineQuery,
@@ -282,8 +282,8 @@ pub async fn update(
     Ok(HttpResponse::Ok().json(DocumentView::with_body(&doc)))
 }
 
-/// Edits a document from a JSON body; the JSON API and the console both edit here.
-pub(super) async fn edit(
+/// Edits a document from a JSON body.
+async fn edit(
     state: &AppState,
     caller: &Caller,
     id: Uuid,

@@ -6,8 +6,8 @@
 
 use actix_web::{web, HttpResponse};
 
-use super::error::ApiError;
-use super::state::AppState;
+use crate::web::error::ApiError;
+use crate::web::state::AppState;
 
 fn json(body: &[u8]) -> HttpResponse {
     HttpResponse::Ok()
@@ -40,7 +40,7 @@ pub async fn asyncapi_json(state: web::Data<AppState>) -> HttpResponse {
     params(("type" = String, Path, description = "An event type, e.g. document.approved")),
     responses(
         (status = 200, description = "JSON Schema, draft 2020-12", content_type = "application/json"),
-        (status = 404, description = "no such event type", body = super::error::ErrorEnvelope)
+        (status = 404, description = "no such event type", body = crate::web::error::ErrorEnvelope)
     )
 )]
 pub async fn event_schema(

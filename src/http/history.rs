@@ -5,11 +5,11 @@
 use actix_web::{web, HttpResponse};
 use uuid::Uuid;
 
-use super::auth::Caller;
-use super::error::{ApiError, ErrorEnvelope};
-use super::paging::{self, after, PageQuery};
-use super::state::AppState;
-use super::views::{ReviewHistory, ReviewView};
+use crate::web::auth::Caller;
+use crate::web::error::{ApiError, ErrorEnvelope};
+use crate::web::paging::{self, after, PageQuery};
+use crate::web::state::AppState;
+use crate::web::views::{ReviewHistory, ReviewView};
 
 #[utoipa::path(
     get,

@@ -1,51 +1,29 @@
-//! HTTP layer: routes, extractors, the error envelope, views. Handlers parse input, check
-//! roles and call the use cases of `usecases`; they hold no SQL, no locking and no rules.
-//! Nothing below this layer imports it.
+//! The JSON API: its routes and handlers. Handlers parse input, check roles and call the
+//! use cases of `usecases`; they hold no SQL, no locking and no rules. What they share with
+//! the console (auth, `AppState`, the error envelope, views) is in `web`, below both.
+//! Nothing below this layer imports it, nor does the console.
 
 pub(crate) mod admin;
 pub(crate) mod archive;
 mod assets;
 mod audit;
-pub mod auth;
-pub(crate) mod body;
 pub(crate) mod claims;
 pub(crate) mod comments;
-mod console;
-pub mod csp;
 pub(crate) mod documents;
-pub mod error;
-mod event_docs;
 pub(crate) mod events;
-mod fields;
 pub(crate) mod health;
 pub(crate) mod history;
-pub mod metrics;
-pub mod middleware;
 mod openapi;
-mod paging;
 pub(crate) mod policies;
-pub(crate) mod post;
 pub(crate) mod published;
 pub(crate) mod replays;
-pub mod request_id;
 pub(crate) mod reviews;
-mod settings;
-pub(crate) mod state;
 pub(crate) mod submission;
-pub mod test_hooks;
-pub mod views;
-
-pub use console::PATHS as CONSOLE_PATHS;
-pub use event_docs::EventDocs;
-pub use settings::{AuthSettings, ServerSettings};
-pub use state::AppState;
 
 use actix_web::error::{PathError, QueryPayloadError};
-use actix_web::http::header::{self, HeaderValue};
-use actix_web::http::StatusCode;
-use actix_web::{web, Handler, HttpRequest, HttpResponse, Resource, ResponseError, Route};
+use actix_web::{web, Handler, HttpRequest, HttpResponse, Resource, Route};
 
-use error::{ApiError, ErrorCode};
+use crate::web::error::{self, ApiError};
 
 /// Declares the routes once, and everything else about them comes from this table: their
 /// registration (one resource per path; any other method on it answers 405 with `Allow`,
@@ -147,7 +125,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .app_data(web::QueryConfig::default().error_handler(query_error));
     register(cfg);
     assets::configure(cfg);
-    cfg.configure(console::configure);
     cfg.default_service(web::to(not_found));
 }
 
@@ -187,18 +164,14 @@ where
         .default_service(web::to(move || method_not_allowed(path)))
 }
 
-/// The methods served on `path` (a pattern of [`ROUTES`] or [`CONSOLE_PATHS`], HEAD
-/// wherever GET is, or of [`PAGE_PATHS`]), as an `Allow` header value.
+/// The methods served on `path` (a pattern of [`ROUTES`], HEAD wherever GET is, or of
+/// [`PAGE_PATHS`]), as an `Allow` header value.
 pub fn allowed_methods(path: &str) -> String {
     if PAGE_PATHS.contains(&path) {
         return "GET, HEAD".to_string();
     }
     let mut methods = Vec::new();
-    for (m, _) in ROUTES
-        .iter()
-        .chain(CONSOLE_PATHS)
-        .filter(|(_, p)| *p == path)
-    {
+    for (m, _) in ROUTES.iter().filter(|(_, p)| *p == path) {
         methods.push(m.to_ascii_uppercase());
         if *m == "get" {
             methods.push("HEAD".to_string());
@@ -208,17 +181,7 @@ pub fn allowed_methods(path: &str) -> String {
 }
 
 pub(crate) async fn method_not_allowed(path: &'static str) -> HttpResponse {
-    let allow = allowed_methods(path);
-    let mut res = ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        ErrorCode::MethodNotAllowed,
-        format!("this path allows only {allow}"),
-    )
-    .error_response();
-    if let Ok(v) = HeaderValue::from_str(&allow) {
-        res.headers_mut().insert(header::ALLOW, v);
-    }
-    res
+    error::method_not_allowed(&allowed_methods(path))
 }
 
 async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {

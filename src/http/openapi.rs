@@ -8,7 +8,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{RefOr, Schema};
 use utoipa::{Modify, OpenApi};
 
-use super::csp::html_page;
+use crate::web::csp::html_page;
 
 #[derive(OpenApi)]
 #[openapi(

@@ -1,17 +1,15 @@
 //! `/api/v1/policies` (read by any role) and `/api/v1/admin/policies/{name}` (written by
 //! admins): review policies, each write a new version.
 
-use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 
-use super::auth::{Caller, Role};
-use super::body::{parse_json, read_body, whole};
-use super::error::{ApiError, ErrorCode, ErrorEnvelope};
-use super::state::AppState;
-use super::views::{PolicyList, PolicyView, StageOfPolicy};
 use crate::domain::{PolicyDraft, PolicyName, Stage};
-use crate::usecases::PolicyError;
+use crate::web::auth::{Caller, Role};
+use crate::web::body::{parse_json, read_body, whole};
+use crate::web::error::{ApiError, ErrorEnvelope};
+use crate::web::state::AppState;
+use crate::web::views::{PolicyList, PolicyView, StageOfPolicy};
 
 /// A policy as an admin writes it.
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -127,8 +125,8 @@ pub async fn put(
     Ok(HttpResponse::Ok().json(policy))
 }
 
-/// Writes a policy from a JSON body; the JSON API and the console both write here.
-pub(super) async fn write(
+/// Writes a policy from a JSON body.
+async fn write(
     state: &AppState,
     caller: &Caller,
     name: &str,
@@ -148,13 +146,6 @@ pub(super) async fn write(
         .collect();
     let draft = PolicyDraft::parse(stages, body.due_after_secs, body.claim_ttl_secs)
         .map_err(|e| ApiError::validation(e.to_string()))?;
-    match state.policies.put(&caller.id, &name, &draft).await {
-        Ok(p) => Ok(PolicyView::from(&p)),
-        Err(e @ PolicyError::BuiltIn) => Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorCode::ValidationFailed,
-            e.to_string(),
-        )),
-        Err(PolicyError::Store(s)) => Err(s.into()),
-    }
+    let p = state.policies.put(&caller.id, &name, &draft).await?;
+    Ok(PolicyView::from(&p))
 }

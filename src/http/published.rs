@@ -5,10 +5,10 @@
 use actix_web::{web, HttpResponse};
 use uuid::Uuid;
 
-use super::auth::Caller;
-use super::error::{ApiError, ErrorEnvelope};
-use super::state::AppState;
-use super::views::PublishedView;
+use crate::web::auth::Caller;
+use crate::web::error::{ApiError, ErrorEnvelope};
+use crate::web::state::AppState;
+use crate::web::views::PublishedView;
 
 #[utoipa::path(
     get,

@@ -6,19 +6,19 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::openapi::schema::{Array, ArrayBuilder, ObjectBuilder, SchemaType, Type};
 use uuid::Uuid;
 
-use super::auth::{Caller, Role};
-use super::body::{parse_json, read_body};
-use super::error::{ApiError, ErrorCode, ErrorEnvelope};
-use super::post;
-use super::request_id;
-use super::state::AppState;
-use crate::domain::replay::{ReplayRequest, ReplayState, MAX_FILTER_ITEMS, PUBLISHED};
+use crate::domain::replay::{ReplayRequest, MAX_FILTER_ITEMS, PUBLISHED};
 use crate::store::ReplayRecord;
-use crate::usecases::ReplayError;
+use crate::web::auth::{Caller, Role};
+use crate::web::body::{parse_json, read_body};
+use crate::web::error::{ApiError, ErrorEnvelope};
+use crate::web::post;
+pub use crate::web::replay_view::{ReplayList, ReplayView, RECENT};
+use crate::web::request_id;
+use crate::web::state::AppState;
 
 /// A replay to ask for.
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -66,125 +66,6 @@ fn event_types() -> Array {
         .max_items(Some(MAX_FILTER_ITEMS))
         .description(Some("History: only these event types (published ones)"))
         .build()
-}
-
-/// What a replay was asked to send (null: not filtered).
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct ReplayFilters {
-    pub from: Option<DateTime<Utc>>,
-    pub to: Option<DateTime<Utc>>,
-    pub types: Option<Vec<String>>,
-    pub document_ids: Option<Vec<Uuid>>,
-}
-
-/// A replay and its progress.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[schema(as = Replay)]
-pub struct ReplayView {
-    pub id: Uuid,
-    #[schema(example = "history")]
-    pub mode: &'static str,
-    pub target_queue: String,
-    /// running, done, cancelled or failed
-    #[schema(example = "running")]
-    pub state: &'static str,
-    /// Events sent and confirmed by the broker (each once, however often it was resent).
-    pub sent: i64,
-    /// Events the replay sends in all (counted when it was asked for).
-    pub total: i64,
-    pub events_left: i64,
-    /// Events sent a second time after the instance running the replay stopped (the batch
-    /// it had in flight): at most that many reached the queue twice.
-    pub duplicates: i64,
-    /// How often another instance took the replay over.
-    pub takeovers: i32,
-    /// Events a second, from its start until now (or its end).
-    pub rate_per_sec: f64,
-    /// When it should end at that rate (running replays only).
-    pub expected_end: Option<DateTime<Utc>>,
-    pub filters: ReplayFilters,
-    /// The admin who asked for it.
-    pub requested_by: String,
-    /// Why it failed.
-    pub error: Option<String>,
-    pub started_at: DateTime<Utc>,
-    /// When its last batch was confirmed.
-    pub progressed_at: DateTime<Utc>,
-    pub finished_at: Option<DateTime<Utc>>,
-}
-
-impl ReplayView {
-    pub fn of(r: &ReplayRecord, now: DateTime<Utc>) -> Self {
-        let until = r.finished_at.unwrap_or(now);
-        let secs = (until - r.started_at).num_milliseconds().max(1) as f64 / 1000.0;
-        let rate = r.sent as f64 / secs;
-        let left = (r.total - r.sent).max(0);
-        let running = r.state == ReplayState::Running;
-        let expected_end = (running && rate > 0.0)
-            .then(|| chrono::Duration::try_milliseconds((left as f64 / rate * 1000.0) as i64))
-            .flatten()
-            .and_then(|d| now.checked_add_signed(d));
-        Self {
-            id: r.id,
-            mode: r.mode.as_str(),
-            target_queue: r.target_queue.clone(),
-            state: r.state.as_str(),
-            sent: r.sent,
-            total: r.total,
-            events_left: if running { left } else { 0 },
-            duplicates: r.duplicates,
-            takeovers: r.takeovers,
-            rate_per_sec: (rate * 10.0).round() / 10.0,
-            expected_end,
-            filters: ReplayFilters {
-                from: r.from_at,
-                to: r.to_at,
-                types: r.types.clone(),
-                document_ids: r.document_ids.clone(),
-            },
-            requested_by: r.requested_by.clone(),
-            error: r.error.clone(),
-            started_at: r.started_at,
-            progressed_at: r.progressed_at,
-            finished_at: r.finished_at,
-        }
-    }
-}
-
-/// The running replays, then the most recent others.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct ReplayList {
-    pub items: Vec<ReplayView>,
-}
-
-/// Finished replays a list shows, besides the running ones.
-pub const RECENT: i64 = 20;
-
-impl From<ReplayError> for ApiError {
-    fn from(e: ReplayError) -> Self {
-        match e {
-            ReplayError::NotFound(_) => ApiError::not_found(e.to_string()),
-            ReplayError::Running(_) => ApiError::new(
-                StatusCode::CONFLICT,
-                ErrorCode::ReplayRunning,
-                e.to_string(),
-            ),
-            ReplayError::NoSuchQueue(_) => ApiError::validation(format!("target_queue: {e}")),
-            ReplayError::TargetNotAllowed(_) => ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                ErrorCode::ReplayTargetNotAllowed,
-                format!("target_queue: {e}"),
-            ),
-            ReplayError::Finished(..) => {
-                ApiError::new(StatusCode::CONFLICT, ErrorCode::InvalidState, e.to_string())
-            }
-            ReplayError::KeyTakenOver => ApiError::in_flight(
-                "a retry with this Idempotency-Key took over; retry to get its result",
-            ),
-            ReplayError::Broker(cause) => ApiError::unavailable("RabbitMQ", cause),
-            ReplayError::Store(s) => s.into(),
-        }
-    }
 }
 
 #[utoipa::path(
@@ -259,8 +140,8 @@ pub async fn list(caller: Caller, state: web::Data<AppState>) -> Result<HttpResp
     Ok(HttpResponse::Ok().json(recent(&state, &caller).await?))
 }
 
-/// The running and recent replays; the JSON API and the operator page both read here.
-pub(super) async fn recent(state: &AppState, caller: &Caller) -> Result<ReplayList, ApiError> {
+/// The running and recent replays.
+async fn recent(state: &AppState, caller: &Caller) -> Result<ReplayList, ApiError> {
     caller.require(Role::Admin)?;
     let now = Utc::now();
     let rows = state.replays.recent(RECENT).await?;
@@ -323,8 +204,8 @@ pub async fn cancel(
     Ok(HttpResponse::Ok().json(ReplayView::of(&replay, Utc::now())))
 }
 
-/// Cancels a replay; the JSON API and the operator page both cancel here.
-pub(super) async fn cancellation(
+/// Cancels a replay.
+async fn cancellation(
     state: &AppState,
     caller: &Caller,
     id: &str,

@@ -5,17 +5,18 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::auth::{Caller, Role};
-use super::body::{parse_json, read_body};
-use super::error::{ApiError, ErrorEnvelope};
-use super::fields;
-use super::paging;
-use super::post;
-use super::state::AppState;
-use super::views::{ReviewPage, ReviewView, TransitionView};
 use crate::domain::{Comment, Decision, RejectReason, ReviewStatus, Transitioned};
 use crate::store::{QueueFilter, QueueOrder};
 use crate::usecases::Context;
+use crate::web::auth::{Caller, Role};
+use crate::web::body::{parse_json, read_body};
+use crate::web::error::{ApiError, ErrorEnvelope};
+use crate::web::fields;
+use crate::web::paging;
+use crate::web::post;
+use crate::web::queue;
+use crate::web::state::AppState;
+use crate::web::views::{ReviewPage, TransitionView};
 
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -84,7 +85,7 @@ pub async fn approve(
 }
 
 /// An approval's body: `{}`, `null`, nothing, or an optional comment.
-pub(super) fn approval(body: &[u8]) -> Result<Decision, ApiError> {
+fn approval(body: &[u8]) -> Result<Decision, ApiError> {
     let input: ApproveBody = parse_json(body, true)?;
     let comment = input
         .comment
@@ -96,7 +97,7 @@ pub(super) fn approval(body: &[u8]) -> Result<Decision, ApiError> {
 }
 
 /// A rejection's body: a required reason.
-pub(super) fn rejection(body: &[u8]) -> Result<Decision, ApiError> {
+fn rejection(body: &[u8]) -> Result<Decision, ApiError> {
     let input: RejectBody = parse_json(body, false)?;
     let reason =
         RejectReason::parse(&input.reason).map_err(|e| ApiError::validation(e.to_string()))?;
@@ -142,8 +143,8 @@ pub async fn reject(
 }
 
 /// Parses the decision (inside the idempotent work, so a bad body is replayed as such) and
-/// runs it. The JSON API and the console both decide here.
-pub(super) async fn decision(
+/// runs it.
+async fn decision(
     req: &HttpRequest,
     state: &web::Data<AppState>,
     caller: Caller,
@@ -195,29 +196,15 @@ pub async fn list(
     Ok(HttpResponse::Ok().json(review_page(&state, &caller, &query).await?))
 }
 
-/// A page of reviews with their documents' titles; the JSON API and the console's queue
-/// both list here.
-pub(super) async fn review_page(
+/// A page of reviews with their documents' titles.
+async fn review_page(
     state: &AppState,
     caller: &Caller,
     query: &ReviewQuery,
 ) -> Result<ReviewPage, ApiError> {
     caller.require(Role::Reviewer)?;
-    let mut filter = queue_filter(caller, query)?;
-    let limit = filter.limit;
-    filter.limit = limit + 1;
-    let mut items = state.reviews.list(&filter).await?.ok_or_else(bad_cursor)?;
-    let next_cursor = paging::cut(&mut items, limit, |r| encode_cursor(r.id));
-    let ids: Vec<Uuid> = items.iter().map(|r| r.document_id).collect();
-    let mut titles = state.documents.titles(&ids).await?;
-    let items = items
-        .iter()
-        .map(|r| ReviewView {
-            document_title: titles.remove(&r.document_id),
-            ..ReviewView::from(r)
-        })
-        .collect();
-    Ok(ReviewPage { items, next_cursor })
+    let filter = queue_filter(caller, query)?;
+    queue::review_page(state, filter).await
 }
 
 fn queue_filter(caller: &Caller, query: &ReviewQuery) -> Result<QueueFilter, ApiError> {
@@ -248,47 +235,11 @@ fn queue_filter(caller: &Caller, query: &ReviewQuery) -> Result<QueueFilter, Api
         overdue,
         eligible,
         order,
-        after: query.cursor.as_deref().map(decode_cursor).transpose()?,
+        after: query
+            .cursor
+            .as_deref()
+            .map(paging::after_review)
+            .transpose()?,
         limit: paging::limit(query.limit)?,
     })
-}
-
-/// A cursor names the last review of a page; the next page starts after it in the queue's
-/// order (its `queue_seq`). Cursors issued before that order existed were
-/// `<submitted_at micros>.<review id>`: their review id is read the same way.
-fn encode_cursor(id: Uuid) -> String {
-    id.simple().to_string()
-}
-
-fn decode_cursor(s: &str) -> Result<Uuid, ApiError> {
-    let id = match s.split_once('.') {
-        Some((micros, id)) if micros.parse::<i64>().is_ok() => id,
-        Some(_) => return Err(bad_cursor()),
-        None => s,
-    };
-    Uuid::parse_str(id).map_err(|_| bad_cursor())
-}
-
-fn bad_cursor() -> ApiError {
-    ApiError::validation("cursor is not one this service issued")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursors_round_trip_and_garbage_is_refused() {
-        let id = Uuid::now_v7();
-        assert_eq!(decode_cursor(&encode_cursor(id)).unwrap(), id);
-        let before = format!("1700000000123456.{}", id.simple());
-        assert_eq!(
-            decode_cursor(&before).unwrap(),
-            id,
-            "a cursor of the old form"
-        );
-        for bad in ["", "x", "1.", ".abc", "1.not-a-uuid", "' OR 1=1 --"] {
-            assert!(decode_cursor(bad).is_err(), "{bad}");
-        }
-    }
 }

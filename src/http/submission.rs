@@ -6,12 +6,12 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use uuid::Uuid;
 
-use super::auth::{Caller, Role};
-use super::body::read_body;
-use super::error::{ApiError, ErrorEnvelope};
-use super::post;
-use super::state::AppState;
-use super::views::TransitionView;
+use crate::web::auth::{Caller, Role};
+use crate::web::body::read_body;
+use crate::web::error::{ApiError, ErrorEnvelope};
+use crate::web::post;
+use crate::web::state::AppState;
+use crate::web::views::TransitionView;
 use crate::domain::Transitioned;
 use crate::usecases::Context;
 

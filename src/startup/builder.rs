@@ -10,9 +10,6 @@ use actix_web::web;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
-use crate::http::body::BodyLimits;
-use crate::http::metrics::HttpMetrics;
-use crate::http::{AppState, EventDocs};
 use crate::lock::gate::LockGate;
 use crate::lock::redis::RedisLockProvider;
 use crate::lock::{LockKeys, LockProvider};
@@ -27,6 +24,9 @@ use crate::usecases::{
     sweep_overdue, AuditService, CheckpointWriter, DocumentService, Idempotency, OutboxAdmin,
     PolicyService, Probes, ReplayService, Retention, RetentionSettings, ReviewService, ReviewStats,
 };
+use crate::web::body::BodyLimits;
+use crate::web::metrics::HttpMetrics;
+use crate::web::{AppState, EventDocs};
 
 /// What `serve` and `dispatch` run on: the state the handlers share, the dispatcher, and
 /// the supervisor of every background task (with the token that stops them).

@@ -3,6 +3,7 @@
 //! listener (port 0 in tests) and serves until stopped.
 
 mod builder;
+mod middleware;
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -14,9 +15,9 @@ use anyhow::Context;
 use opentelemetry_instrumentation_actix_web::RequestTracing;
 
 use crate::config::Settings;
-use crate::http::auth::{Jwks, JwtVerifier};
 use crate::shutdown::{Deadline, ShutdownSettings};
 use crate::tasks::Supervisor;
+use crate::web::auth::{Jwks, JwtVerifier};
 pub use builder::{Core, CoreBuilder};
 
 pub struct Application {
@@ -49,12 +50,13 @@ impl Application {
         let verifier = web::Data::new(JwtVerifier::from_settings(&settings.auth, jwks)?);
         let http = HttpServer::new(move || {
             App::new()
-                .wrap(from_fn(crate::http::middleware::middleware))
+                .wrap(from_fn(middleware::middleware))
                 // Outermost: the request's server span, continuing its `traceparent`.
                 .wrap(RequestTracing::new())
                 .app_data(state.clone())
                 .app_data(verifier.clone())
                 .configure(crate::http::configure)
+                .configure(crate::console::configure)
         })
         .shutdown_timeout(settings.shutdown.in_flight().as_secs())
         .client_request_timeout(server.client_request_timeout)

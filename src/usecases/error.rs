@@ -1,5 +1,5 @@
 //! Why a use case did not complete: the rules refused it, the outer lock was contended or
-//! lost, an idempotency key moved on, or a store failed. `http::error` maps each to the
+//! lost, an idempotency key moved on, or a store failed. `web::error` maps each to the
 //! error envelope.
 
 use crate::domain::Refusal;

@@ -1,5 +1,5 @@
 //! What the use-case layer counts: committed transitions by type, and how long passing the
-//! outer-lock gate took by outcome. Exposed as Prometheus collectors that `http::metrics`
+//! outer-lock gate took by outcome. Exposed as Prometheus collectors that `web::metrics`
 //! registers.
 
 use std::time::Duration;

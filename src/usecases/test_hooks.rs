@@ -2,7 +2,7 @@
 //! point of its path. A use case reaches them in one way only, `hooks.at(Point)`, which does
 //! nothing unless a test turned a hook on: `TestHooks::default()`, all off, is what every
 //! request carries unless `server.test_hooks` is on (refused in production). The HTTP layer
-//! turns them on from request headers (`http::test_hooks`).
+//! turns them on from request headers (`web::test_hooks`).
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use kh_review::http::auth::Role;
-use kh_review::http::test_hooks::PAUSE_BEFORE_SCAN_HEADER;
+use kh_review::web::auth::Role;
+use kh_review::web::test_hooks::PAUSE_BEFORE_SCAN_HEADER;
 use kh_review_testkit::proxy::Proxy;
 use kh_review_testkit::stores::mongo_url;
 use reqwest::StatusCode;

@@ -5,8 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use kh_review::http::test_hooks::{PAUSE_AFTER_COMMIT_HEADER, SIGNAL_AFTER_COMMIT_HEADER};
 use kh_review::usecases::commit_signalled;
+use kh_review::web::test_hooks::{PAUSE_AFTER_COMMIT_HEADER, SIGNAL_AFTER_COMMIT_HEADER};
 use reqwest::StatusCode;
 use serde_json::json;
 

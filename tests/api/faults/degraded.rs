@@ -128,7 +128,7 @@ async fn paused_storm(
     n: usize,
     pause_ms: u64,
 ) -> Vec<(StatusCode, serde_json::Value, Option<String>, Duration)> {
-    use kh_review::http::test_hooks::PAUSE_BEFORE_COMMIT_HEADER;
+    use kh_review::web::test_hooks::PAUSE_BEFORE_COMMIT_HEADER;
     let calls = (0..n).map(|_| async move {
         let started = Instant::now();
         let r = app

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use futures_util::future::join_all;
-use kh_review::http::auth::Role;
-use kh_review::http::test_hooks::SKIP_DISPATCH_HEADER;
+use kh_review::web::auth::Role;
+use kh_review::web::test_hooks::SKIP_DISPATCH_HEADER;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 

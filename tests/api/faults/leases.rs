@@ -2,8 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use kh_review::http::auth::Role;
-use kh_review::http::test_hooks::{PAUSE_AFTER_LOCK_HEADER, PAUSE_BEFORE_COMMIT_HEADER};
+use kh_review::web::auth::Role;
+use kh_review::web::test_hooks::{PAUSE_AFTER_LOCK_HEADER, PAUSE_BEFORE_COMMIT_HEADER};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 

@@ -228,7 +228,7 @@ async fn an_owned_row_is_taken_over_after_its_lease_and_an_expired_claim_cannot_
         .client
         .post(app.url(&format!("/api/v1/reviews/{review}/approve")))
         .bearer_auth(app.reviewer())
-        .header(kh_review::http::test_hooks::SKIP_DISPATCH_HEADER, "true")
+        .header(kh_review::web::test_hooks::SKIP_DISPATCH_HEADER, "true")
         .json(&json!({}))
         .send()
         .await

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use kh_review::http::auth::Role;
+use kh_review::web::auth::Role;
 use lapin::options::QueueBindOptions;
 use lapin::types::FieldTable;
 use reqwest::StatusCode;

@@ -8,11 +8,11 @@
 use std::future::Future;
 use std::time::Duration;
 
-use kh_review::http::auth::Role;
+use kh_review::web::auth::Role;
 use reqwest::{Response, StatusCode};
 use sqlx::{Connection, PgConnection};
 
-use kh_review::http::test_hooks::SKIP_DISPATCH_HEADER;
+use kh_review::web::test_hooks::SKIP_DISPATCH_HEADER;
 
 use crate::support::app::{expose, spawn_app, spawn_app_with, AppOptions, TestApp};
 use crate::support::inspect::wait_for;

@@ -4,7 +4,7 @@
 
 use jsonwebtoken::{decode, DecodingKey, Validation};
 use kh_review::config::DEV_SECRET;
-use kh_review::http::auth::TokenClaims;
+use kh_review::web::auth::TokenClaims;
 
 use crate::support::binary::run_binary;
 

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use kh_review::http::test_hooks::LEAVE_TO_DISPATCHER_HEADER;
+use kh_review::web::test_hooks::LEAVE_TO_DISPATCHER_HEADER;
 use reqwest::StatusCode;
 use serde_json::json;
 

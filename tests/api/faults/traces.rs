@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use kh_review::http::auth::Role;
-use kh_review::http::test_hooks::SKIP_DISPATCH_HEADER;
+use kh_review::web::auth::Role;
+use kh_review::web::test_hooks::SKIP_DISPATCH_HEADER;
 use kh_review_testkit::otlp::OtlpReceiver;
 use kh_review_testkit::proxy::dead_port;
 use reqwest::StatusCode;

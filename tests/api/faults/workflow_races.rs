@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use futures_util::future::join_all;
-use kh_review::http::auth::Role;
+use kh_review::web::auth::Role;
 use reqwest::StatusCode;
 use serde_json::Value;
 

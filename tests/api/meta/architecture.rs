@@ -22,9 +22,21 @@ const LAYERS: &[(&str, &[&str])] = &[
         &["breaker", "domain", "lock", "store", "outbox", "tasks"],
     ),
     (
-        "http",
+        "web",
         &[
             "breaker", "domain", "lock", "store", "outbox", "usecases", "tasks",
+        ],
+    ),
+    (
+        "http",
+        &[
+            "breaker", "domain", "lock", "store", "outbox", "usecases", "tasks", "web",
+        ],
+    ),
+    (
+        "console",
+        &[
+            "breaker", "domain", "lock", "store", "outbox", "usecases", "tasks", "web",
         ],
     ),
 ];
@@ -48,7 +60,7 @@ pub(super) fn rust_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The module path of a file under `src/`: `src/store/pg.rs` -> ["store", "pg"].
-fn module_of(file: &Path) -> Vec<String> {
+pub(super) fn module_of(file: &Path) -> Vec<String> {
     let rel = file.strip_prefix(root().join("src")).unwrap();
     let mut parts: Vec<String> = rel
         .iter()
@@ -69,7 +81,7 @@ pub(super) fn production_code(text: &str) -> &str {
 }
 
 /// Every `crate::`, `super::` and `self::` path the code names, as absolute module paths.
-fn referenced_paths(file: &Path, code: &str) -> Vec<Vec<String>> {
+pub(super) fn referenced_paths(file: &Path, code: &str) -> Vec<Vec<String>> {
     let module = module_of(file);
     let mut out = Vec::new();
     for path in flatten_uses(code).into_iter().chain(inline_paths(code)) {

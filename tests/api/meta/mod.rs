@@ -1,5 +1,5 @@
 //! Checks of the code and the harness themselves: the architecture's layering read from the
-//! sources (and the benchmark's modules, `bench_modules`), the example consumer, the event schemas of docs/events.md against real events,
+//! sources (and the benchmark's modules, `bench_modules`; the JSON API and the console apart, `front_ends`), the example consumer, the event schemas of docs/events.md against real events,
 //! and the test harness's own clean-up. Part of the parallel run.
 
 mod architecture;
@@ -8,5 +8,6 @@ mod cloudevents;
 mod consumer;
 mod dev_docs;
 mod event_docs;
+mod front_ends;
 mod harness;
 mod versions;

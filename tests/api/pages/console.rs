@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use kh_review::http::auth::Role;
+use kh_review::web::auth::Role;
 use serde_json::{json, Value};
 
 use crate::support::app::{spawn_app, TestApp, REVIEWER2};

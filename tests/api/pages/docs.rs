@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use kh_review::http::csp::CONTENT_SECURITY_POLICY;
+use kh_review::web::csp::CONTENT_SECURITY_POLICY;
 
 use crate::support::app::spawn_app;
 use crate::support::browser::{Browser, Window};

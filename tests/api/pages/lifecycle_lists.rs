@@ -2,7 +2,7 @@
 //! with its author, time and review round, a page at a time; the review history a page at
 //! a time; and a draft never submitted, not found for anyone but its author and the admins.
 
-use kh_review::http::auth::Role;
+use kh_review::web::auth::Role;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use kh_review::http::auth::Role;
+use kh_review::web::auth::Role;
 
 use crate::faults::parked::{parked_submission, with_max_attempts, ADMIN};
 use crate::support::app::{spawn_app_with, AppOptions};

@@ -3,7 +3,7 @@
 //! test made, and the canvas is drawn), the backlog and parked rows now, and a required
 //! queue present, then missing.
 
-use kh_review::http::auth::Role;
+use kh_review::web::auth::Role;
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::FieldTable;
 use serde_json::{json, Value};

@@ -3,7 +3,7 @@
 //! by another, a second approval, a stage of another group); the author withdraws; an admin
 //! writes a policy and sees the API's 422 beside the form.
 
-use kh_review::http::auth::Role;
+use kh_review::web::auth::Role;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 

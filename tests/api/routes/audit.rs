@@ -8,7 +8,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use kh_review::http::auth::Role;
+use kh_review::web::auth::Role;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 

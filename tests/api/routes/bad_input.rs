@@ -1,6 +1,6 @@
 //! Bad input gets a clear 4xx with a stable code, and nothing is written.
 
-use kh_review::http::auth::{sign, Role};
+use kh_review::web::auth::{sign, Role};
 use reqwest::StatusCode;
 use secrecy::SecretString;
 use serde_json::json;

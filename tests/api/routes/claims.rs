@@ -1,6 +1,6 @@
 //! Claims with seats, withdraw, and the queue's filters, through the API.
 
-use kh_review::http::auth::Role;
+use kh_review::web::auth::Role;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 

@@ -1,9 +1,9 @@
 //! The console over plain HTTP: its pages and files, their headers, the answers without or
 //! with the wrong token, and the 405 and 404 of the API's routes.
 
-use kh_review::http::auth::Role;
-use kh_review::http::csp::CONSOLE_CONTENT_SECURITY_POLICY;
-use kh_review::http::CONSOLE_PATHS;
+use kh_review::console::PATHS as CONSOLE_PATHS;
+use kh_review::web::auth::Role;
+use kh_review::web::csp::CONSOLE_CONTENT_SECURITY_POLICY;
 use reqwest::{Method, StatusCode};
 
 use crate::support::app::{spawn_app, spawn_app_with, AppOptions, TestApp, AUTHOR};

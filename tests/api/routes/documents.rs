@@ -215,7 +215,7 @@ async fn a_partitioned_database_mid_transaction_gives_503_not_a_hang() {
         .post(app.url(&format!("/api/v1/reviews/{review}/approve")))
         .bearer_auth(app.reviewer())
         .header(
-            kh_review::http::test_hooks::PAUSE_BEFORE_COMMIT_HEADER,
+            kh_review::web::test_hooks::PAUSE_BEFORE_COMMIT_HEADER,
             "1000",
         )
         .json(&json!({}))

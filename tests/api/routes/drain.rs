@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::support::app::{spawn_app, TestApp};
 use crate::support::binary::{listening, serve_binary, KillOnDrop};
 use crate::support::inspect::wait_for;
-use kh_review::http::test_hooks::PAUSE_BEFORE_COMMIT_HEADER;
+use kh_review::web::test_hooks::PAUSE_BEFORE_COMMIT_HEADER;
 use kh_review_testkit::proxy::dead_port;
 
 const DRAIN: Duration = Duration::from_secs(3);

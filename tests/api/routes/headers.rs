@@ -2,7 +2,7 @@
 //! health, metrics and the description (once each), while `/docs` and the console keep
 //! their own security headers.
 
-use kh_review::http::csp::{CONSOLE_CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY};
+use kh_review::web::csp::{CONSOLE_CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY};
 use reqwest::{Response, StatusCode};
 use serde_json::json;
 

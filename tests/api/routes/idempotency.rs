@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use kh_review::http::auth::Role;
-use kh_review::http::test_hooks::PAUSE_BEFORE_COMMIT_HEADER;
+use kh_review::web::auth::Role;
+use kh_review::web::test_hooks::PAUSE_BEFORE_COMMIT_HEADER;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -251,10 +251,7 @@ async fn a_lost_reply_after_commit_is_replayed_not_run_again() {
     let (_, review_id) = app.pending_review().await;
     let path = format!("/api/v1/reviews/{review_id}/approve");
     let lost = keyed(&app, &path, &app.reviewer(), "lost-reply", json!({}))
-        .header(
-            kh_review::http::test_hooks::FAIL_AFTER_COMMIT_HEADER,
-            "true",
-        )
+        .header(kh_review::web::test_hooks::FAIL_AFTER_COMMIT_HEADER, "true")
         .send()
         .await
         .unwrap();
@@ -285,10 +282,7 @@ async fn a_lost_reply_after_commit_is_replayed_not_run_again() {
         "lost-create",
         json!({"title": "t", "body": "b"}),
     )
-    .header(
-        kh_review::http::test_hooks::FAIL_AFTER_COMMIT_HEADER,
-        "true",
-    )
+    .header(kh_review::web::test_hooks::FAIL_AFTER_COMMIT_HEADER, "true")
     .send()
     .await
     .unwrap();

@@ -146,7 +146,7 @@ async fn an_archive_is_terminal_takes_the_document_out_of_the_published_set_and_
     let app = spawn_app().await;
     let (id, _) = app.approved_document("Runbook", "Old procedure.").await;
     let path = format!("/api/v1/documents/{id}/archive");
-    let carol = app.token("carol", &[kh_review::http::auth::Role::Author]);
+    let carol = app.token("carol", &[kh_review::web::auth::Role::Author]);
     expect_error(
         app.post(&path, &carol, json!({})).await,
         StatusCode::FORBIDDEN,

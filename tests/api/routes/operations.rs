@@ -98,7 +98,7 @@ async fn every_route_answers(app: &TestApp, served: &BTreeSet<(String, String)>)
 async fn refused_bodies_get_statuses_their_operations_document() {
     let app = spawn_app().await;
     let spec: Value = app.public_json("/openapi.json").await;
-    let admin = app.token("fuzz-admin", &[kh_review::http::auth::Role::Admin]);
+    let admin = app.token("fuzz-admin", &[kh_review::web::auth::Role::Admin]);
     let too_large = "x".repeat(app.settings.server.json_limit_bytes + 1);
     // The operations that read a body: every POST and PUT (the admin's outbox actions and
     // submit read one only for the Idempotency-Key fingerprint, before the path's id).
@@ -234,7 +234,7 @@ async fn sigterm_mid_load_drains_without_resets_or_leftover_locks() {
             .post(format!("{base}/api/v1/reviews/{review_id}/approve"))
             .bearer_auth(app.reviewer())
             .header(
-                kh_review::http::test_hooks::PAUSE_BEFORE_COMMIT_HEADER,
+                kh_review::web::test_hooks::PAUSE_BEFORE_COMMIT_HEADER,
                 "2000",
             )
             .json(&serde_json::json!({}));

@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use kh_review::http::auth::Role;
+use kh_review::web::auth::Role;
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -224,7 +224,7 @@ async fn a_lease_lost_before_commit_commits_nothing() {
     let req = app
         .approve_paused(
             &review_id,
-            kh_review::http::test_hooks::PAUSE_BEFORE_COMMIT_HEADER,
+            kh_review::web::test_hooks::PAUSE_BEFORE_COMMIT_HEADER,
             1500,
             false,
         )
@@ -274,7 +274,7 @@ async fn a_handler_held_past_its_ttl_keeps_the_lock_by_renewal() {
     let r = app
         .approve_paused(
             &review_id,
-            kh_review::http::test_hooks::PAUSE_BEFORE_COMMIT_HEADER,
+            kh_review::web::test_hooks::PAUSE_BEFORE_COMMIT_HEADER,
             1200,
             false,
         )

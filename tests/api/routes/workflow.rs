@@ -2,7 +2,7 @@
 //! groups, and a policy changed after a submit. Claims, withdraw and the queue's filters are
 //! in `claims.rs`.
 
-use kh_review::http::auth::Role;
+use kh_review::web::auth::Role;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 

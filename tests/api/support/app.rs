@@ -9,9 +9,9 @@
 use std::time::Duration;
 
 use kh_review::config::Settings;
-use kh_review::http::auth::{sign, Role};
 use kh_review::lock::Ttl;
 use kh_review::startup::Application;
+use kh_review::web::auth::{sign, Role};
 use lapin::{Channel, Connection};
 use reqwest::{Response, StatusCode};
 use secrecy::{ExposeSecret, SecretString};

@@ -7,7 +7,7 @@ use lapin::options::BasicGetOptions;
 use reqwest::{Response, StatusCode};
 use serde_json::Value;
 
-use kh_review::http::test_hooks::SUSPEND_RENEWAL_HEADER;
+use kh_review::web::test_hooks::SUSPEND_RENEWAL_HEADER;
 use serde_json::json;
 
 use super::app::TestApp;

@@ -2,7 +2,7 @@
 //! documents submitted under a policy, and votes and claims by named reviewers.
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use kh_review::http::auth::Role;
+use kh_review::web::auth::Role;
 use reqwest::{Response, StatusCode};
 use serde_json::{json, Value};
 

@@ -4,8 +4,8 @@
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
-use kh_review::http::auth::Role;
-use kh_review::http::test_hooks::PAUSE_AFTER_LOCK_HEADER;
+use kh_review::web::auth::Role;
+use kh_review::web::test_hooks::PAUSE_AFTER_LOCK_HEADER;
 use reqwest::StatusCode;
 use serde_json::Value;
 

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use crate::support::app::{spawn_app, spawn_app_with, AppOptions, TestApp};
 use crate::support::events::conforming;
 use crate::support::inspect::wait_for;
-use kh_review::http::test_hooks::LEAVE_TO_DISPATCHER_HEADER;
+use kh_review::web::test_hooks::LEAVE_TO_DISPATCHER_HEADER;
 use kh_review_testkit::proxy::Proxy;
 use kh_review_testkit::stores::amqp_url;
 

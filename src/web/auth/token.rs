@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::Role;
-use crate::http::error::ApiError;
+use crate::web::error::ApiError;
 
 /// The claims `sign` writes.
 #[derive(Debug, Clone, Serialize, Deserialize)]

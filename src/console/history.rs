@@ -11,10 +11,10 @@ use uuid::Uuid;
 
 use super::render::{rendered, when, Shown};
 use crate::domain::{Reader, Review};
-use crate::http::auth::Caller;
-use crate::http::error::ApiError;
-use crate::http::paging;
-use crate::http::state::AppState;
+use crate::web::auth::Caller;
+use crate::web::error::ApiError;
+use crate::web::paging;
+use crate::web::state::AppState;
 
 /// Rounds on a page of the history.
 pub const PAGE: i64 = 20;

@@ -24,8 +24,8 @@ use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::http::error::ApiError;
-use crate::http::settings::AuthSettings;
+use crate::web::error::ApiError;
+use crate::web::settings::AuthSettings;
 
 /// The largest JWKS document read (providers publish a few keys of a few KiB).
 const MAX_BYTES: usize = 1 << 20;

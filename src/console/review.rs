@@ -9,8 +9,8 @@ use uuid::Uuid;
 use super::render::{clock, when};
 use crate::domain::votes::{live_claims, seats};
 use crate::domain::{Document, DocumentStatus, Review, ReviewStatus, VoteKind};
-use crate::http::auth::{Caller, Role};
-use crate::http::error::ErrorCode;
+use crate::web::auth::{Caller, Role};
+use crate::web::error::ErrorCode;
 
 /// A stage of the review's policy version.
 pub struct StageRow {

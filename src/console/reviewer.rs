@@ -5,21 +5,21 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use chrono::Utc;
 use serde::Deserialize;
-use serde_json::json;
 use uuid::Uuid;
 
 use super::document;
 use super::history::Rounds;
-use super::render::{clock, form, rendered, waited, when, Shown};
+use super::render::{clock, rendered, sent_form, waited, when, Shown};
 use super::review::sentence;
-use crate::domain::{Review, Transitioned};
-use crate::http::auth::{Caller, Role};
-use crate::http::claims;
-use crate::http::error::ApiError;
-use crate::http::post::Ran;
-use crate::http::reviews::{self, ReviewQuery};
-use crate::http::state::AppState;
-use crate::http::views::ReviewView;
+use crate::domain::{Comment, Decision, RejectReason, Review, ReviewStatus, Transitioned};
+use crate::store::{QueueFilter, QueueOrder};
+use crate::usecases::Context;
+use crate::web::auth::{Caller, Role};
+use crate::web::error::ApiError;
+use crate::web::post::{self, Ran};
+use crate::web::state::AppState;
+use crate::web::views::ReviewView;
+use crate::web::{paging, queue};
 
 /// A pending review as the queue shows it.
 pub struct QueueRow {
@@ -52,6 +52,9 @@ pub struct QueueQuery {
     cursor: Option<String>,
 }
 
+/// Reviews the queue shows at once.
+const QUEUE_ROWS: i64 = 50;
+
 /// GET `/console/f/queue`: pending reviews in the order they were submitted.
 pub async fn queue(
     query: web::Query<QueueQuery>,
@@ -59,13 +62,17 @@ pub async fn queue(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
     let caller = caller?;
-    let list = ReviewQuery {
-        status: None,
-        limit: Some(50),
-        cursor: query.into_inner().cursor,
-        ..ReviewQuery::default()
+    caller.require(Role::Reviewer)?;
+    let after = query.into_inner().cursor;
+    let filter = QueueFilter {
+        status: ReviewStatus::Pending,
+        overdue: false,
+        eligible: None,
+        order: QueueOrder::Queue,
+        after: after.as_deref().map(paging::after_review).transpose()?,
+        limit: QUEUE_ROWS,
     };
-    let found = reviews::review_page(&state, &caller, &list).await?;
+    let found = queue::review_page(&state, filter).await?;
     let now = Utc::now();
     let rows = found.items.into_iter().map(|r| queue_row(r, now)).collect();
     rendered(&Queue {
@@ -121,13 +128,18 @@ pub async fn approve(
 ) -> Result<HttpResponse, Shown> {
     let caller = caller.map_err(Shown::action)?;
     caller.require(Role::Reviewer).map_err(Shown::action)?;
-    let comment = form::<ApproveForm>(&req, payload, &state).await?.comment;
-    let json = match comment.is_empty() {
-        true => json!({}),
-        false => json!({ "comment": comment }),
+    let (f, bytes) = sent_form::<ApproveForm>(&req, payload, &state).await?;
+    let decide = move || {
+        let comment = Some(f.comment).filter(|c| !c.is_empty());
+        let comment = comment.as_deref().map(Comment::parse).transpose();
+        let comment = comment.map_err(|e| ApiError::validation(e.to_string()))?;
+        Ok(Decision::Approve(comment))
     };
-    let verb = "Approved";
-    send_decision(req, &path, (json, verb), reviews::approval, caller, state).await
+    let sent = Sent {
+        bytes,
+        verb: "Approved",
+    };
+    send_decision(req, &path, sent, decide, caller, state).await
 }
 
 /// POST `/console/f/documents/{id}/reviews/{review}/reject`: the JSON API's reject. The
@@ -141,23 +153,44 @@ pub async fn reject(
 ) -> Result<HttpResponse, Shown> {
     let caller = caller.map_err(Shown::action)?;
     caller.require(Role::Reviewer).map_err(Shown::action)?;
-    let reason = form::<RejectForm>(&req, payload, &state).await?.reason;
-    let json = json!({ "reason": reason });
-    let verb = "Rejected";
-    send_decision(req, &path, (json, verb), reviews::rejection, caller, state).await
+    let (f, bytes) = sent_form::<RejectForm>(&req, payload, &state).await?;
+    let decide = move || {
+        let reason = RejectReason::parse(&f.reason);
+        let reason = reason.map_err(|e| ApiError::validation(e.to_string()))?;
+        Ok(Decision::Reject(reason))
+    };
+    let sent = Sent {
+        bytes,
+        verb: "Rejected",
+    };
+    send_decision(req, &path, sent, decide, caller, state).await
 }
 
+/// A decision's form as sent (its bytes, for the `Idempotency-Key`'s fingerprint), and the
+/// verb its outcome reads with.
+struct Sent {
+    bytes: Vec<u8>,
+    verb: &'static str,
+}
+
+/// Runs the decision `decide` parses (inside the idempotent work, so a refused form is
+/// replayed as such), as the JSON API's vote does.
 async fn send_decision(
     req: HttpRequest,
     (doc, review): &(String, String),
-    (json, verb): (serde_json::Value, &str),
-    parse: fn(&[u8]) -> Result<crate::domain::Decision, ApiError>,
+    Sent { bytes, verb }: Sent,
+    decide: impl FnOnce() -> Result<Decision, ApiError> + Send + 'static,
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
     let (doc, review) = (super::parse_id(doc)?, super::parse_id(review)?);
-    let bytes = serde_json::to_vec(&json).expect("a JSON value serializes");
-    let decided = reviews::decision(&req, &state, caller.clone(), review, bytes, parse).await;
+    let (st, ctx) = (state.clone(), state.context(&req, &caller));
+    let decided = post::run(&req, &state, &caller, &bytes, move |held_key| async move {
+        let decision = decide()?;
+        let ctx = Context { held_key, ..ctx };
+        Ok(st.reviews.decide(ctx, review, decision).await?)
+    })
+    .await;
     match decided.and_then(Ran::succeeded) {
         Ok(done) => {
             let flash = decided_flash(verb, &done);
@@ -214,7 +247,12 @@ pub async fn claim(
     let caller = caller.map_err(Shown::action)?;
     caller.require(Role::Reviewer).map_err(Shown::action)?;
     let (doc, review) = (super::parse_id(&path.0)?, super::parse_id(&path.1)?);
-    let claimed = claims::claiming(&req, &state, caller.clone(), review, Vec::new()).await;
+    let (st, ctx) = (state.clone(), state.context(&req, &caller));
+    let claimed = post::run(&req, &state, &caller, &[], move |held_key| async move {
+        let ctx = Context { held_key, ..ctx };
+        Ok(st.reviews.claim(ctx, review).await?)
+    })
+    .await;
     match claimed.and_then(Ran::succeeded) {
         Ok(r) => {
             let flash = held_until(&r, caller.id.as_str());

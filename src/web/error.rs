@@ -258,6 +258,20 @@ impl ApiError {
     }
 }
 
+/// The 405 of a path that allows only `allow` (an `Allow` header value), with that header.
+pub fn method_not_allowed(allow: &str) -> HttpResponse {
+    let mut res = ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        ErrorCode::MethodNotAllowed,
+        format!("this path allows only {allow}"),
+    )
+    .error_response();
+    if let Ok(v) = header::HeaderValue::from_str(allow) {
+        res.headers_mut().insert(header::ALLOW, v);
+    }
+    res
+}
+
 impl From<LockBusy> for ApiError {
     fn from(c: LockBusy) -> Self {
         ApiError::busy(c.retry_after.as_secs_f64().ceil().max(1.0) as u64)

@@ -9,10 +9,10 @@ use uuid::Uuid;
 use super::history::{AfterQuery, Rounds};
 use super::render::{rendered, when, Shown};
 use crate::domain::{PostedComment, Reader};
-use crate::http::auth::Caller;
-use crate::http::error::ApiError;
-use crate::http::paging;
-use crate::http::state::AppState;
+use crate::web::auth::Caller;
+use crate::web::error::ApiError;
+use crate::web::paging;
+use crate::web::state::AppState;
 
 /// Comments on a page.
 pub const PAGE: i64 = 20;

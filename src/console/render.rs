@@ -10,11 +10,10 @@ use askama::Template;
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 
-use crate::http::body::read_form;
-
-use crate::http::csp::CONSOLE_CONTENT_SECURITY_POLICY;
-use crate::http::error::{ApiError, ErrorCode};
-use crate::http::state::AppState;
+use crate::web::body::read_form;
+use crate::web::csp::CONSOLE_CONTENT_SECURITY_POLICY;
+use crate::web::error::{ApiError, ErrorCode};
+use crate::web::state::AppState;
 
 /// An HTML answer: never cached (fragments carry what the token may see), never framed.
 pub fn html(status: StatusCode, body: String) -> HttpResponse {
@@ -82,6 +81,16 @@ pub async fn form<T: DeserializeOwned>(
     payload: web::Payload,
     state: &AppState,
 ) -> Result<T, Shown> {
+    Ok(sent_form(req, payload, state).await?.0)
+}
+
+/// [`form`], with the bytes the form came in: what an `Idempotency-Key`'s fingerprint
+/// counts, as a JSON body's bytes do for the API.
+pub async fn sent_form<T: DeserializeOwned>(
+    req: &HttpRequest,
+    payload: web::Payload,
+    state: &AppState,
+) -> Result<(T, Vec<u8>), Shown> {
     read_form(req, payload, state.body)
         .await
         .map_err(Shown::action)
@@ -116,7 +125,7 @@ impl ResponseError for Shown {
     fn error_response(&self) -> HttpResponse {
         // The JSON answer logs the cause and carries the request id; keep both.
         let json = self.error.error_response();
-        let request_id = crate::http::request_id::current();
+        let request_id = crate::web::request_id::current();
         let message = self.message.clone().unwrap_or_else(|| people(&self.error));
         let code = serde_json::to_value(self.error.code)
             .ok()

@@ -1,21 +1,20 @@
 //! The document's life after review, in the console: archive it (its author or an admin,
 //! after the page's confirmation, at the version the page showed) and comment on it
-//! (anyone who may read it). Both go through the JSON API's functions; a refusal reads as
-//! a sentence beside its form.
+//! (anyone who may read it). Both run the use cases the JSON API runs, under the form's
+//! `Idempotency-Key`; a refusal reads as a sentence beside its form.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
-use serde_json::json;
 use uuid::Uuid;
 
 use super::document;
-use super::render::{form, Shown};
-use crate::domain::{Archived, Document, DocumentStatus};
-use crate::http::auth::Caller;
-use crate::http::error::{ApiError, ErrorCode};
-use crate::http::post::Ran;
-use crate::http::state::AppState;
-use crate::http::{archive, comments};
+use super::render::{sent_form, Shown};
+use crate::domain::{ArchiveReason, Archived, CommentBody, Document, DocumentStatus};
+use crate::usecases::Context;
+use crate::web::auth::Caller;
+use crate::web::error::{ApiError, ErrorCode};
+use crate::web::post::{self, Ran};
+use crate::web::state::AppState;
 
 #[derive(Deserialize)]
 pub struct ArchiveForm {
@@ -27,26 +26,22 @@ pub struct ArchiveForm {
 }
 
 impl ArchiveForm {
-    /// The JSON body the API's archive takes (an empty reason left out), and the version
-    /// the page showed.
-    fn json(&self) -> Result<(Vec<u8>, Option<i64>), ApiError> {
-        let mut v = json!({});
-        if !self.reason.trim().is_empty() {
-            v["reason"] = json!(self.reason);
+    /// The version the page showed, if it said.
+    fn seen(&self) -> Result<Option<i64>, ApiError> {
+        match self.version.as_str() {
+            "" => Ok(None),
+            s => s
+                .parse::<i64>()
+                .map(Some)
+                .map_err(|_| ApiError::validation("The page sent a version that is not a number.")),
         }
-        let seen = match self.version.as_str() {
-            "" => None,
-            s => Some(s.parse::<i64>().map_err(|_| {
-                ApiError::validation("The page sent a version that is not a number.")
-            })?),
-        };
-        if let Some(n) = seen {
-            v["version"] = json!(n);
-        }
-        Ok((
-            serde_json::to_vec(&v).expect("a JSON value serializes"),
-            seen,
-        ))
+    }
+
+    /// The reason, as the rules take it (an empty one left out).
+    fn reason(&self) -> Result<Option<ArchiveReason>, ApiError> {
+        let given = Some(self.reason.as_str()).filter(|r| !r.trim().is_empty());
+        let reason = given.map(ArchiveReason::parse).transpose();
+        reason.map_err(|e| ApiError::validation(e.to_string()))
     }
 }
 
@@ -59,10 +54,19 @@ pub async fn archive(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
     let caller = caller.map_err(Shown::action)?;
-    let f: ArchiveForm = form(&req, payload, &state).await?;
+    let (f, bytes): (ArchiveForm, _) = sent_form(&req, payload, &state).await?;
     let id = super::parse_id(&path)?;
-    let (bytes, seen) = f.json().map_err(|e| Shown::beside(e, "#archive-error"))?;
-    let archived = archive::archiving(&req, &state, caller.clone(), id, bytes).await;
+    let seen = f.seen().map_err(|e| Shown::beside(e, "#archive-error"))?;
+    let (st, ctx) = (state.clone(), state.context(&req, &caller));
+    let archived = post::run(&req, &state, &caller, &bytes, move |held_key| async move {
+        let reason = f.reason()?;
+        if seen.is_some_and(|v| v < 1) {
+            return Err(ApiError::validation("version: must be at least 1"));
+        }
+        let ctx = Context { held_key, ..ctx };
+        Ok(st.reviews.archive(ctx, id, reason, seen).await?)
+    })
+    .await;
     match archived.and_then(Ran::succeeded) {
         Ok(done) => {
             let flash = archived_flash(&done);
@@ -131,12 +135,16 @@ pub struct CommentForm {
 }
 
 impl CommentForm {
-    fn json(&self) -> Vec<u8> {
-        let mut v = json!({ "body": self.body });
-        if !self.review.is_empty() {
-            v["review_id"] = json!(self.review);
-        }
-        serde_json::to_vec(&v).expect("a JSON value serializes")
+    /// The comment's text, as the rules take it.
+    fn text(&self) -> Result<CommentBody, ApiError> {
+        CommentBody::parse(&self.body).map_err(|e| ApiError::validation(e.to_string()))
+    }
+
+    /// The review round it is about, if ticked.
+    fn round(&self) -> Result<Option<Uuid>, ApiError> {
+        let ticked = Some(self.review.as_str()).filter(|r| !r.is_empty());
+        let round = ticked.map(Uuid::try_parse).transpose();
+        round.map_err(|_| ApiError::validation("review_id: not a review of this service"))
     }
 }
 
@@ -149,9 +157,16 @@ pub async fn comment(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
     let caller = caller.map_err(Shown::action)?;
-    let f: CommentForm = form(&req, payload, &state).await?;
+    let (f, bytes): (CommentForm, _) = sent_form(&req, payload, &state).await?;
     let id = super::parse_id(&path)?;
-    let posted = comments::commenting(&req, &state, caller.clone(), id, f.json()).await;
+    let (st, ctx) = (state.clone(), state.context(&req, &caller));
+    let posted = post::run(&req, &state, &caller, &bytes, move |held_key| async move {
+        let round = f.round()?;
+        let text = f.text()?;
+        let ctx = Context { held_key, ..ctx };
+        Ok(st.documents.comment(ctx, id, text, round).await?)
+    })
+    .await;
     let done = posted.and_then(Ran::succeeded).map_err(|e| {
         let mut shown = Shown::beside(e, "#comment-error");
         if shown.error.code == ErrorCode::InvalidState {

@@ -57,12 +57,13 @@ pub async fn read_body(
 }
 
 /// Reads a console form (`application/x-www-form-urlencoded`, or no content type) under the
-/// same limits as a JSON body, and parses it as `T`.
+/// same limits as a JSON body, and parses it as `T`; with the bytes read (what an
+/// `Idempotency-Key`'s fingerprint counts).
 pub async fn read_form<T: DeserializeOwned>(
     req: &HttpRequest,
     payload: web::Payload,
     limits: BodyLimits,
-) -> Result<T, ApiError> {
+) -> Result<(T, Vec<u8>), ApiError> {
     if media_type(req).is_some_and(|m| m != "application/x-www-form-urlencoded") {
         return Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -71,8 +72,9 @@ pub async fn read_form<T: DeserializeOwned>(
         ));
     }
     let bytes = read_within(req, payload, limits).await?;
-    serde_urlencoded::from_bytes(&bytes)
-        .map_err(|_| ApiError::validation("the form could not be read"))
+    let form = serde_urlencoded::from_bytes(&bytes)
+        .map_err(|_| ApiError::validation("the form could not be read"))?;
+    Ok((form, bytes))
 }
 
 /// Reads the whole body: at most `limits.max_bytes`, within `limits.timeout`.
@@ -146,7 +148,7 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8], empty_ok: bool) -> Result<T,
 
 /// A JSON number as JSON Schema's `integer` counts one: `41719` and `41719.0` alike; `None`
 /// for a fraction or a value out of range.
-pub(super) fn whole(n: &serde_json::Number) -> Option<i64> {
+pub fn whole(n: &serde_json::Number) -> Option<i64> {
     n.as_i64().or_else(|| {
         n.as_f64()
             .filter(|f| f.fract() == 0.0 && f.abs() < 1e15)

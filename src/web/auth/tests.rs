@@ -5,7 +5,7 @@ use secrecy::SecretString;
 use serde_json::json;
 
 use super::*;
-use crate::http::AuthSettings;
+use crate::web::AuthSettings;
 
 const SECRET: &str = "a-test-secret-of-at-least-32-bytes!";
 

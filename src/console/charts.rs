@@ -4,10 +4,10 @@
 //! fragment; `assets/console/charts.js` draws them with the vendored uPlot, after each
 //! refresh of the fragment.
 
-use crate::http::admin::OutboxStatsView;
-use crate::http::error::ApiError;
-use crate::http::health::ReadinessView;
-use crate::http::state::AppState;
+use crate::usecases::OutboxStats;
+use crate::web::error::ApiError;
+use crate::web::readiness::ReadinessView;
+use crate::web::state::AppState;
 
 /// The minutes the delivery chart spans, the current one included.
 const MINUTES: i32 = 60;
@@ -34,7 +34,7 @@ pub struct Charts {
 /// The figures of the charts, and the required queues as `/readyz` sees them.
 pub async fn charts(
     state: &AppState,
-    stats: &OutboxStatsView,
+    stats: &OutboxStats,
     ready: &ReadinessView,
 ) -> Result<Charts, ApiError> {
     let per_minute = state.outbox_admin.published_per_minute(MINUTES).await?;

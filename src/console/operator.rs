@@ -9,13 +9,17 @@ use uuid::Uuid;
 
 use super::charts::{self, Charts};
 use super::render::{duration, rendered, waited, when, Shown};
-use crate::http::admin::{self, OutboxQuery, OutboxStatsView};
-use crate::http::auth::{Caller, Role};
-use crate::http::error::ApiError;
-use crate::http::health::{self, ReadinessView};
-use crate::http::post::Ran;
-use crate::http::state::AppState;
-use crate::store::OutboxAction;
+use crate::store::{OutboxAction, OutboxFilter};
+use crate::usecases::OutboxStats;
+use crate::web::auth::{Caller, Role};
+use crate::web::error::ApiError;
+use crate::web::post::{self, Ran};
+use crate::web::readiness::{readiness, ReadinessView};
+use crate::web::request_id;
+use crate::web::state::AppState;
+
+/// Parked events the page lists.
+const PARKED_ROWS: i64 = 50;
 
 /// One dependency's line.
 pub struct Dependency {
@@ -45,7 +49,7 @@ struct Overview {
     flash: Option<String>,
     ready: &'static str,
     dependencies: Vec<Dependency>,
-    stats: OutboxStatsView,
+    stats: OutboxStats,
     oldest_undelivered: String,
     oldest_parked: String,
     parked: Vec<Parked>,
@@ -114,18 +118,18 @@ async fn render(
     flash: Option<String>,
 ) -> Result<HttpResponse, Shown> {
     caller.require(Role::Admin)?;
-    let ready = health::readiness(state).await;
-    let stats = admin::figures(state, caller).await?;
-    let query = OutboxQuery {
-        state: Some("parked".into()),
-        limit: Some(50),
-        cursor: None,
-    };
-    let found = admin::outbox_page(state, caller, &query).await?;
+    let ready = readiness(state).await;
+    let stats = state.outbox_admin.stats().await.map_err(ApiError::from)?;
+    let mut found = state
+        .outbox_admin
+        .list(OutboxFilter::Parked, None, PARKED_ROWS + 1)
+        .await
+        .map_err(ApiError::from)?;
+    let more_parked = found.len() as i64 > PARKED_ROWS;
+    found.truncate(PARKED_ROWS as usize);
     let charts = charts::charts(state, &stats, &ready).await?;
     let now = chrono::Utc::now();
     let parked = found
-        .items
         .into_iter()
         .map(|r| Parked {
             id: r.id,
@@ -142,18 +146,18 @@ async fn render(
         flash,
         ready: ready.status.as_str(),
         dependencies: dependencies(&ready),
-        oldest_undelivered: duration(stats.oldest_undelivered_age_seconds as i64),
-        oldest_parked: duration(stats.oldest_parked_age_seconds as i64),
+        oldest_undelivered: duration(stats.oldest_undelivered_age.as_secs() as i64),
+        oldest_parked: duration(stats.oldest_parked_age.as_secs() as i64),
         stats,
         parked,
-        more_parked: found.next_cursor.is_some(),
+        more_parked,
         checked_at: when(now),
         charts,
         replays: super::replays::section(state, caller, None).await?,
     })
 }
 
-/// POST `/console/f/outbox/{id}/retry`: the JSON API's retry.
+/// POST `/console/f/outbox/{id}/retry`: the JSON API's retry, under the button's key.
 pub async fn retry(
     req: HttpRequest,
     path: web::Path<String>,
@@ -173,6 +177,7 @@ pub async fn skip(
     act(&req, &path, caller, &state, OutboxAction::Skip).await
 }
 
+#[tracing::instrument(skip_all, fields(outbox_id = %id, action = action.as_str()))]
 async fn act(
     req: &HttpRequest,
     id: &str,
@@ -181,7 +186,19 @@ async fn act(
     action: OutboxAction,
 ) -> Result<HttpResponse, Shown> {
     let caller = caller.map_err(Shown::action)?;
-    let acted = admin::act(req, state, caller.clone(), id, action, Vec::new()).await;
+    caller.require(Role::Admin).map_err(Shown::action)?;
+    let (st, id, admin) = (state.clone(), id.to_string(), caller.id.clone());
+    let acted = post::run(req, state, &caller, &[], move |held_key| async move {
+        let id: i64 = id
+            .parse()
+            .map_err(|_| ApiError::not_found("no such outbox row"))?;
+        let request_id = request_id::current();
+        let row = st
+            .outbox_admin
+            .act(id, action, &admin, &request_id, held_key.as_ref());
+        Ok(row.await?)
+    })
+    .await;
     let row = acted.and_then(Ran::succeeded).map_err(Shown::action)?;
     let flash = match action {
         OutboxAction::Retry => format!("Event {} is back in line.", row.id),

@@ -1,19 +1,18 @@
 //! The admin's policies page: every review policy with its current version, and a form that
-//! writes one (a new policy, or the next version of one) through the function the JSON
-//! API's `PUT /api/v1/admin/policies/{name}` writes with, so its checks and its 422
-//! messages are the API's. A refusal is shown beside the form, which keeps what was typed.
+//! writes one (a new policy, or the next version of one) through the use case and the
+//! checks (`PolicyDraft::parse`) the JSON API's `PUT /api/v1/admin/policies/{name}` writes
+//! with, so its 422 messages are the API's. A refusal is shown beside the form, which
+//! keeps what was typed.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
-use serde_json::{json, Value};
 
 use super::render::{form, rendered, when, Shown};
-use crate::domain::{Policy, DEFAULT_POLICY};
-use crate::http::auth::{Caller, Role};
-use crate::http::error::ApiError;
-use crate::http::policies;
-use crate::http::state::AppState;
+use crate::domain::{Policy, PolicyDraft, PolicyName, Stage, DEFAULT_POLICY};
+use crate::web::auth::{Caller, Role};
+use crate::web::error::ApiError;
+use crate::web::state::AppState;
 
 /// Stage rows the form offers beyond a policy's own (a policy holds at most 10).
 const SPARE_ROWS: usize = 2;
@@ -144,14 +143,23 @@ async fn render(
 
 /// A number as typed: a JSON number when it reads as one, else the text (which the API
 /// refuses with its own message).
-fn number(s: &str) -> Value {
+/// A whole number as typed in a field (`what` names it in the refusal).
+fn number(s: &str, what: &str) -> Result<i64, ApiError> {
     let s = s.trim();
-    s.parse::<i64>().map_or_else(|_| json!(s), |n| json!(n))
+    s.parse::<i64>()
+        .map_err(|_| ApiError::validation(format!("{what}: {s} is not a whole number")))
 }
 
-/// The form's fields as the JSON body the API takes: the stage rows with anything typed
-/// in them, in order; empty numbers left out.
-fn body_of(fields: &[(String, String)]) -> (String, Vec<u8>) {
+/// A policy as the form writes it: its name, its stages (the rows not left blank), and
+/// its two durations (a blank one left out).
+struct Written {
+    name: String,
+    stages: Vec<Stage>,
+    due_after_secs: Option<i64>,
+    claim_ttl_secs: Option<i64>,
+}
+
+fn written(fields: &[(String, String)]) -> Result<Written, ApiError> {
     let get = |k: &str| {
         fields
             .iter()
@@ -166,29 +174,46 @@ fn body_of(fields: &[(String, String)]) -> (String, Vec<u8>) {
         if name.trim().is_empty() && approvals.trim().is_empty() && groups.trim().is_empty() {
             continue;
         }
-        let groups: Vec<&str> = groups
+        let eligible_groups = groups
             .split(',')
             .map(str::trim)
             .filter(|g| !g.is_empty())
+            .map(str::to_string)
             .collect();
-        let mut stage = json!({ "name": name.trim(), "eligible_groups": groups });
-        if !approvals.trim().is_empty() {
-            stage["required_approvals"] = number(approvals);
-        }
-        stages.push(stage);
+        let refused = || ApiError::validation("required_approvals must be 1 to 5");
+        let n = number(approvals, "required_approvals").map_err(|_| refused())?;
+        stages.push(Stage {
+            name: name.trim().to_string(),
+            required_approvals: u8::try_from(n).map_err(|_| refused())?,
+            eligible_groups,
+        });
     }
-    let mut body = json!({ "stages": stages });
-    for key in ["due_after_secs", "claim_ttl_secs"] {
-        if !get(key).trim().is_empty() {
-            body[key] = number(get(key));
-        }
-    }
-    let bytes = serde_json::to_vec(&body).expect("a JSON value serializes");
-    (get("name").trim().to_string(), bytes)
+    let optional = |key: &str| match get(key).trim() {
+        "" => Ok(None),
+        v => number(v, key).map(Some),
+    };
+    Ok(Written {
+        name: get("name").trim().to_string(),
+        stages,
+        due_after_secs: optional("due_after_secs")?,
+        claim_ttl_secs: optional("claim_ttl_secs")?,
+    })
 }
 
-/// POST `/console/f/policies`: writes the policy of the form, as
-/// `PUT /api/v1/admin/policies/{name}` does.
+/// Writes the policy the form describes, with the checks the JSON API's PUT makes.
+async fn write_policy(
+    state: &AppState,
+    caller: &Caller,
+    fields: &[(String, String)],
+) -> Result<Policy, ApiError> {
+    let invalid = |e: crate::domain::InputError| ApiError::validation(e.to_string());
+    let w = written(fields)?;
+    let name = PolicyName::parse(&w.name).map_err(invalid)?;
+    let draft = PolicyDraft::parse(w.stages, w.due_after_secs, w.claim_ttl_secs);
+    let draft = draft.map_err(invalid)?;
+    Ok(state.policies.put(&caller.id, &name, &draft).await?)
+}
+
 pub async fn write(
     req: HttpRequest,
     payload: web::Payload,
@@ -199,8 +224,7 @@ pub async fn write(
     let caller = caller.map_err(beside)?;
     caller.require(Role::Admin).map_err(beside)?;
     let fields: Vec<(String, String)> = form(&req, payload, &state).await?;
-    let (name, bytes) = body_of(&fields);
-    let written = policies::write(&state, &caller, &name, &bytes)
+    let written = write_policy(&state, &caller, &fields)
         .await
         .map_err(beside)?;
     let flash = format!(
@@ -215,7 +239,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_form_reads_as_the_api_body() {
+    fn the_form_reads_as_the_policy_it_writes() {
         let f = |k: &str, v: &str| (k.to_string(), v.to_string());
         let fields = [
             f("name", " legal-2 "),
@@ -230,15 +254,20 @@ mod tests {
             f("due_after_secs", ""),
             f("claim_ttl_secs", "600"),
         ];
-        let (name, bytes) = body_of(&fields);
-        assert_eq!(name, "legal-2");
-        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        let w = written(&fields).unwrap();
+        assert_eq!(w.name, "legal-2");
+        let stage = |name: &str, n: u8, groups: &[&str]| Stage {
+            name: name.to_string(),
+            required_approvals: n,
+            eligible_groups: groups.iter().map(|g| g.to_string()).collect(),
+        };
         assert_eq!(
-            v,
-            json!({"stages": [
-                {"name": "review", "required_approvals": 1, "eligible_groups": []},
-                {"name": "legal", "required_approvals": 0, "eligible_groups": ["legal", "finance"]}
-            ], "claim_ttl_secs": 600})
+            w.stages,
+            vec![
+                stage("review", 1, &[]),
+                stage("legal", 0, &["legal", "finance"])
+            ]
         );
+        assert_eq!((w.due_after_secs, w.claim_ttl_secs), (None, Some(600)));
     }
 }

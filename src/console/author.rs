@@ -5,17 +5,16 @@ use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
-use serde_json::json;
 use uuid::Uuid;
 
 use super::document;
-use super::render::{form, rendered, when, Shown};
-use crate::http::auth::{Caller, Role};
-use crate::http::documents::{self, MineQuery};
-use crate::http::error::ApiError;
-use crate::http::post::Ran;
-use crate::http::state::AppState;
-use crate::http::submission;
+use super::render::{form, rendered, sent_form, when, Shown};
+use crate::domain::{DocumentBody, DocumentStatus, DocumentTitle, InputError, PolicyName};
+use crate::usecases::Context;
+use crate::web::auth::{Caller, Role};
+use crate::web::error::ApiError;
+use crate::web::post::{self, Ran};
+use crate::web::state::AppState;
 
 /// A document as the list shows it.
 pub struct Row {
@@ -43,13 +42,16 @@ struct Mine {
     key_create: Uuid,
 }
 
-const GROUPS: [(&str, &str); 5] = [
-    ("DRAFT", "Drafts"),
-    ("REJECTED", "Rejected: edit and resubmit"),
-    ("PENDING_REVIEW", "Waiting for review"),
-    ("APPROVED", "Approved"),
-    ("ARCHIVED", "Archived"),
+const GROUPS: [(DocumentStatus, &str); 5] = [
+    (DocumentStatus::Draft, "Drafts"),
+    (DocumentStatus::Rejected, "Rejected: edit and resubmit"),
+    (DocumentStatus::PendingReview, "Waiting for review"),
+    (DocumentStatus::Approved, "Approved"),
+    (DocumentStatus::Archived, "Archived"),
 ];
+
+/// Documents a group shows.
+const GROUP_ROWS: i64 = 25;
 
 /// GET `/console/f/mine`: the caller's documents, newest first, in one group per status.
 pub async fn mine(
@@ -57,16 +59,17 @@ pub async fn mine(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
     let caller = caller?;
+    caller.require(Role::Author)?;
     let mut groups = Vec::new();
     for (status, label) in GROUPS {
-        let query = MineQuery {
-            status: Some(status.to_string()),
-            limit: Some(25),
-            cursor: None,
-        };
-        let found = documents::mine(&state, &caller, &query).await?;
+        let mut found = state
+            .documents
+            .by_author(&caller.id, Some(status), None, GROUP_ROWS + 1)
+            .await
+            .map_err(ApiError::from)?;
+        let more = found.len() as i64 > GROUP_ROWS;
+        found.truncate(GROUP_ROWS as usize);
         let rows = found
-            .items
             .into_iter()
             .map(|d| Row {
                 id: d.id.to_string(),
@@ -75,9 +78,8 @@ pub async fn mine(
                 updated_at: when(d.updated_at),
             })
             .collect();
-        let more = found.next_cursor.is_some();
         groups.push(Group {
-            status,
+            status: status.as_str(),
             label,
             rows,
             more,
@@ -111,14 +113,25 @@ pub struct DocumentForm {
 }
 
 impl DocumentForm {
-    /// The JSON body the API's create and edit take.
-    fn json(&self) -> Vec<u8> {
-        let mut v = json!({ "title": self.title, "body": self.body });
-        if !self.policy.is_empty() {
-            v["policy"] = json!(self.policy);
-        }
-        serde_json::to_vec(&v).expect("a JSON value serializes")
+    /// The title and body as the rules take them.
+    fn text(&self) -> Result<(DocumentTitle, DocumentBody), ApiError> {
+        let title = input(DocumentTitle::parse(&self.title))?;
+        let body = input(DocumentBody::parse(&self.body))?;
+        Ok((title, body))
     }
+
+    /// The policy named (its shape checked; the store checks that it exists), if any.
+    fn policy(&self) -> Result<Option<String>, ApiError> {
+        if self.policy.is_empty() {
+            return Ok(None);
+        }
+        let name = input(PolicyName::parse(&self.policy))?;
+        Ok(Some(name.as_str().to_string()))
+    }
+}
+
+fn input<T>(r: Result<T, InputError>) -> Result<T, ApiError> {
+    r.map_err(|e| ApiError::validation(e.to_string()))
 }
 
 /// POST `/console/f/documents`: the JSON API's create; then the new document's page.
@@ -130,9 +143,15 @@ pub async fn create(
 ) -> Result<HttpResponse, Shown> {
     let caller = caller.map_err(Shown::action)?;
     caller.require(Role::Author).map_err(Shown::action)?;
-    let f: DocumentForm = form(&req, payload, &state).await?;
-    let bytes = f.json();
-    let created = documents::creation(&req, &state, caller, bytes).await;
+    let (f, bytes): (DocumentForm, _) = sent_form(&req, payload, &state).await?;
+    let (st, ctx) = (state.clone(), state.context(&req, &caller));
+    let created = post::run(&req, &state, &caller, &bytes, move |held_key| async move {
+        let (title, text) = f.text()?;
+        let policy = f.policy()?;
+        let ctx = Context { held_key, ..ctx };
+        Ok(st.documents.create(ctx, title, text, policy).await?)
+    })
+    .await;
     let doc = created.and_then(Ran::succeeded).map_err(Shown::action)?;
     let id = doc.id;
     let to = HeaderValue::try_from(format!("/console/documents/{id}"))
@@ -154,8 +173,7 @@ pub async fn edit(
     caller.require(Role::Author).map_err(Shown::action)?;
     let f: DocumentForm = form(&req, payload, &state).await?;
     let id = super::parse_id(&path)?;
-    let bytes = f.json();
-    let doc = documents::edit(&state, &caller, id, &bytes)
+    let doc = edited(&state, &caller, id, &f)
         .await
         .map_err(Shown::action)?;
     let flash = match doc.published_version.filter(|_| doc.in_revision()) {
@@ -168,6 +186,21 @@ pub async fn edit(
     document::render(&state, &caller, id, Some(flash)).await
 }
 
+/// The edit of both fields (and the policy, when one is named).
+async fn edited(
+    state: &AppState,
+    caller: &Caller,
+    id: Uuid,
+    f: &DocumentForm,
+) -> Result<crate::domain::Document, ApiError> {
+    let (title, text) = f.text()?;
+    let policy = f.policy()?;
+    let request_id = crate::web::request_id::current();
+    let (reader, documents) = (caller.reader(), &state.documents);
+    let doc = documents.edit(reader, &request_id, id, Some(title), Some(text), policy);
+    Ok(doc.await?)
+}
+
 /// POST `/console/f/documents/{id}/submit`: the JSON API's submit.
 pub async fn submit(
     req: HttpRequest,
@@ -177,7 +210,13 @@ pub async fn submit(
 ) -> Result<HttpResponse, Shown> {
     let caller = caller.map_err(Shown::action)?;
     let id = super::parse_id(&path)?;
-    let submitted = submission::submission(&req, &state, caller.clone(), id, Vec::new()).await;
+    caller.require(Role::Author).map_err(Shown::action)?;
+    let (st, ctx) = (state.clone(), state.context(&req, &caller));
+    let submitted = post::run(&req, &state, &caller, &[], move |held_key| async move {
+        let ctx = Context { held_key, ..ctx };
+        Ok(st.reviews.submit(ctx, id).await?)
+    })
+    .await;
     submitted.and_then(Ran::succeeded).map_err(Shown::action)?;
     let flash = "Submitted for review.".to_string();
     document::render(&state, &caller, id, Some(flash)).await
@@ -193,7 +232,12 @@ pub async fn withdraw(
     let caller = caller.map_err(Shown::action)?;
     caller.require(Role::Author).map_err(Shown::action)?;
     let id = super::parse_id(&path)?;
-    let withdrawn = submission::withdrawal(&req, &state, caller.clone(), id, Vec::new()).await;
+    let (st, ctx) = (state.clone(), state.context(&req, &caller));
+    let withdrawn = post::run(&req, &state, &caller, &[], move |held_key| async move {
+        let ctx = Context { held_key, ..ctx };
+        Ok(st.reviews.withdraw(ctx, id).await?)
+    })
+    .await;
     let done = withdrawn.and_then(Ran::succeeded).map_err(Shown::action)?;
     let status = done.document.status.as_str();
     let flash = format!("Withdrawn: the document is {status} again.");

@@ -6,7 +6,7 @@ use actix_web::http::header::HeaderValue;
 pub const HEADER: &str = "x-request-id";
 
 tokio::task_local! {
-    pub(super) static CURRENT: String;
+    pub(crate) static CURRENT: String;
 }
 
 /// The id of the request this task serves ("unknown" outside a request).
@@ -17,7 +17,7 @@ pub fn current() -> String {
 }
 
 /// The header's id when it is short and plain enough to log and echo.
-pub(super) fn sane(v: &HeaderValue) -> Option<String> {
+pub(crate) fn sane(v: &HeaderValue) -> Option<String> {
     let s = v.to_str().ok()?;
     let ok = !s.is_empty()
         && s.len() <= 64

@@ -4,7 +4,9 @@
 //! well as the pages, which also set their own security headers: `csp.rs`), `Connection:
 //! close` on every answer of an instance that is draining (`startup::shutdown`), and its HTTP
 //! metrics, whose labels come from a fixed set whatever the client sends (a label value
-//! made from a request would add a series per value, never freed).
+//! made from a request would add a series per value, never freed): the routes of the JSON
+//! API (`http::ROUTES`, `http::PAGE_PATHS`) and of the console (`console::PATHS`), which is
+//! why it belongs to the wiring, the one place that sees both.
 
 use std::time::Instant;
 
@@ -16,9 +18,10 @@ use actix_web::http::Method;
 use actix_web::middleware::Next;
 use tracing::Instrument;
 
-use super::request_id::{sane, CURRENT, HEADER};
-use super::state::AppState;
-use super::{CONSOLE_PATHS, PAGE_PATHS, ROUTES};
+use crate::console::PATHS as CONSOLE_PATHS;
+use crate::http::{PAGE_PATHS, ROUTES};
+use crate::web::request_id::{sane, CURRENT, HEADER};
+use crate::web::state::AppState;
 
 /// The method's metrics label: a standard method, or `other`.
 fn method_label(method: &Method) -> &'static str {

@@ -16,8 +16,8 @@ use super::jwks::Jwks;
 use super::token::{check_lifetime, TokenClaimPath};
 use super::{Caller, Role};
 use crate::domain::UserId;
-use crate::http::error::ApiError;
-use crate::http::settings::AuthSettings;
+use crate::web::error::ApiError;
+use crate::web::settings::AuthSettings;
 
 /// Verifies tokens; built once from `[auth]`.
 pub struct JwtVerifier {

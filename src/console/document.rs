@@ -14,10 +14,10 @@ use super::render::{rendered, when, Shown};
 use super::review::ReviewPanel;
 use super::revision::{Copy, RevisionPanel};
 use crate::domain::{Document, DocumentStatus, Reader};
-use crate::http::auth::{Caller, Role};
-use crate::http::error::{ApiError, ErrorCode};
-use crate::http::state::AppState;
 use crate::usecases::DocumentRead;
+use crate::web::auth::{Caller, Role};
+use crate::web::error::{ApiError, ErrorCode};
+use crate::web::state::AppState;
 
 /// The review round a new comment may be about: the document's current one.
 pub struct RoundNow {

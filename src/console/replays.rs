@@ -1,16 +1,16 @@
 //! The replays section of the operator's page: each running replay with a progress bar,
 //! the events sent and left, its rate, when it should end, and a cancel button; then the
-//! recent finished ones. Reads and cancels through the JSON API's functions.
+//! recent finished ones. Reads and cancels through the use cases the JSON API calls.
 
 use actix_web::{web, HttpResponse};
 use askama::Template;
 use chrono::Utc;
 
 use super::render::{duration, html, when, Shown};
-use crate::http::auth::{Caller, Role};
-use crate::http::error::ApiError;
-use crate::http::replays::{self, ReplayView};
-use crate::http::state::AppState;
+use crate::web::auth::{Caller, Role};
+use crate::web::error::ApiError;
+use crate::web::replay_view::{ReplayView, RECENT};
+use crate::web::state::AppState;
 
 /// A running replay's figures, as the page shows them.
 pub struct Running {
@@ -94,9 +94,11 @@ pub async fn section(
     flash: Option<String>,
 ) -> Result<String, ApiError> {
     caller.require(Role::Admin)?;
-    let list = replays::recent(state, caller).await?;
+    let now = Utc::now();
+    let rows = state.replays.recent(RECENT).await?;
+    let list: Vec<ReplayView> = rows.iter().map(|r| ReplayView::of(r, now)).collect();
     let (run, done): (Vec<&ReplayView>, Vec<&ReplayView>) =
-        list.items.iter().partition(|r| r.state == "running");
+        list.iter().partition(|r| r.state == "running");
     let page = Section {
         flash,
         running: run.into_iter().map(running).collect(),
@@ -113,9 +115,11 @@ pub async fn cancel(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
     let caller = caller.map_err(Shown::action)?;
-    let replay = replays::cancellation(&state, &caller, &path)
-        .await
-        .map_err(Shown::action)?;
+    caller.require(Role::Admin).map_err(Shown::action)?;
+    let id = uuid::Uuid::parse_str(&path)
+        .map_err(|_| Shown::action(ApiError::not_found("no such replay")))?;
+    let cancelled = state.replays.cancel(id, &caller.id).await;
+    let replay = cancelled.map_err(|e| Shown::action(e.into()))?;
     let view = ReplayView::of(&replay, Utc::now());
     let flash = format!(
         "The replay to {} is cancelled after {} of {} events.",

@@ -37,7 +37,7 @@ pub struct ServerSettings {
     #[serde_as(as = "DurationMilliSeconds<u64>")]
     #[serde(rename = "client_disconnect_timeout_ms")]
     pub client_disconnect_timeout: Duration,
-    /// Honour test-only request headers (`http::test_hooks`). Never in production.
+    /// Honour test-only request headers (`web::test_hooks`). Never in production.
     pub test_hooks: bool,
     /// HTTP worker threads. They parse requests and write responses; the work of a request
     /// runs on the store runtime. Unset: [`ServerSettings::workers`].

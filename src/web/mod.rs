@@ -1,0 +1,32 @@
+//! What the JSON API (`http`) and the console (`console`) share, below both: the caller
+//! and its token (`auth`), `AppState`, the error envelope and the mapping to it of the
+//! use cases' errors (`error.rs`, `service_errors.rs`), request bodies and forms under
+//! their limits (`body.rs`), a POST in its own task under its `Idempotency-Key`
+//! (`post.rs`), the views of typed results both show (`views.rs`, `replay_view.rs`,
+//! `readiness.rs`, the review queue's page: `queue.rs`), paging and cursors, the request
+//! id, the pages' security headers (`csp.rs`), the test-hook headers, the HTTP metrics and
+//! the `[server]`/`[auth]` settings. It imports neither `http` nor `console`;
+//! those two never import each other.
+
+pub mod auth;
+pub mod body;
+pub mod csp;
+pub mod error;
+mod event_docs;
+pub mod fields;
+pub mod metrics;
+pub mod paging;
+pub mod post;
+pub mod queue;
+pub mod readiness;
+pub mod replay_view;
+pub mod request_id;
+mod service_errors;
+mod settings;
+pub mod state;
+pub mod test_hooks;
+pub mod views;
+
+pub use event_docs::EventDocs;
+pub use settings::{AuthSettings, ServerSettings};
+pub use state::AppState;

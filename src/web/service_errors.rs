@@ -1,0 +1,47 @@
+//! The errors of one service that both the JSON API and the console answer, mapped to the
+//! error envelope: `ReplayError` and `PolicyError`.
+
+use actix_web::http::StatusCode;
+
+use super::error::{ApiError, ErrorCode};
+use crate::usecases::{PolicyError, ReplayError};
+
+impl From<ReplayError> for ApiError {
+    fn from(e: ReplayError) -> Self {
+        match e {
+            ReplayError::NotFound(_) => ApiError::not_found(e.to_string()),
+            ReplayError::Running(_) => ApiError::new(
+                StatusCode::CONFLICT,
+                ErrorCode::ReplayRunning,
+                e.to_string(),
+            ),
+            ReplayError::NoSuchQueue(_) => ApiError::validation(format!("target_queue: {e}")),
+            ReplayError::TargetNotAllowed(_) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::ReplayTargetNotAllowed,
+                format!("target_queue: {e}"),
+            ),
+            ReplayError::Finished(..) => {
+                ApiError::new(StatusCode::CONFLICT, ErrorCode::InvalidState, e.to_string())
+            }
+            ReplayError::KeyTakenOver => ApiError::in_flight(
+                "a retry with this Idempotency-Key took over; retry to get its result",
+            ),
+            ReplayError::Broker(cause) => ApiError::unavailable("RabbitMQ", cause),
+            ReplayError::Store(s) => s.into(),
+        }
+    }
+}
+
+impl From<PolicyError> for ApiError {
+    fn from(e: PolicyError) -> Self {
+        match e {
+            PolicyError::BuiltIn => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::ValidationFailed,
+                e.to_string(),
+            ),
+            PolicyError::Store(s) => s.into(),
+        }
+    }
+}
