@@ -16,7 +16,7 @@ use super::error::{ApiError, ErrorCode, ErrorEnvelope};
 use super::post;
 use super::request_id;
 use super::state::AppState;
-use crate::domain::replay::{ReplayRequest, ReplayState, MAX_FILTER_ITEMS, PUBLISHED};
+use crate::domain::replay::{replayable, ReplayRequest, ReplayState, MAX_FILTER_ITEMS};
 use crate::store::ReplayRecord;
 use crate::usecases::ReplayError;
 
@@ -55,7 +55,7 @@ pub struct StartReplay {
 
 /// `types`: published event types, 1 to 1,000 of them, or null.
 fn event_types() -> Array {
-    let names: Vec<&str> = PUBLISHED.iter().map(|t| t.as_str()).collect();
+    let names: Vec<&str> = replayable().map(|t| t.as_str()).collect();
     let item = ObjectBuilder::new()
         .schema_type(Type::String)
         .enum_values(Some(names));
