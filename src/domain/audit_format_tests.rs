@@ -24,6 +24,9 @@ fn bytes(kinds: &AdminKinds, format: Format, row: &Value) -> Vec<u8> {
     buf
 }
 
+/// The format after the policy's current one.
+const LATER: Format = current::<PolicyRecord>() + 1;
+
 /// The policy's type with one more field, as a later release would have it.
 #[derive(Serialize, Deserialize)]
 struct PolicyPlus {
@@ -35,7 +38,7 @@ struct PolicyPlus {
 
 impl Audited for PolicyPlus {
     const KIND: &'static str = "policy";
-    const ADDED: &'static [(&'static str, Format)] = &[("min_comment_chars", 3)];
+    const ADDED: &'static [(&'static str, Format)] = &[("min_comment_chars", LATER)];
 }
 
 #[test]
@@ -60,8 +63,8 @@ const FORMAT_2_LINK: &str = "967942e0d43af1c0e85397a8af0a0cb83af5531e8b4fc160fb6
 fn a_field_added_in_a_later_format_leaves_the_earlier_rows_bytes_as_they_were() {
     let today = AdminKinds::default();
     let later = AdminKinds::default().with(AdminKind::of::<PolicyPlus>());
-    assert_eq!(today.current("policy").unwrap(), 2);
-    assert_eq!(later.current("policy").unwrap(), 3);
+    assert_eq!(later.current("policy").unwrap(), LATER);
+    assert_eq!(today.current("policy").unwrap(), LATER - 1);
     let row = policy_row();
     let mut with_column = row.clone();
     with_column["min_comment_chars"] = json!(null);

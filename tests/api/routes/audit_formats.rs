@@ -1,17 +1,17 @@
 //! The admin chain's formats on the real database: the policy versions the service linked
-//! (format 2, derived from the policy's type) still verify once the policy has a field
-//! more (a type of the test's standing for a later release's, its column added to the
-//! table); a version linked after the field arrived covers it (format 3); a row changed by
-//! SQL, old or new, is still found; and a release that does not know format 3 does not
-//! take a row in it for good. A row linked in format 1 (by a release before formats, its
-//! columns listed by hand) verifies as it did, beside rows of format 2.
+//! (in the policy's current format, derived from its type) still verify once the policy
+//! has a field more (a type of the test's standing for a later release's, its column added
+//! to the table); a version linked after the field arrived covers it (the next format); a
+//! row changed by SQL, old or new, is still found; and a release that does not know that
+//! format does not take a row in it for good. A row linked in format 1 (by a release
+//! before formats, its columns listed by hand) verifies as it did, beside the others.
 
 use std::time::Duration;
 
 use kh_review::domain::audit::{admin_canonical, as_hash, GENESIS};
 use kh_review::domain::audit_format::AdminKind;
 use kh_review::domain::audit_walk::Found;
-use kh_review::domain::audited::{Audited, Format};
+use kh_review::domain::audited::{current, Audited, Format};
 use kh_review::domain::policy::PolicyRecord;
 use kh_review::store::{PgStore, Verified};
 use serde::{Deserialize, Serialize};
@@ -20,7 +20,10 @@ use serde_json::json;
 use crate::routes::audit::{chained_rows, holding, verify};
 use crate::support::app::{spawn_app, TestApp};
 
-/// The policy as a later release has it: one field more, arrived in format 3.
+/// The format after the policy's current one.
+const LATER: Format = current::<PolicyRecord>() + 1;
+
+/// The policy as a later release has it: one field more, arrived in the next format.
 #[derive(Serialize, Deserialize)]
 struct PolicyPlus {
     #[serde(flatten)]
@@ -31,7 +34,7 @@ struct PolicyPlus {
 
 impl Audited for PolicyPlus {
     const KIND: &'static str = "policy";
-    const ADDED: &'static [(&'static str, Format)] = &[("min_comment_chars", 3)];
+    const ADDED: &'static [(&'static str, Format)] = &[("min_comment_chars", LATER)];
 }
 
 /// The store of the later release, on the app's database with the app's key.
@@ -63,8 +66,11 @@ async fn a_field_added_to_the_policy_leaves_the_linked_rows_verifying() {
     app.n_of_m("two", 3).await;
     let rows = chained_rows(&app).await;
     assert_eq!(holding(&verify(&app, None).await), rows);
-    let formats = "SELECT count(*) FROM policy_versions WHERE name = 'two' AND chain_format = 2";
-    assert_eq!(app.count(formats).await, 2, "linked in the current format");
+    let formats = format!(
+        "SELECT count(*) FROM policy_versions WHERE name = 'two' AND chain_format = {}",
+        LATER - 1
+    );
+    assert_eq!(app.count(&formats).await, 2, "linked in the current format");
 
     // The later release: the column, and the policy's type with its field.
     sql(
@@ -76,7 +82,7 @@ async fn a_field_added_to_the_policy_leaves_the_linked_rows_verifying() {
     let found = later.verify_audit(None, None).await.unwrap();
     assert_eq!((found.checked as i64, found.broken_at), (rows, None));
 
-    // A version it writes and links covers the field, in format 3.
+    // A version it writes and links covers the field, in the later format.
     sql(
         &app,
         r#"WITH head AS (UPDATE policies SET version = version + 1 WHERE name = 'two'
@@ -90,7 +96,7 @@ async fn a_field_added_to_the_policy_leaves_the_linked_rows_verifying() {
     later.migrate().await.unwrap();
     let format =
         "SELECT chain_format::int8 FROM policy_versions WHERE name = 'two' AND version = 3";
-    assert_eq!(app.count(format).await, 3);
+    assert_eq!(app.count(format).await, i64::from(LATER));
     let found = later.verify_audit(None, None).await.unwrap();
     assert_eq!((found.checked as i64, found.broken_at), (rows + 1, None));
 
@@ -102,7 +108,7 @@ async fn a_field_added_to_the_policy_leaves_the_linked_rows_verifying() {
     sql(&app, &set(20)).await;
     assert_eq!(broken(&later).await, None);
 
-    // The service as it is knows no format 3: it cannot vouch for that row.
+    // The service as it is knows no later format: it cannot vouch for that row.
     let answer = verify(&app, None).await;
     assert_eq!(
         (&answer["broken_at"]["id"], &answer["broken_at"]["found"]),
