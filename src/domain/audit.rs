@@ -179,9 +179,10 @@ impl AuditRow<'_> {
     }
 }
 
-/// A row of the admin chain (policy versions and outbox admin actions), as its columns
-/// read in a fixed text form (see the store's statement): its table's tag, its position,
-/// then each column, NULL or text.
+/// A row of the admin chain (policy versions and outbox admin actions) in format 1, the
+/// rows linked before formats: its columns read in a fixed text form (see the store's
+/// statement), its table's tag, its position, then each column, NULL or text. Frozen; the
+/// later formats are in `audit_format`.
 pub fn admin_canonical(buf: &mut Vec<u8>, kind: &str, seq: i64, fields: &[Option<String>]) {
     let mut c = Canon::start(buf, "kh-review/admin/1");
     c.text(kind).int(seq).int(fields.len() as i64);

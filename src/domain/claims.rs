@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-use super::events::{EventData, EventType, OutboxEntry};
+use super::events::{EventData, OutboxEntry};
 use super::inputs::UserId;
 use super::model::{Claim, Document, Review};
 use super::plan::{AuditEntry, Refusal};
@@ -130,14 +130,11 @@ pub fn plan_overdue(
     let stage = review.current_stage()?;
     Some((
         claim_audit("overdue", doc, review),
-        OutboxEntry {
-            event: EventType::Overdue,
-            data: EventData::Overdue {
-                title: doc.title.clone(),
-                stage: review.stage,
-                stage_name: stage.name.clone(),
-                due_at: due_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            },
-        },
+        OutboxEntry::from(EventData::Overdue {
+            title: doc.title.clone(),
+            stage: review.stage,
+            stage_name: stage.name.clone(),
+            due_at: due_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        }),
     ))
 }

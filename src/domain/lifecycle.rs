@@ -6,7 +6,7 @@
 
 use uuid::Uuid;
 
-use super::events::{EventData, EventType, OutboxEntry};
+use super::events::{EventData, OutboxEntry};
 use super::inputs::{ArchiveReason, CommentBody};
 use super::model::{Document, Guard, LockScope, Reader, Review};
 use super::plan::{
@@ -65,15 +65,12 @@ pub(super) fn plan_archive(
         }),
         review,
         audit: audit("archive", doc.current_review_id, doc, status, guard),
-        outbox: OutboxEntry {
-            event: EventType::Archived,
-            data: EventData::Archived {
-                title: doc.title.clone(),
-                archived_by: actor.id.as_str().to_string(),
-                reason: reason.map(ArchiveReason::into_string),
-                withdrawn_review_id: withdrawn.map(|r| r.id),
-            },
-        },
+        outbox: OutboxEntry::from(EventData::Archived {
+            title: doc.title.clone(),
+            archived_by: actor.id.as_str().to_string(),
+            reason: reason.map(ArchiveReason::into_string),
+            withdrawn_review_id: withdrawn.map(|r| r.id),
+        }),
     })
 }
 
@@ -131,15 +128,12 @@ pub fn plan_comment(
             lock_mode: Guard::Unlocked.lock_mode(),
             fence_token: None,
         },
-        outbox: OutboxEntry {
-            event: EventType::Commented,
-            data: EventData::Commented {
-                title: doc.title.clone(),
-                comment_id: id,
-                commented_by: comment.author_id.clone(),
-                body: comment.body.clone(),
-            },
-        },
+        outbox: OutboxEntry::from(EventData::Commented {
+            title: doc.title.clone(),
+            comment_id: id,
+            commented_by: comment.author_id.clone(),
+            body: comment.body.clone(),
+        }),
         comment,
     })
 }

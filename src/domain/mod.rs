@@ -2,7 +2,9 @@
 //! change. Nothing here does I/O, and nothing here imports another module of the crate.
 
 pub mod audit;
+pub mod audit_format;
 pub mod audit_walk;
+pub mod audited;
 pub mod checkpoint;
 pub mod claims;
 mod events;

@@ -6,6 +6,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::audited::Audited;
 use super::inputs::InputError;
 
 /// The built-in policy: one stage, one approval, any reviewer, no due date.
@@ -51,6 +52,27 @@ pub struct Policy {
     pub due_after_secs: Option<i32>,
     pub claim_ttl_secs: i32,
     pub updated_at: DateTime<Utc>,
+}
+
+/// A version of a policy as the admin chain covers it: the columns of its
+/// `policy_versions` row but the chain's own (`chain_seq`, `chain_hash`, `chain_format`).
+/// A column added to the table is a field here, and an entry of `ADDED` with the next
+/// format (see `audit_format`). The stages are kept as stored, so that a field added to
+/// [`Stage`] changes no linked row's bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicyRecord {
+    pub name: String,
+    pub version: i32,
+    pub stages: serde_json::Value,
+    pub due_after_secs: Option<i32>,
+    pub claim_ttl_secs: i32,
+    pub created_by: String,
+    #[serde(with = "super::audited::micros")]
+    pub created_at: DateTime<Utc>,
+}
+
+impl Audited for PolicyRecord {
+    const KIND: &'static str = "policy";
 }
 
 /// A policy's name: 1 to 64 of `a-z`, `0-9`, `_` and `-`, starting with a letter or digit.

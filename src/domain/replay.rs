@@ -80,18 +80,11 @@ pub const MAX_QUEUE_NAME: usize = 255;
 /// Most types or documents one replay may name.
 pub const MAX_FILTER_ITEMS: usize = 1000;
 
-/// The event types a history replay may select: those that are published.
-pub const PUBLISHED: [EventType; 9] = [
-    EventType::Submitted,
-    EventType::Approved,
-    EventType::Rejected,
-    EventType::Withdrawn,
-    EventType::Archived,
-    EventType::Commented,
-    EventType::ApprovalRecorded,
-    EventType::StageCompleted,
-    EventType::Overdue,
-];
+/// The event types a history replay may select: those that are published
+/// ([`EventType::published`]).
+pub fn replayable() -> impl Iterator<Item = EventType> {
+    EventType::published()
+}
 
 /// A replay as asked for, checked: the filters only where its mode has them.
 #[derive(Debug, Clone, PartialEq)]
@@ -179,8 +172,8 @@ fn checked_types(mut types: Vec<String>) -> Result<Vec<String>, InputError> {
         return Err(refuse("types", "1 to 1000 event types, or left out"));
     }
     for t in &types {
-        if !PUBLISHED.iter().any(|p| p.as_str() == t) {
-            let known: Vec<&str> = PUBLISHED.iter().map(|p| p.as_str()).collect();
+        if !replayable().any(|p| p.as_str() == t) {
+            let known: Vec<&str> = replayable().map(EventType::as_str).collect();
             return Err(refuse(
                 "types",
                 format!("{t:?} is not a published event type ({})", known.join(", ")),

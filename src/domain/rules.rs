@@ -11,7 +11,7 @@
 
 use uuid::Uuid;
 
-use super::events::{EventData, EventType, OutboxEntry};
+use super::events::{EventData, OutboxEntry};
 use super::inputs::{DocumentBody, DocumentTitle, UserId};
 use super::model::{Document, Guard, LockScope, Reader, Review};
 use super::policy::Policy;
@@ -48,10 +48,7 @@ pub fn plan_create(
             lock_mode: Guard::Unlocked.lock_mode(),
             fence_token: None,
         },
-        outbox: OutboxEntry {
-            event: EventType::Created,
-            data: EventData::Empty {},
-        },
+        outbox: OutboxEntry::from(EventData::Created {}),
     }
 }
 
@@ -128,10 +125,7 @@ fn plan_edit(
         }),
         review: None,
         audit: audit("edit", None, doc, status, Guard::Unlocked),
-        outbox: OutboxEntry {
-            event: EventType::Updated,
-            data: EventData::Empty {},
-        },
+        outbox: OutboxEntry::from(EventData::Updated {}),
     })
 }
 
@@ -160,13 +154,10 @@ fn plan_submit(
             fence_token: guard.fence_of(LockScope::Document),
         })),
         audit: audit("submit", Some(review_id), doc, status, guard),
-        outbox: OutboxEntry {
-            event: EventType::Submitted,
-            data: EventData::Submitted {
-                title: doc.title.clone(),
-                submitted_by: actor.as_str().to_string(),
-            },
-        },
+        outbox: OutboxEntry::from(EventData::Submitted {
+            title: doc.title.clone(),
+            submitted_by: actor.as_str().to_string(),
+        }),
     })
 }
 
@@ -209,13 +200,10 @@ fn plan_withdraw(
             end_claims: true,
         })),
         audit: audit("withdraw", Some(review.id), doc, status, guard),
-        outbox: OutboxEntry {
-            event: EventType::Withdrawn,
-            data: EventData::Withdrawn {
-                title: doc.title.clone(),
-                withdrawn_by: actor.as_str().to_string(),
-            },
-        },
+        outbox: OutboxEntry::from(EventData::Withdrawn {
+            title: doc.title.clone(),
+            withdrawn_by: actor.as_str().to_string(),
+        }),
     })
 }
 

@@ -6,10 +6,10 @@ use proptest::prelude::*;
 use uuid::Uuid;
 
 use super::*;
-use crate::domain::model::VoteKind;
 use crate::domain::model::{FencingToken, LockScope};
 use crate::domain::policy::Policy;
 use crate::domain::test_support::{any_doc_status, any_review_status, doc, review, user, AUTHOR};
+use crate::domain::{model::VoteKind, EventType};
 use crate::domain::{Comment, RejectReason, ReviewStatus};
 
 fn policy() -> Policy {

@@ -11,7 +11,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::events::{EventData, EventType, OutboxEntry};
+use super::events::{EventData, OutboxEntry};
 use super::inputs::{Comment, UserId};
 use super::model::{Document, Guard, LockScope, Review, VoteKind};
 use super::plan::{
@@ -161,22 +161,16 @@ fn decide(
         Ok(c) => (c, None),
         Err(r) => (None, Some(r)),
     };
-    let (event, data) = match &reason {
-        None => (
-            EventType::Approved,
-            EventData::Approved {
-                title: doc.title.clone(),
-                comment: comment.clone(),
-                replaced_version: doc.published_version,
-            },
-        ),
-        Some(r) => (
-            EventType::Rejected,
-            EventData::Rejected {
-                title: doc.title.clone(),
-                reason: r.clone(),
-            },
-        ),
+    let data = match &reason {
+        None => EventData::Approved {
+            title: doc.title.clone(),
+            comment: comment.clone(),
+            replaced_version: doc.published_version,
+        },
+        Some(r) => EventData::Rejected {
+            title: doc.title.clone(),
+            reason: r.clone(),
+        },
     };
     let published = match decided {
         super::state::ReviewStatus::Approved => Publication::Publish,
@@ -201,7 +195,7 @@ fn decide(
             end_claims: true,
         })),
         audit: audit(action.as_str(), Some(review.id), doc, status, guard),
-        outbox: OutboxEntry { event, data },
+        outbox: OutboxEntry::from(data),
     }
 }
 
@@ -241,18 +235,15 @@ fn recorded(
     });
     Plan {
         document: None,
-        outbox: OutboxEntry {
-            event: EventType::ApprovalRecorded,
-            data: EventData::ApprovalRecorded {
-                title: doc.title.clone(),
-                stage: review.stage,
-                stage_name: stage.name.clone(),
-                approvals: approvals as i64,
-                required_approvals: i64::from(stage.required_approvals),
-                approved_by: vote.voter_id.clone(),
-                comment: vote.comment.clone(),
-            },
-        },
+        outbox: OutboxEntry::from(EventData::ApprovalRecorded {
+            title: doc.title.clone(),
+            stage: review.stage,
+            stage_name: stage.name.clone(),
+            approvals: approvals as i64,
+            required_approvals: i64::from(stage.required_approvals),
+            approved_by: vote.voter_id.clone(),
+            comment: vote.comment.clone(),
+        }),
         review: Some(ReviewChange::Write(ReviewWrite {
             id: review.id,
             vote: Some(vote),
@@ -269,18 +260,15 @@ fn stage_completed(doc: &Document, review: &Review, vote: NewVote, guard: Guard)
     let next_stage = &review.stages[next as usize];
     Plan {
         document: None,
-        outbox: OutboxEntry {
-            event: EventType::StageCompleted,
-            data: EventData::StageCompleted {
-                title: doc.title.clone(),
-                stage: review.stage,
-                stage_name: stage.name.clone(),
-                next_stage: next,
-                next_stage_name: next_stage.name.clone(),
-                approved_by: vote.voter_id.clone(),
-                comment: vote.comment.clone(),
-            },
-        },
+        outbox: OutboxEntry::from(EventData::StageCompleted {
+            title: doc.title.clone(),
+            stage: review.stage,
+            stage_name: stage.name.clone(),
+            next_stage: next,
+            next_stage_name: next_stage.name.clone(),
+            approved_by: vote.voter_id.clone(),
+            comment: vote.comment.clone(),
+        }),
         review: Some(ReviewChange::Write(ReviewWrite {
             id: review.id,
             vote: Some(vote),

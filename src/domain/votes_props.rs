@@ -10,6 +10,7 @@ use super::*;
 use crate::domain::policy::Stage;
 use crate::domain::rules::{plan, Command, Locked};
 use crate::domain::test_support::AUTHOR;
+use crate::domain::EventType;
 
 const GROUPS: [&str; 2] = ["legal", "ops"];
 const CLAIM_TTL_SECS: i32 = 600;

@@ -11,6 +11,7 @@ use crate::domain::model::{Claim, Vote};
 use crate::domain::rules::ReviewWrite;
 use crate::domain::state::{DocumentStatus, ReviewStatus};
 use crate::domain::test_support::{pending_review, stage, t0, user};
+use crate::domain::EventType;
 
 #[path = "votes_props.rs"]
 mod props;

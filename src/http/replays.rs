@@ -10,7 +10,7 @@ use serde::Deserialize;
 use utoipa::openapi::schema::{Array, ArrayBuilder, ObjectBuilder, SchemaType, Type};
 use uuid::Uuid;
 
-use crate::domain::replay::{ReplayRequest, MAX_FILTER_ITEMS, PUBLISHED};
+use crate::domain::replay::{replayable, ReplayRequest, MAX_FILTER_ITEMS};
 use crate::store::ReplayRecord;
 use crate::web::auth::{Caller, Role};
 use crate::web::body::{parse_json, read_body};
@@ -55,7 +55,7 @@ pub struct StartReplay {
 
 /// `types`: published event types, 1 to 1,000 of them, or null.
 fn event_types() -> Array {
-    let names: Vec<&str> = PUBLISHED.iter().map(|t| t.as_str()).collect();
+    let names: Vec<&str> = replayable().map(|t| t.as_str()).collect();
     let item = ObjectBuilder::new()
         .schema_type(Type::String)
         .enum_values(Some(names));

@@ -13,7 +13,8 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::chain::AuditChain;
-use crate::domain::audit::{admin_canonical, as_hash, AuditKey, AuditRow, Hash, GENESIS};
+use crate::domain::audit::{as_hash, AuditKey, AuditRow, Hash, GENESIS};
+use crate::domain::audit_format::Unreadable;
 
 /// Rows linked per transaction.
 const BATCH: i64 = 5_000;
@@ -220,11 +221,15 @@ pub(super) async fn link_admin(
         head.hash.as_deref().and_then(as_hash).unwrap_or(GENESIS),
     );
     let mut buf = Vec::with_capacity(512);
+    let kinds = chain.kinds();
     for r in &rows {
         let seq = count + 1;
-        admin_canonical(&mut buf, &r.kind, seq, &r.fields);
+        // Linked in its kind's current format, as its type reads it.
+        let format = kinds.current(&r.kind).map_err(unreadable)?;
+        r.canonical(kinds, &mut buf, seq, format)
+            .map_err(unreadable)?;
         let link = chain.key().link(&prev, &buf);
-        super::audit_admin::set_link(&mut tx, r, seq, &link).await?;
+        super::audit_admin::set_link(&mut tx, r, seq, &link, format).await?;
         (count, prev) = (seq, link);
     }
     if !rows.is_empty() {
@@ -238,4 +243,10 @@ pub(super) async fn link_admin(
     }
     tx.commit().await?;
     Ok(rows.len() as u64)
+}
+
+/// A row the chain cannot read: a fault of the code (a kind without its type), not of the
+/// row.
+fn unreadable(e: Unreadable) -> sqlx::Error {
+    sqlx::Error::Decode(Box::new(e))
 }

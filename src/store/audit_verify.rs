@@ -14,7 +14,7 @@ use super::audit_admin::admin_rows;
 use super::audit_heads::{DocHead, Heads};
 use super::error::StoreError;
 use super::pg::{PgStore, Statement};
-use crate::domain::audit::{admin_canonical, AuditKey, AuditRow};
+use crate::domain::audit::{AuditKey, AuditRow};
 use crate::domain::audit_walk::{Break, Found, Walk};
 use crate::domain::checkpoint::{Anchor, Anchors, Checkpoint, Gone};
 
@@ -214,6 +214,7 @@ impl PgStore {
         checked: &mut u64,
     ) -> Result<Option<BrokenAt>, StoreError> {
         let head = self.admin_head().await?;
+        let kinds = self.audit.kinds().clone();
         let mut walk = Walk::new(head.count).anchored(anchor);
         let mut after = 0;
         let mut buf = Vec::with_capacity(512);
@@ -239,7 +240,15 @@ impl PgStore {
                         found: Found::Unchained,
                     })));
                 };
-                admin_canonical(&mut buf, &r.kind, seq, &r.fields);
+                // A row its kind's type cannot read, or in a format it does not have, is
+                // not what was linked there.
+                let read = r.canonical(&kinds, &mut buf, seq, r.format);
+                if read.is_err() {
+                    return Ok(Some(at(Break {
+                        position: seq,
+                        found: Found::Changed,
+                    })));
+                }
                 if let Err(b) = walk.step(key, seq, stored, &buf) {
                     return Ok(Some(at(b)));
                 }

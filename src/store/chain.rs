@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_with::{serde_as, DurationSeconds};
 
 use crate::domain::audit::AuditKey;
+use crate::domain::audit_format::{AdminKind, AdminKinds};
 
 /// The public key of `config/default.toml`: only ever accepted in development and test.
 pub const DEV_AUDIT_KEY: &str = "development-only-audit-key-change-me";
@@ -61,11 +62,13 @@ impl Default for AuditSettings {
     }
 }
 
-/// The key the store links audit rows with, and whether it does.
+/// The key the store links audit rows with, whether it does, and how it reads each kind
+/// of the admin chain's rows.
 #[derive(Debug, Clone)]
 pub struct AuditChain {
     key: Arc<AuditKey>,
     on: bool,
+    kinds: Arc<AdminKinds>,
 }
 
 impl AuditChain {
@@ -73,7 +76,20 @@ impl AuditChain {
         Self {
             key: Arc::new(AuditKey::new(settings.key.expose_secret().as_bytes())),
             on: settings.chain,
+            kinds: Arc::default(),
         }
+    }
+
+    /// The chain reading rows of `kind`'s kind as its type: what a release whose type has
+    /// a field more does (the tests of the formats).
+    pub fn with_kind(mut self, kind: AdminKind) -> Self {
+        self.kinds = Arc::new(AdminKinds::clone(&self.kinds).with(kind));
+        self
+    }
+
+    /// How the admin chain's rows are read, by kind.
+    pub fn kinds(&self) -> &AdminKinds {
+        &self.kinds
     }
 
     pub fn key(&self) -> &AuditKey {

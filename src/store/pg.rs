@@ -112,6 +112,13 @@ impl PgStore {
         self
     }
 
+    /// The store reading the admin chain's rows of `kind`'s kind as its type (see
+    /// [`AuditChain::with_kind`]).
+    pub fn with_admin_kind(mut self, kind: crate::domain::audit_format::AdminKind) -> Self {
+        self.audit = self.audit.with_kind(kind);
+        self
+    }
+
     /// The key audit rows (and checkpoints of their chains) are linked with.
     pub fn audit_key(&self) -> &crate::domain::audit::AuditKey {
         self.audit.key()

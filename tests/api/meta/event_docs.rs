@@ -4,9 +4,13 @@
 //! the page and compared with the source, so the page cannot drift from the events. The
 //! consumer tests check the events the service published against the source's schemas
 //! ([`as_documented`]), besides the check every read message gets (`support::events`).
+//! And the table of event types (`domain::events`) is the source's and the page's: a
+//! type added to it without its schema, or without its routing key on the page, fails here.
 
 use serde_json::Value;
 
+use kh_review::domain::replay::SNAPSHOT_EVENT_TYPE;
+use kh_review::domain::EventType;
 use kh_review::outbox::schemas;
 
 fn page() -> String {
@@ -85,6 +89,68 @@ fn the_page_shows_the_schemas_of_the_source() {
             data_on_page(ty),
             *schemas::data_schema(ty).unwrap(),
             "the data row of {ty} in docs/events.md is docs/schemas/events.json's"
+        );
+    }
+}
+
+/// The wire names an envelope of the source lists.
+fn listed(envelope: &Value) -> Vec<&str> {
+    let listed = envelope["properties"]["event_type"]["enum"].as_array();
+    listed
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+#[test]
+fn every_type_of_the_table_has_its_schema_and_its_routing_key_on_the_page() {
+    let published: Vec<&str> = EventType::published().map(EventType::as_str).collect();
+    let mut enveloped = listed(schemas::envelope());
+    assert_eq!(
+        enveloped.pop(),
+        Some(SNAPSHOT_EVENT_TYPE),
+        "the envelope of docs/schemas/events.json lists document.snapshot last"
+    );
+    assert_eq!(
+        enveloped, published,
+        "the envelope of docs/schemas/events.json lists the published types of the table \
+         (domain::events), in its order"
+    );
+    for ty in EventType::ALL {
+        let data = schemas::data_schema(ty.as_str());
+        assert_eq!(
+            data.is_some(),
+            ty.is_published(),
+            "docs/schemas/events.json has a data schema for {ty:?} if and only if it is published"
+        );
+        let Some(data) = data else { continue };
+        let mut members: Vec<&str> = data["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut fields = ty.data_fields().to_vec();
+        members.sort();
+        fields.sort();
+        assert_eq!(
+            members, fields,
+            "the data of {ty:?}: the table's fields are the schema's"
+        );
+    }
+    let page = page();
+    let keys = page.lines().find(|l| l.starts_with("| routing keys |"));
+    let keys = keys.expect("docs/events.md has a routing keys row");
+    let service = listed(schemas::service_envelope());
+    for ty in published
+        .iter()
+        .chain(&service)
+        .chain([&SNAPSHOT_EVENT_TYPE])
+    {
+        assert!(
+            keys.contains(&format!("`{ty}`")),
+            "the routing keys row of docs/events.md names {ty}"
         );
     }
 }

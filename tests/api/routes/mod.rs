@@ -3,6 +3,7 @@
 
 pub(crate) mod audit;
 mod audit_checkpoints;
+mod audit_formats;
 mod auth;
 mod bad_input;
 mod claims;

@@ -1,0 +1,64 @@
+//! What a type whose rows join the admin chain declares ([`Audited`]): its kind, and the
+//! format each field arrived in; and the form of a time in those rows' bytes ([`micros`]).
+//! How the bytes are made from them is in `audit_format`.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// A format of the admin chain's rows.
+pub type Format = i16;
+
+/// The first format, its columns listed by hand: rows linked before formats existed.
+pub const LISTED: Format = 1;
+/// The first format derived from the rows' types.
+pub const DERIVED: Format = 2;
+
+/// A row of the admin chain: its kind, and what its format covers.
+pub trait Audited: Serialize + DeserializeOwned {
+    /// The row's kind in the chain (part of its bytes).
+    const KIND: &'static str;
+    /// The fields added after format 2, each with the format it arrived in. Append only:
+    /// an entry changed or removed changes the bytes of rows already linked.
+    const ADDED: &'static [(&'static str, Format)] = &[];
+}
+
+/// The format rows of `T` are linked in now: the latest one its fields arrived in.
+pub const fn current<T: Audited>() -> Format {
+    let mut format = DERIVED;
+    let mut i = 0;
+    while i < T::ADDED.len() {
+        if T::ADDED[i].1 > format {
+            format = T::ADDED[i].1;
+        }
+        i += 1;
+    }
+    format
+}
+
+/// A time in a row's canonical bytes: microseconds since the epoch (PostgreSQL's
+/// precision), read from those or from the RFC 3339 text PostgreSQL's JSON gives.
+pub mod micros {
+    use chrono::{DateTime, Utc};
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_i64(t.timestamp_micros())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Time {
+            Micros(i64),
+            Text(String),
+        }
+        match Time::deserialize(d)? {
+            Time::Micros(m) => {
+                DateTime::from_timestamp_micros(m).ok_or_else(|| D::Error::custom("out of range"))
+            }
+            Time::Text(t) => DateTime::parse_from_rfc3339(&t)
+                .map(|t| t.with_timezone(&Utc))
+                .map_err(D::Error::custom),
+        }
+    }
+}
