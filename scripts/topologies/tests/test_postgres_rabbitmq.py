@@ -128,6 +128,9 @@ class Rabbitmq(unittest.TestCase):
         self.assertEqual(env["RABBITMQ_NODENAME"], "kh-rmq3@localhost")
         self.assertEqual(env["HOME"], f"{rmq.DIR}/5683/home")
         self.assertEqual(env["RABBITMQ_PID_FILE"], f"{rmq.DIR}/5683/rabbitmq.pid")
+        for var in ("RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS", "RABBITMQ_CTL_ERL_ARGS"):
+            self.assertIn("inet_dist_use_interface {127,0,0,1}", env[var])
+            self.assertIn("+sbwt none", env[var])
 
     def test_parse_status(self):
         self.assertEqual(rmq.parse_status(self.STATUS), (rmq.all_names(), rmq.all_names(), 0))
