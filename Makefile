@@ -107,7 +107,8 @@ bench: services
 bench-smoke: services
 	$(WITH_ENV) KH_BENCH_SMOKE=1 cargo test --bench review
 
-# Formatting, then clippy over every target, built with the queries checked against a schema
+# Formatting, the unit tests of the topology drivers (scripts/topologies/topology.py, about
+# 2 s), then clippy over every target, built with the queries checked against a schema
 # database made from migrations/: fails on a lint, or when .sqlx/ (the offline query data
 # builds use) no longer matches the queries and migrations (scripts/sqlx.sh). The AsyncAPI
 # document (docs/asyncapi.json, the one the service serves) is validated offline with the
@@ -123,6 +124,7 @@ LINT_BUILD ?= cargo clippy --workspace --all-targets -- -D warnings
 lint:
 	scripts/services.sh up postgres
 	cargo fmt --all -- --check
+	/usr/bin/python3 -B -m unittest discover -s scripts/topologies/tests
 	scripts/features.py
 	scripts/asyncapi.sh docs/asyncapi.json
 	scripts/squawk.sh

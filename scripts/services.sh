@@ -9,7 +9,7 @@
 #                        included, or only PROFILEs
 #   status [PROFILE...]  a line each, profiles once created; exit 3 if one is down
 #   env [PROFILE]        the APP__* export lines:  eval "$(scripts/services.sh env)"
-# PROFILE: the topologies whose nodes the tests kill (scripts/topologies/): redis-cluster
+# PROFILE: the topologies whose nodes the tests kill (scripts/topologies/topology.py): redis-cluster
 # (7001-7006), redis-sentinel (6391/6392, sentinels 26391-26393), rabbitmq-cluster (three
 # nodes, AMQP 5681-5683) or postgres-ha (three Patroni members behind HAProxy on 5440, one
 # etcd, a FerretDB on 27027 through the same HAProxy), or load-balancer (HAProxy installed,
@@ -30,7 +30,8 @@ BASE=(postgres redis rabbitmq ferretdb)   # started in this order, stopped in re
 PROFILES=(redis-cluster redis-sentinel rabbitmq-cluster postgres-ha load-balancer)
 
 service() { "$here/services/$1.sh" "$2"; }     # service NAME COMMAND
-topology() { "$here/topologies/$1.sh" "$2"; }  # topology PROFILE COMMAND
+# topology PROFILE COMMAND: scripts/topologies/topology.py, but load-balancer.sh (HAProxy installed)
+topology() { if [[ $1 == load-balancer ]]; then "$here/topologies/$1.sh" "$2"; else "$here/topologies/topology.py" "$1" "$2"; fi; }
 
 cmd_up() {
   local s pkgs=() failed=() base=() profiles=()

@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# scripts/lib/common.sh — what the service and topology scripts share: log lines,
+# scripts/lib/common.sh — what the service scripts share (the topologies are Python:
+# scripts/topologies/topology.py): log lines,
 # errors that say how to fix things, root, waiting with a deadline, pid files,
 # one apt-get run, the state dir and its lock. Sourced, never run; every
 # function answers through its stdout and exit status, none sets a global.

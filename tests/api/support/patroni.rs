@@ -103,13 +103,14 @@ pub fn kill_member(name: &str) {
     sigkill(&[dir.join("patroni.pid"), dir.join("data/postmaster.pid")]);
 }
 
-/// `postgres-ha.sh switchover`: the sync standby becomes the leader; returns once the
-/// topology is healthy again.
+/// `topology.py postgres-ha switchover`: the sync standby becomes the leader; returns once
+/// the topology is healthy again.
 pub async fn switchover() {
-    let script =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/topologies/postgres-ha.sh");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/topologies/topology.py");
     let out = tokio::task::spawn_blocking(move || {
-        Command::new("bash").arg(script).arg("switchover").output()
+        Command::new(script)
+            .args(["postgres-ha", "switchover"])
+            .output()
     })
     .await
     .unwrap()

@@ -1,0 +1,1 @@
+"""The topologies whose nodes the topology tests kill (scripts/topologies/topology.py)."""
