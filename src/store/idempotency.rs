@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::error::StoreError;
 use super::pg::{PgStore, Statement};
-use super::tx::Staged;
+use super::tx::Uncommitted;
 
 /// A key a running request holds: whose, which, and under which token (the column `claim`:
 /// a takeover changes it, so a request that lost its key can no longer write to it).
@@ -176,7 +176,7 @@ impl PgStore {
     }
 }
 
-impl<T> Staged<T> {
+impl<T> Uncommitted<T> {
     /// Records the result of the request of `held` (the write's, as
     /// `usecases::idempotency::Recordable` records it) in this write's transaction, so the
     /// change and its record commit together. False: the key was taken over by a retry

@@ -22,9 +22,9 @@ use serde_with::{serde_as, DurationMilliSeconds};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, PgConnection, PgPool};
 
-use super::chain::{AuditChain, AuditSettings};
 use super::error::{StoreError, StoreFailure};
 use super::read_only::{refuse_read_only, ReadOnlySeen};
+use crate::store::audit::chain::{AuditChain, AuditSettings};
 
 /// A pooled connection used within this long is handed out again without a health check.
 const FRESH: Duration = Duration::from_secs(1);
@@ -325,7 +325,7 @@ async fn run_migrations(conn: &mut PgConnection, chain: Option<&AuditChain>) -> 
         .await
         .context("could not apply database migrations");
     if let (Ok(()), Some(chain)) = (&ran, chain) {
-        ran = super::audit_link::link_after_migrations(conn, chain).await;
+        ran = crate::store::audit::linking::link_after_migrations(conn, chain).await;
     }
     sqlx::query!("SELECT pg_advisory_unlock($1)", lock)
         .fetch_one(&mut *conn)

@@ -84,11 +84,11 @@ impl DocumentService {
         let Committed { value: doc, owned } = self
             .store
             .bounded(async {
-                let staged = self
+                let uncommitted = self
                     .store
-                    .stage_create(id, title, body, policy, &wctx)
+                    .write_create(id, title, body, policy, &wctx)
                     .await?;
-                commit(staged, None, ctx.held_key.as_ref()).await
+                commit(uncommitted, None, ctx.held_key.as_ref()).await
             })
             .await?;
         tracing::info!(document_id = %doc.id, "document created");
@@ -119,11 +119,11 @@ impl DocumentService {
         let committed = self
             .store
             .bounded(async {
-                let staged = self
+                let uncommitted = self
                     .store
-                    .stage_edit(id, title, body, policy, &wctx)
+                    .write_edit(id, title, body, policy, &wctx)
                     .await?;
-                Ok::<_, Error>(staged.commit().await?)
+                Ok::<_, Error>(uncommitted.commit().await?)
             })
             .await?;
         tracing::info!(document_id = %id, version = committed.value.version, "document edited");

@@ -84,8 +84,8 @@ impl DocumentService {
         let Committed { value, owned } = self
             .store
             .bounded(async {
-                let staged = self.store.stage_comment(id, body, review_id, &wctx).await?;
-                commit(staged, None, ctx.held_key.as_ref()).await
+                let uncommitted = self.store.write_comment(id, body, review_id, &wctx).await?;
+                commit(uncommitted, None, ctx.held_key.as_ref()).await
             })
             .await?;
         tracing::info!(document_id = %id, seq = value.comment.seq, "comment added");

@@ -104,10 +104,12 @@ impl ReplayService {
         let started = store
             .bounded(async {
                 match store
-                    .stage_replay(id, &req, admin.as_str(), request_id)
+                    .write_replay(id, &req, admin.as_str(), request_id)
                     .await?
                 {
-                    Some(staged) => Ok::<_, ReplayError>(Some(commit(staged, None, held).await?)),
+                    Some(uncommitted) => {
+                        Ok::<_, ReplayError>(Some(commit(uncommitted, None, held).await?))
+                    }
                     None => Ok(None),
                 }
             })

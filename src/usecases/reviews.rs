@@ -1,5 +1,5 @@
 //! The review transitions (submit, vote, withdraw), end to end: pass the outer-lock gate
-//! (or degrade to the row lock alone), stage the write in one PostgreSQL transaction, commit
+//! (or degrade to the row lock alone), write in one PostgreSQL transaction, commit
 //! it through the one seam (lease check, idempotency record), release the lock, then try
 //! the outbox delivery at once. Each returns what it wrote; the caller renders it.
 //!
@@ -24,7 +24,7 @@ use crate::domain::{
 use crate::lock::gate::{LockGate, Passage};
 use crate::lock::LockKeys;
 use crate::outbox::Dispatcher;
-use crate::store::{Committed, PgStore, Staged, WriteContext, WriteError};
+use crate::store::{Committed, PgStore, Uncommitted, WriteContext, WriteError};
 
 use super::commit::commit;
 use super::context::Context;
@@ -34,12 +34,12 @@ use super::stage_needs::StageNeeds;
 use super::stats::ReviewStats;
 use super::test_hooks::Point;
 
-/// Stages a transition's write in the transaction of [`ReviewService::guarded`].
-type Stage<T> = Box<
+/// A transition's write, in the transaction of [`ReviewService::guarded`].
+type Write<T> = Box<
     dyn for<'w> FnOnce(
             &'w PgStore,
             &'w WriteContext<'w>,
-        ) -> BoxFuture<'w, Result<Staged<T>, WriteError>>
+        ) -> BoxFuture<'w, Result<Uncommitted<T>, WriteError>>
         + Send,
 >;
 
@@ -97,18 +97,18 @@ impl ReviewService {
     /// DRAFT|REJECTED -> PENDING_REVIEW with a new review.
     pub async fn submit(&self, ctx: Context, document_id: Uuid) -> Result<Transitioned, Error> {
         let key = self.keys.for_submit(document_id);
-        let stage: Stage<Transitioned> =
-            Box::new(move |store, w| Box::pin(store.stage_submit(document_id, w)));
-        self.guarded(&key, LockScope::Document, ctx, "submit", stage)
+        let write: Write<Transitioned> =
+            Box::new(move |store, w| Box::pin(store.write_submit(document_id, w)));
+        self.guarded(&key, LockScope::Document, ctx, "submit", write)
             .await
     }
 
     /// PENDING_REVIEW -> DRAFT, the pending review withdrawn (the author).
     pub async fn withdraw(&self, ctx: Context, document_id: Uuid) -> Result<Transitioned, Error> {
         let key = self.keys.for_submit(document_id);
-        let stage: Stage<Transitioned> =
-            Box::new(move |store, w| Box::pin(store.stage_withdraw(document_id, w)));
-        self.guarded(&key, LockScope::Document, ctx, "withdraw", stage)
+        let write: Write<Transitioned> =
+            Box::new(move |store, w| Box::pin(store.write_withdraw(document_id, w)));
+        self.guarded(&key, LockScope::Document, ctx, "withdraw", write)
             .await
     }
 
@@ -122,10 +122,10 @@ impl ReviewService {
         expected_version: Option<i64>,
     ) -> Result<Archived, Error> {
         let key = self.keys.for_submit(document_id);
-        let stage: Stage<Archived> = Box::new(move |store, w| {
-            Box::pin(store.stage_archive(document_id, reason, expected_version, w))
+        let write: Write<Archived> = Box::new(move |store, w| {
+            Box::pin(store.write_archive(document_id, reason, expected_version, w))
         });
-        self.guarded(&key, LockScope::Document, ctx, "archive", stage)
+        self.guarded(&key, LockScope::Document, ctx, "archive", write)
             .await
     }
 
@@ -178,9 +178,9 @@ impl ReviewService {
         };
         let kind = decision.action().as_str();
         let groups = ctx.groups.clone();
-        let stage: Stage<Transitioned> =
-            Box::new(move |store, w| Box::pin(store.stage_vote(review_id, decision, groups, w)));
-        self.guarded(&key, scope, ctx, kind, stage).await
+        let write: Write<Transitioned> =
+            Box::new(move |store, w| Box::pin(store.write_vote(review_id, decision, groups, w)));
+        self.guarded(&key, scope, ctx, kind, write).await
     }
 
     /// Lock, run the transaction under it, release, deliver.
@@ -190,13 +190,13 @@ impl ReviewService {
         scope: LockScope,
         ctx: Context,
         kind: &'static str,
-        stage: Stage<T>,
+        write: Write<T>,
     ) -> Result<T, Error> {
         let passage = self.enter(key).await?;
         // Whatever happens once the lock is taken, it is given back below.
         let result = match ctx.hooks.at(Point::Locked(passage.lease())).await {
             Ok(()) => {
-                let transaction = self.transaction(&ctx, scope, stage, &passage);
+                let transaction = self.transaction(&ctx, scope, write, &passage);
                 self.store.bounded(transaction).await
             }
             Err(e) => Err(e.into()),
@@ -235,13 +235,13 @@ impl ReviewService {
         Ok(entered?)
     }
 
-    /// Stage, then commit (idempotency record and lease check first).
+    /// Write, then commit (idempotency record and lease check first).
     #[tracing::instrument(name = "pg.transaction", level = "debug", skip_all)]
     async fn transaction<T: Outcome>(
         &self,
         ctx: &Context,
         scope: LockScope,
-        stage: Stage<T>,
+        write: Write<T>,
         passage: &Passage,
     ) -> Result<Committed<T>, Error> {
         let lease = passage.lease();
@@ -253,8 +253,8 @@ impl ReviewService {
             guard,
             ctx.hooks.own_outbox(self.dispatcher.own_outbox_for()),
         );
-        let staged = stage(&self.store, &wctx).await?;
-        ctx.hooks.at(Point::Staged).await?;
-        commit(staged, lease, ctx.held_key.as_ref()).await
+        let uncommitted = write(&self.store, &wctx).await?;
+        ctx.hooks.at(Point::Uncommitted).await?;
+        commit(uncommitted, lease, ctx.held_key.as_ref()).await
     }
 }

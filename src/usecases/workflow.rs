@@ -75,8 +75,8 @@ impl ReviewService {
         let Committed { value, .. } = self
             .store
             .bounded(async {
-                let staged = self.store.stage_claim(review_id, op, &wctx).await?;
-                commit(staged, None, ctx.held_key.as_ref()).await
+                let uncommitted = self.store.write_claim(review_id, op, &wctx).await?;
+                commit(uncommitted, None, ctx.held_key.as_ref()).await
             })
             .await?;
         Ok(value)

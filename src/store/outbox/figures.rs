@@ -3,8 +3,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::error::StoreError;
-use super::pg::{PgStore, Statement};
+use crate::store::error::StoreError;
+use crate::store::pg::{PgStore, Statement};
 
 impl PgStore {
     /// Every minute of the last `minutes` minutes, the current one last (it is still

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::error::StoreError;
-use super::pg::{PgStore, Statement};
+use crate::store::error::StoreError;
+use crate::store::pg::{PgStore, Statement};
 
 #[derive(Debug, Clone)]
 pub struct OutboxRow {

@@ -11,7 +11,7 @@ use crate::domain::rules::{NewVote, ReviewUpdate};
 use crate::domain::{Review, Vote};
 
 /// The review row as `update` leaves it (`None`: as it is).
-pub(super) fn next_of(before: &Review, update: Option<ReviewUpdate>) -> ReviewUpdate {
+pub(crate) fn next_of(before: &Review, update: Option<ReviewUpdate>) -> ReviewUpdate {
     update.unwrap_or_else(|| ReviewUpdate {
         status: before.status,
         stage: before.stage,
@@ -23,7 +23,7 @@ pub(super) fn next_of(before: &Review, update: Option<ReviewUpdate>) -> ReviewUp
 }
 
 /// The review `before` with what a review write wrote.
-pub(super) fn applied(
+pub(crate) fn applied(
     before: Review,
     vote: Option<NewVote>,
     next: ReviewUpdate,

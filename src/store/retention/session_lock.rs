@@ -5,8 +5,8 @@
 
 use sqlx::{Connection, PgConnection};
 
-use super::error::StoreError;
-use super::pg::{PgStore, Statement};
+use crate::store::error::StoreError;
+use crate::store::pg::{PgStore, Statement};
 
 /// The purge lock (`Retention`).
 pub const PURGE_LOCK: (i32, i32) = (7002, 1);
@@ -16,7 +16,7 @@ pub const CHECKPOINT_LOCK: (i32, i32) = (7002, 2);
 /// A session of its own holding an advisory lock; the lock goes with the session
 /// ([`LockedSession::close`], or the connection's end).
 pub struct LockedSession {
-    pub(super) conn: PgConnection,
+    pub(crate) conn: PgConnection,
 }
 
 impl PgStore {

@@ -19,7 +19,7 @@ use crate::domain::audit::{admin_canonical, as_hash, AuditKey, AuditRow, Hash, G
 const BATCH: i64 = 5_000;
 
 /// [`link_all`], as the migrate step runs it: logged, its error said.
-pub(super) async fn link_after_migrations(
+pub(crate) async fn link_after_migrations(
     conn: &mut PgConnection,
     chain: &AuditChain,
 ) -> anyhow::Result<()> {
@@ -35,7 +35,7 @@ pub(super) async fn link_after_migrations(
 
 /// Links every row not linked yet (of documents and of the admin chain) whose id was
 /// taken before this call; how many it linked. Nothing with the chain off.
-pub(super) async fn link_all(conn: &mut PgConnection, chain: &AuditChain) -> anyhow::Result<u64> {
+pub(crate) async fn link_all(conn: &mut PgConnection, chain: &AuditChain) -> anyhow::Result<u64> {
     if !chain.on() {
         return Ok(0);
     }
@@ -184,7 +184,7 @@ fn chain_rows(key: &AuditKey, mut heads: HashMap<Uuid, (i64, Hash)>, rows: &[Unl
 
 /// Which rows of the admin chain to link.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Only<'a> {
+pub(crate) enum Only<'a> {
     /// Every row not linked yet.
     Unchained,
     /// The policy version just written.
@@ -195,7 +195,7 @@ pub(super) enum Only<'a> {
 
 /// Links rows of the admin chain after its head, under the head's row lock, in the
 /// transaction (or on the connection) given; how many.
-pub(super) async fn link_admin(
+pub(crate) async fn link_admin(
     conn: &mut PgConnection,
     chain: &AuditChain,
     only: Only<'_>,
@@ -214,7 +214,7 @@ pub(super) async fn link_admin(
         Only::OutboxRow(id) => (None, None, Some(id)),
     };
     let rows =
-        super::audit_admin::admin_rows(&mut tx, true, 0, policy, version, action, i64::MAX).await?;
+        super::admin::admin_rows(&mut tx, true, 0, policy, version, action, i64::MAX).await?;
     let (mut count, mut prev) = (
         head.count,
         head.hash.as_deref().and_then(as_hash).unwrap_or(GENESIS),
@@ -224,7 +224,7 @@ pub(super) async fn link_admin(
         let seq = count + 1;
         admin_canonical(&mut buf, &r.kind, seq, &r.fields);
         let link = chain.key().link(&prev, &buf);
-        super::audit_admin::set_link(&mut tx, r, seq, &link).await?;
+        super::admin::set_link(&mut tx, r, seq, &link).await?;
         (count, prev) = (seq, link);
     }
     if !rows.is_empty() {

@@ -9,14 +9,14 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::chain::AuditChain;
-use super::tx::{Link, WriteContext};
 use crate::domain::audit::{as_hash, AuditRow, Hash, GENESIS};
 use crate::domain::rules::AuditEntry;
 use crate::domain::{Document, DocumentStatus, FencingToken};
+use crate::store::tx::{Link, WriteContext};
 
 impl AuditChain {
     /// The head of a document's chain, read under its row lock, ready to link from.
-    pub(super) fn at(&self, head: Head) -> DocChain {
+    pub(crate) fn at(&self, head: Head) -> DocChain {
         DocChain {
             chain: self.clone(),
             head,
@@ -27,7 +27,7 @@ impl AuditChain {
 /// A document's chain head as its locking read found it, and that transaction's `now()`
 /// (the time its audit rows carry).
 #[derive(Debug, Clone)]
-pub(super) struct Head {
+pub(crate) struct Head {
     pub count: i64,
     pub hash: Option<Vec<u8>>,
     pub now: DateTime<Utc>,
@@ -35,7 +35,7 @@ pub(super) struct Head {
 
 /// The head of one locked document's chain, which each link made moves on.
 #[derive(Debug)]
-pub(super) struct DocChain {
+pub(crate) struct DocChain {
     chain: AuditChain,
     head: Head,
 }
@@ -95,7 +95,7 @@ impl DocChain {
 }
 
 /// A document read under its row lock, with its chain head and the transaction's time.
-pub(super) struct LockedDocument {
+pub(crate) struct LockedDocument {
     pub id: Uuid,
     pub title: String,
     pub body: String,
@@ -116,7 +116,7 @@ pub(super) struct LockedDocument {
 }
 
 impl LockedDocument {
-    pub(super) fn split(self) -> (Document, Head) {
+    pub(crate) fn split(self) -> (Document, Head) {
         let head = Head {
             count: self.audit_count,
             hash: self.audit_head,

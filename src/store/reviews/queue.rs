@@ -13,10 +13,10 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::error::StoreError;
-use super::pg::{PgStore, Statement};
-use super::review_rows::ReviewRow;
+use super::rows::ReviewRow;
 use crate::domain::{FencingToken, Review, ReviewStatus};
+use crate::store::error::StoreError;
+use crate::store::pg::{PgStore, Statement};
 
 /// The order of the queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

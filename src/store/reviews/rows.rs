@@ -9,12 +9,12 @@ use sqlx::types::Json;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-use super::error::StoreError;
-use super::pg::{PgStore, Statement};
 use crate::domain::{Claim, FencingToken, Review, ReviewStatus, Stage, Vote};
+use crate::store::error::StoreError;
+use crate::store::pg::{PgStore, Statement};
 
 /// A review row, without its stages, votes and claims.
-pub(super) struct ReviewRow {
+pub(crate) struct ReviewRow {
     pub id: Uuid,
     pub document_id: Uuid,
     pub status: ReviewStatus,
@@ -33,7 +33,7 @@ pub(super) struct ReviewRow {
 }
 
 /// A review's policy stages, votes and claims.
-pub(super) struct Flow {
+pub(crate) struct Flow {
     pub claim_ttl_secs: i32,
     pub stages: Vec<Stage>,
     pub votes: Vec<Vote>,
@@ -41,7 +41,7 @@ pub(super) struct Flow {
 }
 
 impl ReviewRow {
-    pub(super) fn with(self, flow: Flow) -> Review {
+    pub(crate) fn with(self, flow: Flow) -> Review {
         Review {
             id: self.id,
             document_id: self.document_id,
@@ -68,7 +68,7 @@ impl ReviewRow {
 
 impl PgStore {
     /// The stages, votes and live claims of the reviews of `ids`.
-    pub(super) async fn flows(&self, ids: &[Uuid]) -> Result<HashMap<Uuid, Flow>, StoreError> {
+    pub(crate) async fn flows(&self, ids: &[Uuid]) -> Result<HashMap<Uuid, Flow>, StoreError> {
         let rows = sqlx::query!(
             r#"SELECT r.id, pv.claim_ttl_secs, pv.stages AS "stages!: Json<Vec<Stage>>",
                       COALESCE((SELECT json_agg(json_build_object(
@@ -107,7 +107,7 @@ impl PgStore {
     }
 
     /// `rows` with their stages, votes and live claims, in the same order.
-    pub(super) async fn with_flows(&self, rows: Vec<ReviewRow>) -> Result<Vec<Review>, StoreError> {
+    pub(crate) async fn with_flows(&self, rows: Vec<ReviewRow>) -> Result<Vec<Review>, StoreError> {
         let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
         let mut flows = self.flows(&ids).await?;
         rows.into_iter()
@@ -124,7 +124,7 @@ impl PgStore {
 /// The review row, locked, with its stages, votes and every claim, and the time once it
 /// is held (its document is locked already, and every writer of a review locks that first,
 /// so nothing here waits).
-pub(super) async fn lock_review(
+pub(crate) async fn lock_review(
     tx: &mut Transaction<'static, Postgres>,
     id: Uuid,
 ) -> Result<(Option<Review>, DateTime<Utc>), StoreError> {

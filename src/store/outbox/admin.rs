@@ -1,5 +1,5 @@
 //! Statements of the outbox's admin actions: list rows by state, put a parked row back in
-//! line (retry) or drop it (skip), each with its audit row in the same statement (staged in
+//! line (retry) or drop it (skip), each with its audit row in the same statement (uncommitted in
 //! a transaction of its own, so that an idempotency key's record commits with it), and the
 //! parked rows' count for the metrics. Parked rows are held by no one, so an action never races
 //! a delivery: it only touches a row that is still parked when it runs.
@@ -8,10 +8,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::audit_link::{link_admin, Only};
-use super::error::StoreError;
-use super::pg::{PgStore, Statement};
-use super::tx::Staged;
+use crate::store::audit::linking::{link_admin, Only};
+use crate::store::error::StoreError;
+use crate::store::pg::{PgStore, Statement};
+use crate::store::tx::Uncommitted;
 
 /// An outbox row as an operator sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -129,13 +129,13 @@ impl PgStore {
     /// Applies `action` to row `id` if it is parked, and records who did it, in one
     /// statement of a transaction left open: the caller commits it (with the record of its
     /// idempotency key, if any). None: no such row, or it is not parked (nothing changed).
-    pub async fn stage_outbox_action(
+    pub async fn write_outbox_action(
         &self,
         id: i64,
         action: OutboxAction,
         actor: &str,
         request_id: &str,
-    ) -> Result<Option<Staged<OutboxRecord>>, StoreError> {
+    ) -> Result<Option<Uncommitted<OutboxRecord>>, StoreError> {
         let retry = action == OutboxAction::Retry;
         let mut tx = self.begin().await?;
         let acted = sqlx::query_as!(
@@ -179,7 +179,7 @@ impl PgStore {
                 link_admin(&mut tx, &self.audit, Only::OutboxRow(row.id))
                     .await
                     .map_err(StoreError::from)?;
-                Ok(Some(Staged::new(tx, row, None)))
+                Ok(Some(Uncommitted::new(tx, row, None)))
             }
             None => {
                 tx.rollback().await?;

@@ -6,25 +6,25 @@ use std::collections::{HashMap, VecDeque};
 
 use uuid::Uuid;
 
-use super::audit_admin::admin_rows;
-use super::error::StoreError;
-use super::pg::{PgStore, Statement};
+use super::admin::admin_rows;
 use crate::domain::audit::{as_hash, Hash};
 use crate::domain::checkpoint::{ChainHead, ChainId};
+use crate::store::error::StoreError;
+use crate::store::pg::{PgStore, Statement};
 
 /// Heads read per statement.
 const PAGE: i64 = 10_000;
 
-pub(super) struct DocHead {
-    pub(super) id: Uuid,
-    pub(super) count: i64,
-    pub(super) head: Option<Vec<u8>>,
+pub(crate) struct DocHead {
+    pub(crate) id: Uuid,
+    pub(crate) count: i64,
+    pub(crate) head: Option<Vec<u8>>,
 }
 
 /// The admin chain's head.
-pub(super) struct AdminHead {
-    pub(super) count: i64,
-    pub(super) hash: Option<Vec<u8>>,
+pub(crate) struct AdminHead {
+    pub(crate) count: i64,
+    pub(crate) hash: Option<Vec<u8>>,
 }
 
 impl PgStore {
@@ -92,7 +92,7 @@ impl PgStore {
         Ok(out)
     }
 
-    pub(super) async fn admin_head(&self) -> Result<AdminHead, StoreError> {
+    pub(crate) async fn admin_head(&self) -> Result<AdminHead, StoreError> {
         sqlx::query_as!(
             AdminHead,
             "SELECT count, hash FROM audit_chain_heads WHERE chain = 'admin'"
@@ -104,7 +104,7 @@ impl PgStore {
 }
 
 /// The documents' heads in id order, a page at a time (or the one document checked).
-pub(super) struct Heads {
+pub(crate) struct Heads {
     buf: VecDeque<DocHead>,
     after: Option<Uuid>,
     only: Option<Uuid>,
@@ -112,7 +112,7 @@ pub(super) struct Heads {
 }
 
 impl Heads {
-    pub(super) fn new(only: Option<Uuid>) -> Self {
+    pub(crate) fn new(only: Option<Uuid>) -> Self {
         Self {
             buf: VecDeque::new(),
             after: only,
@@ -121,7 +121,7 @@ impl Heads {
         }
     }
 
-    pub(super) async fn next(&mut self, store: &PgStore) -> Result<Option<DocHead>, StoreError> {
+    pub(crate) async fn next(&mut self, store: &PgStore) -> Result<Option<DocHead>, StoreError> {
         if self.buf.is_empty() && !self.done {
             let from = self.after.unwrap_or_default();
             // From `from` itself on the first page (and for the one document).

@@ -13,8 +13,8 @@ use sqlx::{Connection, PgConnection};
 
 use super::session_lock::PURGE_LOCK;
 
-use super::error::StoreError;
-use super::pg::{PgStore, Statement};
+use crate::store::error::StoreError;
+use crate::store::pg::{PgStore, Statement};
 
 /// Whether `e` is a statement cancelled by `statement_timeout` (SQLSTATE 57014): a batch too
 /// large for the moment (a loaded server), which a smaller one may pass.

@@ -15,11 +15,6 @@ use chrono::{DateTime, Utc};
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-use super::documents::{changed, publication};
-use super::error::{violates, WriteError};
-use super::outbox::OutboxRow;
-use super::trace_context::TraceContext;
-use super::tx::{event_body, Event, Link, WriteContext};
 use super::votes::{applied, next_of};
 use crate::domain::rules::{
     AuditEntry, DocumentChange, NewVote, Publication, ReviewUpdate, ReviewWrite,
@@ -27,9 +22,14 @@ use crate::domain::rules::{
 use crate::domain::{
     Document, DocumentStatus, FencingToken, OutboxEntry, Refusal, Review, ReviewStatus,
 };
+use crate::store::documents::{changed, publication};
+use crate::store::error::{violates, WriteError};
+use crate::store::outbox::delivery::OutboxRow;
+use crate::store::outbox::trace_context::TraceContext;
+use crate::store::tx::{event_body, Event, Link, WriteContext};
 
 /// What a review write changes, with the rows as they were under the locks.
-pub(super) struct ReviewWritePlan<'p> {
+pub(crate) struct ReviewWritePlan<'p> {
     pub before: Document,
     pub review: Review,
     pub write: ReviewWrite,
@@ -44,7 +44,7 @@ pub(super) struct ReviewWritePlan<'p> {
 
 /// Writes `plan` in one statement; returns the document and the review as they now are,
 /// and the outbox row the request owns.
-pub(super) async fn write_review_plan(
+pub(crate) async fn write_review_plan(
     tx: &mut Transaction<'static, Postgres>,
     plan: ReviewWritePlan<'_>,
     ctx: &WriteContext<'_>,
@@ -137,7 +137,7 @@ async fn statement(
     let (traceparent, tracestate) = TraceContext::columns(v.event.trace.as_ref());
     let published = c.map_or(Publication::Keep, |c| c.published);
     let row = sqlx::query_file!(
-        "src/store/sql/review_write.sql",
+        "src/store/reviews/sql/review_write.sql",
         v.review_id,
         vote.map(|v| v.voter_id.as_str()),
         vote.map_or(v.stage, |v| v.stage),

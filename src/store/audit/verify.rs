@@ -10,13 +10,13 @@
 
 use uuid::Uuid;
 
-use super::audit_admin::admin_rows;
-use super::audit_heads::{DocHead, Heads};
-use super::error::StoreError;
-use super::pg::{PgStore, Statement};
+use super::admin::admin_rows;
+use super::heads::{DocHead, Heads};
 use crate::domain::audit::{admin_canonical, AuditKey, AuditRow};
 use crate::domain::audit_walk::{Break, Found, Walk};
 use crate::domain::checkpoint::{Anchor, Anchors, Checkpoint, Gone};
+use crate::store::error::StoreError;
+use crate::store::pg::{PgStore, Statement};
 
 /// Rows read per statement.
 const PAGE: i64 = 10_000;

@@ -10,30 +10,32 @@ use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::combined::{write_review_plan, ReviewWritePlan};
-use super::documents::{lock_document, lock_document_of_review, planned_document, write_document};
-use super::error::{violates, StoreError, WriteError};
-use super::links::Head;
-use super::outbox::OutboxRow;
-use super::pg::{PgStore, Statement};
-use super::policies::current_policy;
-use super::review_lock::{lock_at_once, AtOnce};
-use super::review_rows::{lock_review, Flow, ReviewRow};
-use super::tx::{write_audit_and_event, Staged, WriteContext};
+use super::locking::{lock_at_once, AtOnce};
+use super::rows::{lock_review, Flow, ReviewRow};
 use crate::domain::rules::{self, OpenReview, ReviewChange};
 use crate::domain::{
     Command, Decision, Document, FencingToken, Locked, Plan, Refusal, Review, ReviewStatus, Stage,
     Transitioned,
 };
+use crate::store::audit::links::Head;
+use crate::store::documents::{
+    lock_document, lock_document_of_review, planned_document, write_document,
+};
+use crate::store::error::{violates, StoreError, WriteError};
+use crate::store::outbox::delivery::OutboxRow;
+use crate::store::pg::{PgStore, Statement};
+use crate::store::policies::current_policy;
+use crate::store::tx::{write_audit_and_event, Uncommitted, WriteContext};
 
 impl PgStore {
     /// DRAFT|REJECTED -> PENDING_REVIEW with a new pending review under the document's
     /// policy, as its current version is.
     #[tracing::instrument(level = "debug", skip_all, fields(document_id = %document_id))]
-    pub async fn stage_submit(
+    pub async fn write_submit(
         &self,
         document_id: Uuid,
         ctx: &WriteContext<'_>,
-    ) -> Result<Staged<Transitioned>, WriteError> {
+    ) -> Result<Uncommitted<Transitioned>, WriteError> {
         let mut tx = self.begin().await?;
         let (document, head) = lock_document(&mut tx, document_id).await?.unzip();
         let policy = match &document {
@@ -55,13 +57,13 @@ impl PgStore {
     /// A vote of the caller (a member of `groups`) on the review's current stage: recorded,
     /// completing the stage, or deciding the review and its document.
     #[tracing::instrument(level = "debug", skip_all, fields(review_id = %review_id, action = decision.action().as_str()))]
-    pub async fn stage_vote(
+    pub async fn write_vote(
         &self,
         review_id: Uuid,
         decision: Decision,
         groups: Vec<String>,
         ctx: &WriteContext<'_>,
-    ) -> Result<Staged<Transitioned>, WriteError> {
+    ) -> Result<Uncommitted<Transitioned>, WriteError> {
         let (tx, locked, head) = self.lock_review_and_document(review_id).await?;
         let command = Command::Decide { decision, groups };
         let plan = rules::plan(&locked, ctx.reader(), command, ctx.guard)?;
@@ -70,11 +72,11 @@ impl PgStore {
 
     /// PENDING_REVIEW -> DRAFT, the current review WITHDRAWN.
     #[tracing::instrument(level = "debug", skip_all, fields(document_id = %document_id))]
-    pub async fn stage_withdraw(
+    pub async fn write_withdraw(
         &self,
         document_id: Uuid,
         ctx: &WriteContext<'_>,
-    ) -> Result<Staged<Transitioned>, WriteError> {
+    ) -> Result<Uncommitted<Transitioned>, WriteError> {
         let mut tx = self.begin().await?;
         let (document, head) = lock_document(&mut tx, document_id).await?.unzip();
         let (review, now) = match document.as_ref().and_then(|d| d.current_review_id) {
@@ -94,7 +96,7 @@ impl PgStore {
     /// Opens a write transaction and locks the document of `review_id` (its chain head
     /// read with it), then the review; `Locked.now` is read once both are held. In one
     /// statement when nobody holds either row (`review_lock`), else one each.
-    pub(super) async fn lock_review_and_document(
+    pub(crate) async fn lock_review_and_document(
         &self,
         review_id: Uuid,
     ) -> Result<(Transaction<'static, Postgres>, Locked, Option<Head>), StoreError> {
@@ -161,19 +163,23 @@ impl PgStore {
         head: Option<Head>,
         plan: Plan,
         ctx: &WriteContext<'_>,
-    ) -> Result<Staged<Transitioned>, WriteError> {
+    ) -> Result<Uncommitted<Transitioned>, WriteError> {
         if plan.review.is_none() {
             return Err(anyhow::anyhow!("a transition without a review").into());
         }
         let (tx, document, review, owned) = self.write_planned(tx, locked, head, plan, ctx).await?;
         let review = review.ok_or_else(|| anyhow::anyhow!("a transition without a review"))?;
-        Ok(Staged::new(tx, Transitioned { document, review }, owned))
+        Ok(Uncommitted::new(
+            tx,
+            Transitioned { document, review },
+            owned,
+        ))
     }
 }
 
 /// What [`PgStore::write_planned`] wrote: the open transaction, the document as it now is, the
 /// review it wrote (if any) and the outbox row the request owns.
-pub(super) type Written = (
+pub(crate) type Written = (
     Transaction<'static, Postgres>,
     Document,
     Option<Review>,
@@ -184,7 +190,7 @@ impl PgStore {
     /// Writes a plan: its review row first (the document refers to it), then the
     /// document, the audit row (linked after `head`, the document's chain head read under
     /// its row lock) and the outbox row.
-    pub(super) async fn write_planned(
+    pub(crate) async fn write_planned(
         &self,
         mut tx: Transaction<'static, Postgres>,
         locked: Locked,

@@ -17,15 +17,15 @@ use sqlx::types::Json;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-use super::error::StoreError;
-use super::links::{Head, LockedDocument};
-use super::review_rows::{Flow, ReviewRow};
+use super::rows::{Flow, ReviewRow};
 use crate::domain::{
     Claim, Document, DocumentStatus, FencingToken, Review, ReviewStatus, Stage, Vote,
 };
+use crate::store::audit::links::{Head, LockedDocument};
+use crate::store::error::StoreError;
 
 /// What [`lock_at_once`] found.
-pub(super) enum AtOnce {
+pub(crate) enum AtOnce {
     /// Both rows locked, the review current: the document, its chain head, the review and
     /// the time once both were held.
     Locked(Box<(Document, Head, Review, DateTime<Utc>)>),
@@ -37,11 +37,11 @@ pub(super) enum AtOnce {
 }
 
 /// Locks the document of `review_id` and the review in one statement, if it can at once.
-pub(super) async fn lock_at_once(
+pub(crate) async fn lock_at_once(
     tx: &mut Transaction<'static, Postgres>,
     review_id: Uuid,
 ) -> Result<AtOnce, StoreError> {
-    let Some(r) = sqlx::query_file!("src/store/sql/lock_review.sql", review_id)
+    let Some(r) = sqlx::query_file!("src/store/reviews/sql/lock_review.sql", review_id)
         .fetch_optional(&mut **tx)
         .await?
     else {
