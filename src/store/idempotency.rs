@@ -1,6 +1,6 @@
 //! Statements on idempotency records. The primary key (owner_id, key) is the guarantee that
 //! one key runs once per caller, whatever the instances do. The policy that strings these
-//! statements together (replay, mismatch, in flight, takeover) is `usecases::idempotency`.
+//! statements together (repeat, mismatch, in flight, takeover) is `usecases::idempotency`.
 
 use std::time::Duration;
 
@@ -136,7 +136,7 @@ impl PgStore {
         Ok(taken.is_some())
     }
 
-    /// Records a refusal's reply, as it was sent, to replay to retries; only while `held`
+    /// Records a refusal's reply, as it was sent, to repeat to retries; only while `held`
     /// still holds the key.
     pub async fn finish_key(
         &self,

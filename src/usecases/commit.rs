@@ -6,7 +6,7 @@ use crate::lock::lease::Lease;
 use crate::store::{Committed, HeldKey, Uncommitted};
 
 use super::error::Error;
-use super::idempotency::Recordable;
+use crate::usecases::idempotency::Recordable;
 
 /// Records the write's result under the held key in the write's own transaction, checks
 /// that the outer lock is still ours, and commits. A key taken over or a lease lost rolls

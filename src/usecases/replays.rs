@@ -9,11 +9,11 @@ use uuid::Uuid;
 
 use super::commit::commit;
 use super::error::Error;
-use super::idempotency::Recordable;
 use crate::domain::replay::{ReplayRequest, ReplayState};
 use crate::domain::UserId;
 use crate::outbox::replay::ReplayRunner;
 use crate::store::{HeldKey, PgStore, ReplayRecord, StoreError, StoreFailure};
+use crate::usecases::idempotency::Recordable;
 
 /// Why a replay was not started or changed; nothing was written.
 #[derive(Debug, thiserror::Error)]

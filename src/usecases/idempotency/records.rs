@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::idempotency::Recordable;
+use super::keys::Recordable;
 use crate::domain::{Archived, Commented, Document, Transitioned};
 use crate::store::OutboxRecord;
 

@@ -19,10 +19,10 @@ use prometheus::core::Collector;
 use prometheus::IntCounterVec;
 use uuid::Uuid;
 
-use super::audit_checkpoint::{against_checkpoint, AuditReport};
-use super::test_hooks::TestHooks;
+use super::report::{against_checkpoint, AuditReport};
 use crate::store::mongo::CheckpointStore;
 use crate::store::{PgStore, StoreError};
+use crate::usecases::test_hooks::TestHooks;
 
 /// Why a check did not run.
 #[derive(Debug, thiserror::Error)]

@@ -24,15 +24,17 @@ use crate::domain::{
 use crate::lock::gate::{LockGate, Passage};
 use crate::lock::LockKeys;
 use crate::outbox::Dispatcher;
-use crate::store::{Committed, PgStore, Uncommitted, WriteContext, WriteError};
+use crate::store::{
+    ClaimOp, Committed, PgStore, QueueFilter, Uncommitted, WriteContext, WriteError,
+};
 
-use super::commit::commit;
-use super::context::Context;
-use super::error::Error;
-use super::idempotency::Recordable;
 use super::stage_needs::StageNeeds;
-use super::stats::ReviewStats;
-use super::test_hooks::Point;
+use crate::usecases::commit::commit;
+use crate::usecases::context::Context;
+use crate::usecases::error::Error;
+use crate::usecases::idempotency::Recordable;
+use crate::usecases::stats::ReviewStats;
+use crate::usecases::test_hooks::Point;
 
 /// A transition's write, in the transaction of [`ReviewService::guarded`].
 type Write<T> = Box<
@@ -44,7 +46,7 @@ type Write<T> = Box<
 >;
 
 /// What a guarded transition wrote, as its logs and the stage cache see it.
-pub(super) trait Outcome: Recordable {
+pub(crate) trait Outcome: Recordable {
     fn document(&self) -> &Document;
     fn review(&self) -> Option<&Review>;
 }
@@ -68,7 +70,7 @@ impl Outcome for Archived {
 }
 
 pub struct ReviewService {
-    pub(super) store: PgStore,
+    pub(crate) store: PgStore,
     gate: Arc<LockGate>,
     keys: LockKeys,
     dispatcher: Arc<Dispatcher>,
@@ -256,5 +258,45 @@ impl ReviewService {
         let uncommitted = write(&self.store, &wctx).await?;
         ctx.hooks.at(Point::Uncommitted).await?;
         commit(uncommitted, lease, ctx.held_key.as_ref()).await
+    }
+}
+
+impl ReviewService {
+    /// A page of the queue (`None`: the cursor names no review).
+    pub async fn list(&self, filter: &QueueFilter) -> Result<Option<Vec<Review>>, Error> {
+        Ok(self.store.list_reviews(filter).await?)
+    }
+
+    /// Claims (or renews) a seat on the review's current stage for the caller.
+    pub async fn claim(&self, ctx: Context, review_id: Uuid) -> Result<Review, Error> {
+        let op = ClaimOp::Take(ctx.groups.clone());
+        self.claim_op(ctx, review_id, op).await
+    }
+
+    /// Gives the caller's claim back (nothing to do if it holds none).
+    pub async fn give_back(&self, ctx: Context, review_id: Uuid) -> Result<Review, Error> {
+        self.claim_op(ctx, review_id, ClaimOp::GiveBack).await
+    }
+
+    /// Ends `reviewer`'s claim (an admin; audited).
+    pub async fn end_claim(
+        &self,
+        ctx: Context,
+        review_id: Uuid,
+        reviewer: String,
+    ) -> Result<Review, Error> {
+        self.claim_op(ctx, review_id, ClaimOp::End(reviewer)).await
+    }
+
+    async fn claim_op(&self, ctx: Context, review_id: Uuid, op: ClaimOp) -> Result<Review, Error> {
+        let wctx = ctx.writing(Guard::Unlocked, None);
+        let Committed { value, .. } = self
+            .store
+            .bounded(async {
+                let uncommitted = self.store.write_claim(review_id, op, &wctx).await?;
+                commit(uncommitted, None, ctx.held_key.as_ref()).await
+            })
+            .await?;
+        Ok(value)
     }
 }

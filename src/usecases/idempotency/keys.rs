@@ -1,12 +1,12 @@
 //! The idempotency policy of POSTs. With a key, the first request runs and its reply is
-//! recorded; a retry with the same key and the same request replays that reply; with
+//! recorded; a retry with the same key and the same request repeats that reply; with
 //! another request it is refused; while the first still runs it is told so; and a key whose
 //! request never finished (its instance died) is taken over after `in_flight_timeout_ms`.
 //! Keys are scoped to the caller. Retryable failures are not recorded: a retry runs again.
 //!
 //! A success is recorded in the same transaction as its change (`commit.rs`), as the use
-//! case's typed result ([`Recordable`]), so a reply lost after COMMIT is replayed, never run
-//! twice; the HTTP layer renders a replayed result as it renders a fresh one. A refusal is
+//! case's typed result ([`Recordable`]), so a reply lost after COMMIT is repeated, never run
+//! twice; the HTTP layer renders a repeated result as it renders a fresh one. A refusal is
 //! recorded as the reply that was sent. The HTTP layer only reads the header and writes
 //! the reply.
 
@@ -25,7 +25,7 @@ use crate::store::{HeldKey, KeyState, PgStore, StoreError};
 #[serde_as]
 #[derive(Debug, Clone, Deserialize)]
 pub struct IdempotencySettings {
-    /// How long a recorded reply is replayed for the same key.
+    /// How long a recorded reply is repeated for the same key.
     #[serde_as(as = "DurationSeconds<u64>")]
     #[serde(rename = "ttl_secs")]
     pub ttl: Duration,
@@ -82,7 +82,7 @@ fn sorted(v: Value) -> Value {
     }
 }
 
-/// A reply as it was sent: what a key replays for a refusal (and for a success recorded
+/// A reply as it was sent: what a key repeats for a refusal (and for a success recorded
 /// before results were recorded typed).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SentReply {
@@ -112,7 +112,7 @@ pub enum Begin {
     /// This request holds the key now: run it, then [`Idempotency::settle`].
     Proceed(HeldKey),
     /// The key already ran with this request: answer what it recorded.
-    Replay(Recorded),
+    Repeat(Recorded),
     /// The key was used with a different request.
     Mismatch,
     /// The first request with this key is still running.
@@ -124,7 +124,7 @@ pub enum Begin {
 pub enum Settle {
     /// It committed (its reply was recorded with the change).
     Committed,
-    /// It was refused for good: replay this refusal to retries.
+    /// It was refused for good: repeat this refusal to retries.
     Refused(SentReply),
     /// It failed in a way a retry may not: forget the key.
     Retryable,
@@ -176,10 +176,10 @@ impl Idempotency {
             }
             match found.state {
                 KeyState::Succeeded(result) => {
-                    return Ok(Begin::Replay(Recorded::Succeeded(result)))
+                    return Ok(Begin::Repeat(Recorded::Succeeded(result)))
                 }
                 KeyState::Replied { status, body } => {
-                    return Ok(Begin::Replay(Recorded::Sent(SentReply { status, body })))
+                    return Ok(Begin::Repeat(Recorded::Sent(SentReply { status, body })))
                 }
                 KeyState::InFlight { stale: false } => return Ok(Begin::InFlight),
                 KeyState::InFlight { stale: true } => {}
@@ -293,7 +293,7 @@ mod tests {
         assert_eq!((back.document, back.review), (without_body, done.review));
     }
 
-    /// A transition recorded before review policies existed replays as the default policy's
+    /// A transition recorded before review policies existed repeats as the default policy's
     /// one stage.
     #[test]
     fn a_transition_recorded_before_policies_reads_back_with_the_default_policy() {
