@@ -7,8 +7,8 @@ use std::collections::{HashMap, VecDeque};
 use uuid::Uuid;
 
 use super::admin::admin_rows;
+use crate::domain::audit::checkpoint::{ChainHead, ChainId};
 use crate::domain::audit::{as_hash, Hash};
-use crate::domain::checkpoint::{ChainHead, ChainId};
 use crate::store::error::StoreError;
 use crate::store::pg::{PgStore, Statement};
 

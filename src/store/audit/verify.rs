@@ -12,9 +12,9 @@ use uuid::Uuid;
 
 use super::admin::admin_rows;
 use super::heads::{DocHead, Heads};
+use crate::domain::audit::checkpoint::{Anchor, Anchors, Checkpoint, Gone};
+use crate::domain::audit::walk::{Break, Found, Walk};
 use crate::domain::audit::{admin_canonical, AuditKey, AuditRow};
-use crate::domain::audit_walk::{Break, Found, Walk};
-use crate::domain::checkpoint::{Anchor, Anchors, Checkpoint, Gone};
 use crate::store::error::StoreError;
 use crate::store::pg::{PgStore, Statement};
 

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::domain::audit::checkpoint::{follow, to_look_up, ChainHead, Checkpoint};
 use crate::domain::audit::GENESIS;
-use crate::domain::checkpoint::{follow, to_look_up, ChainHead, Checkpoint};
 use crate::outbox::checkpoint::CheckpointEvent;
 use crate::outbox::envelope::EventSettings;
 use crate::outbox::publisher::{AmqpPublisher, PublishError};

@@ -7,8 +7,8 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::domain::audit_walk::Found;
-use crate::domain::checkpoint::Checkpoint;
+use crate::domain::audit::checkpoint::Checkpoint;
+use crate::domain::audit::walk::Found;
 use crate::store::mongo::CheckpointStore;
 use crate::store::{BrokenAt, PgStore, StoreError, Verified};
 

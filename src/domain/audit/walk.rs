@@ -3,7 +3,7 @@
 //! the latest checkpoint's entry for it (which a PostgreSQL operator cannot rewind with
 //! the head): what `audit verify` computes. No I/O; the store streams the rows in.
 
-use super::audit::{AuditKey, Hash, GENESIS};
+use super::{AuditKey, Hash, GENESIS};
 
 /// What a check found at a position of a chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,7 +12,6 @@ use crate::domain::rules::ReviewWrite;
 use crate::domain::state::{DocumentStatus, ReviewStatus};
 use crate::domain::test_support::{pending_review, stage, t0, user};
 
-#[path = "votes_props.rs"]
 mod props;
 
 fn approve() -> Decision {

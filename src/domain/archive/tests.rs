@@ -1,48 +1,12 @@
-//! Unit tests of the lifecycle rules: revisions, archive, comments and private drafts.
-
-use uuid::Uuid;
+//! Unit tests of the archive rule and of revisions.
 
 use super::*;
-use crate::domain::model::{Document, FencingToken, LockScope, Reader};
-use crate::domain::plan::{Command, Decision, Locked, Publication};
+use crate::domain::model::{FencingToken, LockScope, Reader};
+use crate::domain::plan::{Command, Decision, Publication};
 use crate::domain::rules::plan;
 use crate::domain::state::DocumentStatus;
-use crate::domain::test_support::{doc, review, user, AUTHOR};
-use crate::domain::{Comment, DocumentTitle, EventData, EventType};
-
-/// An approved document published at its version 3, with its decided review.
-fn approved() -> Document {
-    let mut d = doc(DocumentStatus::Approved, None);
-    d.version = 3;
-    d.current_review_id = Some(Uuid::now_v7());
-    d.published_version = Some(3);
-    d.published_title = Some(d.title.clone());
-    d.published_body = Some(d.body.clone());
-    d
-}
-
-fn locked(d: Document, r: Option<Review>) -> Locked {
-    Locked {
-        document: Some(d),
-        review: r,
-        ..Locked::default()
-    }
-}
-
-fn archive(expected_version: Option<i64>) -> Command {
-    Command::Archive {
-        reason: Some(ArchiveReason::parse("superseded").unwrap()),
-        expected_version,
-    }
-}
-
-fn edit() -> Command {
-    Command::Edit {
-        title: Some(DocumentTitle::parse("Runbook, revised").unwrap()),
-        body: None,
-        policy: None,
-    }
-}
+use crate::domain::test_support::{approved, archive, edit, locked, review, user, AUTHOR};
+use crate::domain::{Comment, EventData, EventType};
 
 #[test]
 fn an_edit_of_an_approved_document_starts_a_revision_and_keeps_it_published() {
@@ -176,92 +140,4 @@ fn an_archive_is_refused_once_archived_at_another_version_or_by_another_author()
     let stale = Guard::Outer(LockScope::Document, FencingToken::new(8));
     let lost = plan(&locked(fenced, None), &author, archive(None), stale);
     assert_eq!(lost.unwrap_err(), Refusal::StaleFence);
-}
-
-#[test]
-fn a_draft_never_submitted_does_not_exist_for_anyone_but_its_author_and_admins() {
-    let draft = doc(DocumentStatus::Draft, None);
-    for (who, admin) in [("carol", false), ("bob", false)] {
-        let reader = Reader {
-            id: &user(who),
-            admin,
-        };
-        for command in [edit(), archive(None)] {
-            let r = plan(
-                &locked(draft.clone(), None),
-                reader,
-                command,
-                Guard::Unlocked,
-            );
-            assert_eq!(r.unwrap_err(), Refusal::NotFound, "{who}");
-        }
-        let c = plan_comment(
-            Some(&draft),
-            reader,
-            Uuid::now_v7(),
-            CommentBody::parse("hi").unwrap(),
-            None,
-        );
-        assert_eq!(c.unwrap_err(), Refusal::NotFound);
-    }
-    // An admin sees it: another author's edit is forbidden, not unknown.
-    let admin = Reader {
-        id: &user("root"),
-        admin: true,
-    };
-    let r = plan(&locked(draft.clone(), None), admin, edit(), Guard::Unlocked);
-    assert!(matches!(r, Err(Refusal::Forbidden(_))), "{r:?}");
-    assert!(plan(&locked(draft, None), &user(AUTHOR), edit(), Guard::Unlocked).is_ok());
-}
-
-#[test]
-fn comments_point_at_a_review_of_their_document_and_not_at_an_archived_one() {
-    let d = approved();
-    let bob = user("bob");
-    let body = || CommentBody::parse("Step 3 is out of date.").unwrap();
-    let mine = d.current_review_id.unwrap();
-    let ok = plan_comment(
-        Some(&d),
-        (&bob).into(),
-        Uuid::now_v7(),
-        body(),
-        Some((mine, Some(d.id))),
-    )
-    .unwrap();
-    assert_eq!(ok.comment.review_id, Some(mine));
-    assert_eq!(
-        ok.audit.version, d.version,
-        "a comment leaves the version as it is"
-    );
-    assert_eq!(ok.outbox.event, EventType::Commented);
-    let elsewhere = Uuid::now_v7();
-    let foreign = plan_comment(
-        Some(&d),
-        (&bob).into(),
-        Uuid::now_v7(),
-        body(),
-        Some((elsewhere, Some(Uuid::now_v7()))),
-    );
-    assert_eq!(
-        foreign.unwrap_err(),
-        Refusal::ReviewOfAnotherDocument(elsewhere)
-    );
-    let unknown = plan_comment(
-        Some(&d),
-        (&bob).into(),
-        Uuid::now_v7(),
-        body(),
-        Some((elsewhere, None)),
-    );
-    assert_eq!(
-        unknown.unwrap_err(),
-        Refusal::ReviewOfAnotherDocument(elsewhere)
-    );
-    let mut gone = d.clone();
-    gone.status = DocumentStatus::Archived;
-    let closed = plan_comment(Some(&gone), (&bob).into(), Uuid::now_v7(), body(), None);
-    assert!(
-        matches!(closed, Err(Refusal::InvalidState(_))),
-        "{closed:?}"
-    );
 }

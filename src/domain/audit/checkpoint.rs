@@ -17,9 +17,9 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::audit::{AuditKey, Canon, Hash, GENESIS};
-pub use super::audit_walk::Anchor;
-use super::audit_walk::Found;
+pub use super::walk::Anchor;
+use super::walk::Found;
+use super::{AuditKey, Canon, Hash, GENESIS};
 
 /// A chain: the admin chain (policies and outbox admin actions) or a document's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -290,5 +290,4 @@ pub fn follow(
 }
 
 #[cfg(test)]
-#[path = "checkpoint_tests.rs"]
 mod tests;

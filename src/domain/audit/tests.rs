@@ -5,7 +5,7 @@ use chrono::{TimeZone, Utc};
 use uuid::Uuid;
 
 use super::*;
-use crate::domain::audit_walk::{Found, Walk};
+use crate::domain::audit::walk::{Found, Walk};
 
 fn row() -> AuditRow<'static> {
     AuditRow {

@@ -8,7 +8,7 @@ use uuid::Uuid;
 use std::collections::HashMap;
 
 use super::*;
-use crate::domain::audit_walk::Walk;
+use crate::domain::audit::walk::Walk;
 
 /// A chain of `n` rows of made-up bytes: each row's position, link and bytes.
 fn chain(key: &AuditKey, n: i64) -> Vec<(i64, Hash, Vec<u8>)> {
