@@ -7,62 +7,58 @@ use secrecy::ExposeSecret;
 use super::{Settings, MIN_SECRET_BYTES};
 use crate::store::DEV_AUDIT_KEY;
 
-impl Settings {
-    pub(super) fn check_audit(&self, bad: &mut impl FnMut(&'static str, &str)) {
-        let key = self.audit.key.expose_secret();
-        if self.environment.is_development() {
-            if key.len() < 16 {
-                bad("audit.key", "must be at least 16 bytes");
-            }
-        } else if key == DEV_AUDIT_KEY {
-            let problem = "the development key may only be used with environment = \
-                           \"development\"; set APP__AUDIT__KEY to a secret of your own (at \
-                           least 32 bytes)";
-            bad("audit.key", problem);
-        } else if key.len() < MIN_SECRET_BYTES {
-            bad(
-                "audit.key",
-                "must be at least 32 bytes outside environment = \"development\"",
-            );
+pub(super) fn check_audit(s: &Settings, bad: &mut impl FnMut(&'static str, &str)) {
+    let key = s.audit.key.expose_secret();
+    if s.environment.is_development() {
+        if key.len() < 16 {
+            bad("audit.key", "must be at least 16 bytes");
         }
-        self.check_checkpoints(bad);
-        if !self.audit.chain && !self.environment.allows_test_hooks() {
-            let problem = "false (audit rows written without their links) is a benchmark's \
-                           baseline: accepted only with environment = \"development\" or \"test\"";
-            bad("audit.chain", problem);
-        }
+    } else if key == DEV_AUDIT_KEY {
+        let problem = "the development key may only be used with environment = \
+                       \"development\"; set APP__AUDIT__KEY to a secret of your own (at \
+                       least 32 bytes)";
+        bad("audit.key", problem);
+    } else if key.len() < MIN_SECRET_BYTES {
+        bad(
+            "audit.key",
+            "must be at least 32 bytes outside environment = \"development\"",
+        );
+    }
+    check_checkpoints(s, bad);
+    if !s.audit.chain && !s.environment.allows_test_hooks() {
+        let problem = "false (audit rows written without their links) is a benchmark's \
+                       baseline: accepted only with environment = \"development\" or \"test\"";
+        bad("audit.chain", problem);
     }
 }
 
-impl Settings {
-    fn check_checkpoints(&self, bad: &mut impl FnMut(&'static str, &str)) {
-        let every = self.audit.checkpoint_every.as_secs();
-        if !(1..=86_400).contains(&every) {
+fn check_checkpoints(s: &Settings, bad: &mut impl FnMut(&'static str, &str)) {
+    let every = s.audit.checkpoint_every.as_secs();
+    if !(1..=86_400).contains(&every) {
+        bad(
+            "audit.checkpoint_secs",
+            "must be between 1 and 86400 (a day)",
+        );
+    }
+    let name = s.audit.checkpoint_collection.as_str();
+    let ok = !name.is_empty()
+        && name.len() <= 100
+        && !name.starts_with("system.")
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+    if !ok {
+        let problem = "must be a collection name of letters, digits, _ - . (at most 100, \
+                       not system.*)";
+        bad("audit.checkpoint_collection", problem);
+    }
+    if let Some(url) = &s.audit.checkpoint_url {
+        let url = url.expose_secret();
+        if !(url.starts_with("mongodb://") || url.starts_with("mongodb+srv://")) {
             bad(
-                "audit.checkpoint_secs",
-                "must be between 1 and 86400 (a day)",
+                "audit.checkpoint_url",
+                "must be a mongodb:// or mongodb+srv:// URL (or unset: mongo.url)",
             );
-        }
-        let name = self.audit.checkpoint_collection.as_str();
-        let ok = !name.is_empty()
-            && name.len() <= 100
-            && !name.starts_with("system.")
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
-        if !ok {
-            let problem = "must be a collection name of letters, digits, _ - . (at most 100, \
-                           not system.*)";
-            bad("audit.checkpoint_collection", problem);
-        }
-        if let Some(url) = &self.audit.checkpoint_url {
-            let url = url.expose_secret();
-            if !(url.starts_with("mongodb://") || url.starts_with("mongodb+srv://")) {
-                bad(
-                    "audit.checkpoint_url",
-                    "must be a mongodb:// or mongodb+srv:// URL (or unset: mongo.url)",
-                );
-            }
         }
     }
 }

@@ -1,9 +1,11 @@
-//! Unit tests of `config.rs`: the defaults, and that each problem names its key.
+//! Unit tests of `config`: the defaults, and that each problem names its key.
 
 use std::time::Duration;
 
+use secrecy::SecretString;
+
 use super::*;
-use crate::lock::Ttl;
+use crate::lock::{RedisMode, Ttl};
 
 fn defaults() -> Settings {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
