@@ -42,7 +42,7 @@ pub struct Settings {
     /// `[events]`: the CloudEvents source, where the schemas are served; all defaulted.
     #[serde(default)]
     pub events: EventSettings,
-    /// `[audit]`: the audit chain's key (see `config_audit.rs` for its checks).
+    /// `[audit]`: the audit chain's key (see `config/audit.rs` for its checks).
     #[serde(default)]
     pub audit: AuditSettings,
     /// `[telemetry]`: trace export (off unless `otlp_endpoint` is set); all defaulted.

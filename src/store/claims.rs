@@ -136,7 +136,7 @@ async fn mark_overdue(
 }
 
 /// Writes a claim change, and the review row with it (unchanged): whatever changes a
-/// review's votes or claims writes its row, which `review_lock` relies on.
+/// review's votes or claims writes its row, which `reviews::locking` relies on.
 async fn write_claim(
     tx: &mut Transaction<'static, Postgres>,
     review_id: Uuid,

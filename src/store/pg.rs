@@ -211,7 +211,7 @@ impl PgStore {
     /// instances may start together, on a connection of their own: not a pooled session, whose `statement_timeout` and
     /// `lock_timeout` would end a long migration, or the wait for another instance's, and
     /// make the instance fail and restart in a loop. Then, under the same lock, links the
-    /// audit rows that carry no link yet (`audit_link`).
+    /// audit rows that carry no link yet (`audit::linking`).
     pub async fn migrate(&self) -> anyhow::Result<()> {
         let opts = (*self.pool.connect_options()).clone();
         let dial = self.pool.options().get_acquire_timeout();

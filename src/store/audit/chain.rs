@@ -1,6 +1,6 @@
 //! `[audit]`, and the key the store links audit rows with (how a write links its row is in
-//! `links`; the rows linked by the migrate step, in `audit_link`; the check, in
-//! `audit_verify`).
+//! `links`; the rows linked by the migrate step, in `linking`; the check, in
+//! `verify`).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -95,7 +95,7 @@ impl PgStore {
 
     /// Opens a write transaction and locks the document of `review_id` (its chain head
     /// read with it), then the review; `Locked.now` is read once both are held. In one
-    /// statement when nobody holds either row (`review_lock`), else one each.
+    /// statement when nobody holds either row (`locking`), else one each.
     pub(crate) async fn lock_review_and_document(
         &self,
         review_id: Uuid,

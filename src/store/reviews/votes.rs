@@ -3,7 +3,7 @@
 //! themselves are written in one statement with the document's, audit and outbox rows
 //! (`combined`). The review row is written even when the plan leaves it as it is (a vote
 //! that decides nothing): whatever changes a review's votes or claims writes its row, which
-//! `review_lock` relies on.
+//! `locking` relies on.
 
 use chrono::Utc;
 

@@ -1,6 +1,6 @@
 //! The audit chain's check, as operators run it (`GET /api/v1/admin/audit/verify`, and the
 //! `kh-review audit verify` command): every chain, or one document's, against their heads
-//! in PostgreSQL and against the latest checkpoint (`audit_checkpoint`), which names a
+//! in PostgreSQL and against the latest checkpoint (`report`), which names a
 //! chain rewound or gone. Without the checkpoint store the rest is still checked, and the
 //! report says what was not.
 //!
