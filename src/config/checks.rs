@@ -3,7 +3,7 @@
 
 use secrecy::{ExposeSecret, SecretString};
 
-use super::settings::Settings;
+use super::Settings;
 use crate::lock::RedisMode;
 
 pub(super) fn check_urls(s: &Settings, bad: &mut impl FnMut(&'static str, &str)) {
