@@ -1,14 +1,14 @@
-//! What an `Idempotency-Key` replays: the first reply itself, byte for byte, for a create, a
+//! What an `Idempotency-Key` repeats: the first reply itself, byte for byte, for a create, a
 //! submit and a decision (a success is recorded as its typed result and rendered again as it
 //! was the first time); and a reply recorded as it was sent (a success recorded by an older
-//! release) replayed as it was stored.
+//! release) repeated as it was stored.
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::support::app::{spawn_app, TestApp};
 
-/// Sends the same keyed POST twice; returns both replies' status, replay header and bytes.
+/// Sends the same keyed POST twice; returns both replies' status, `Idempotent-Replayed` header and bytes.
 async fn twice(
     app: &TestApp,
     path: &str,
@@ -27,7 +27,7 @@ async fn twice(
             .await
             .unwrap();
         let replayed = res.headers().get("idempotent-replayed").is_some();
-        (res.status(), replayed, res.bytes().await.unwrap().to_vec())
+        (res.status(), repeated, res.bytes().await.unwrap().to_vec())
     };
     let first = send().await;
     let second = send().await;
@@ -35,7 +35,7 @@ async fn twice(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_replay_is_the_first_reply_byte_for_byte() {
+async fn a_repeat_is_the_first_reply_byte_for_byte() {
     let app = spawn_app().await;
     let body = json!({"title": "Runbook", "body": "Restart the indexer.\nThen check it."});
     let [first, again] = twice(&app, "/api/v1/documents", &app.author(), "c-1", &body).await;
@@ -44,7 +44,7 @@ async fn a_replay_is_the_first_reply_byte_for_byte() {
     assert_eq!(
         String::from_utf8_lossy(&again.2),
         String::from_utf8_lossy(&first.2),
-        "a create's replay"
+        "a create's repeat"
     );
     let doc: Value = serde_json::from_slice(&first.2).unwrap();
     let id = doc["id"].as_str().unwrap();
@@ -55,7 +55,7 @@ async fn a_replay_is_the_first_reply_byte_for_byte() {
         (first.0, again.0, again.1),
         (StatusCode::CREATED, StatusCode::CREATED, true)
     );
-    assert_eq!(again.2, first.2, "a submit's replay");
+    assert_eq!(again.2, first.2, "a submit's repeat");
     let review: Value = serde_json::from_slice(&first.2).unwrap();
     let review_id = review["review"]["id"].as_str().unwrap();
 
@@ -66,7 +66,7 @@ async fn a_replay_is_the_first_reply_byte_for_byte() {
         (first.0, again.0, again.1),
         (StatusCode::OK, StatusCode::OK, true)
     );
-    assert_eq!(again.2, first.2, "a decision's replay");
+    assert_eq!(again.2, first.2, "a decision's repeat");
     let decided: Value = serde_json::from_slice(&first.2).unwrap();
     assert_eq!(decided["document"]["status"], "APPROVED");
     assert_eq!(decided["review"]["comment"], "Looks right.");
@@ -81,7 +81,7 @@ async fn a_replay_is_the_first_reply_byte_for_byte() {
 /// A success an older release recorded is its reply as it was sent (state DONE): a retry
 /// still gets exactly that reply, with its status.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reply_recorded_as_sent_is_replayed_as_it_was() {
+async fn a_reply_recorded_as_sent_is_repeated_as_it_was() {
     let app = spawn_app().await;
     let (_, review_id) = app.pending_review().await;
     let path = format!("/api/v1/reviews/{review_id}/approve");
@@ -99,8 +99,8 @@ async fn a_reply_recorded_as_sent_is_replayed_as_it_was() {
     .unwrap()
     .rows_affected();
     assert_eq!(rows, 1, "the approval's record");
-    let [replayed, _] = twice(&app, &path, &app.reviewer(), "old-1", &body).await;
-    assert_eq!((replayed.0, replayed.1), (StatusCode::OK, true));
-    assert_eq!(serde_json::from_slice::<Value>(&replayed.2).unwrap(), sent);
+    let [repeated, _] = twice(&app, &path, &app.reviewer(), "old-1", &body).await;
+    assert_eq!((repeated.0, repeated.1), (StatusCode::OK, true));
+    assert_eq!(serde_json::from_slice::<Value>(&repeated.2).unwrap(), sent);
     app.finish().await;
 }
