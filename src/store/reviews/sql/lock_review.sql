@@ -1,4 +1,4 @@
--- A review and its document locked in one statement (src/store/review_lock.rs): the
+-- A review and its document locked in one statement (src/store/reviews/locking.rs): the
 -- document row first, then the review row, each skipped rather than waited for; with the
 -- review's policy stages, votes and claims, whether the review row read is the one this
 -- statement's snapshot holds (`fresh`), and the time once both locks are held.

@@ -1,6 +1,6 @@
--- A vote's or a withdrawal's writes in one statement (src/store/combined.rs): the vote row,
--- the claims it ends, the review row, the document row (or its chain head alone), the
--- audit row and the outbox row. Every value is the plan's ($1..$47, bound there).
+-- A vote's or a withdrawal's writes in one statement (src/store/reviews/combined.rs): the
+-- vote row, the claims it ends, the review row, the document row (or its chain head alone),
+-- the audit row and the outbox row. Every value is the plan's ($1..$47, bound there).
 WITH vote AS (
   INSERT INTO review_votes (review_id, voter_id, stage, vote, comment, fence_token)
   SELECT $1, $2, $3, $4, $5, $6 WHERE $2::text IS NOT NULL
@@ -10,7 +10,7 @@ ended AS (
   WHERE review_id = $1 AND ($7::bool OR reviewer_id = $2)),
 -- The review row is written even when the plan leaves it as it is ($8 false: a vote that
 -- decides nothing): whatever changes a review's votes or claims writes its row
--- (src/store/review_lock.rs relies on it).
+-- (src/store/reviews/locking.rs relies on it).
 reviewed AS (
   UPDATE reviews SET status = $9, stage = $10, decided_by = $11,
          decided_at = CASE WHEN $8::bool THEN $15 ELSE decided_at END,
