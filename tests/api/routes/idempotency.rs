@@ -115,7 +115,7 @@ async fn two_requests_with_one_key_at_once_run_once() {
         .await
         .unwrap();
     assert_eq!(repeat.status(), StatusCode::OK);
-    assert_eq!(replay.headers().get("idempotent-replayed").unwrap(), "true");
+    assert_eq!(repeat.headers().get("idempotent-replayed").unwrap(), "true");
     assert_eq!(
         app.count("SELECT count(*) FROM audit_log WHERE action = 'approve'")
             .await,
@@ -231,7 +231,7 @@ async fn a_client_that_disconnects_still_gets_its_decision_on_retry() {
     )
     .await;
     assert_eq!(repeat.status(), StatusCode::OK);
-    assert_eq!(replay.headers().get("idempotent-replayed").unwrap(), "true");
+    assert_eq!(repeat.headers().get("idempotent-replayed").unwrap(), "true");
     let v: Value = repeat.json().await.unwrap();
     assert_eq!(v["document"]["status"], "APPROVED");
     assert_eq!(v["document"]["id"], doc_id.as_str());

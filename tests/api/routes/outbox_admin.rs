@@ -104,7 +104,7 @@ async fn keyed(app: &TestApp, path: &str, key: &str, body: &str) -> (StatusCode,
         .send()
         .await
         .unwrap();
-    let replayed = r.headers().get("idempotent-replayed").is_some();
+    let repeated = r.headers().get("idempotent-replayed").is_some();
     (r.status(), repeated, r.bytes().await.unwrap().to_vec())
 }
 

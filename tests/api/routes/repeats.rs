@@ -26,7 +26,7 @@ async fn twice(
             .send()
             .await
             .unwrap();
-        let replayed = res.headers().get("idempotent-replayed").is_some();
+        let repeated = res.headers().get("idempotent-replayed").is_some();
         (res.status(), repeated, res.bytes().await.unwrap().to_vec())
     };
     let first = send().await;
