@@ -3,8 +3,11 @@
 //! projection of it (`mongo`).
 //!
 //! A write loads and locks its rows, asks `domain::rules` for a plan, writes it, and hands
-//! the open transaction back as [`Uncommitted`]: the caller decides whether it commits. The store
-//! never judges a change itself and knows nothing of locks, HTTP or idempotency policy.
+//! the open transaction back as [`Uncommitted`]: the caller decides whether it commits. The
+//! store never judges a change itself and knows nothing of locks, HTTP or idempotency
+//! policy. Each noun has a file or a folder (`audit/`, `reviews/`, `outbox/`,
+//! `retention/`); what they share (the pool, the transaction pieces, the errors, read-only
+//! sessions) is at the top.
 
 mod archive;
 mod audit;
