@@ -10,7 +10,7 @@
 //! `tests/api/support/stepwise.rs`, written outside the service against its schema; the
 //! test `routes::writes` holds the service's combined write to the rows it leaves), and
 //! each row marked by its own statement (`PgStore::mark_done`). And [`Statements::New`],
-//! the service's own: `PgStore::stage_vote` (the combined write), and the marks grouped by
+//! the service's own: `PgStore::write_vote` (the combined write), and the marks grouped by
 //! `outbox::Marks`.
 
 use std::sync::Arc;
@@ -222,8 +222,8 @@ impl Floor {
             }
             Pg::New { store, .. } => {
                 let transaction = async {
-                    let staged = store.stage_vote(review_id, decision, Vec::new(), &ctx);
-                    Ok::<_, WriteError>(staged.await?.commit().await?)
+                    let uncommitted = store.write_vote(review_id, decision, Vec::new(), &ctx);
+                    Ok::<_, WriteError>(uncommitted.await?.commit().await?)
                 };
                 let Committed { value, owned } = store.bounded(transaction).await?;
                 Ok((value.document, owned))

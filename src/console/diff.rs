@@ -156,5 +156,4 @@ fn pair<'a>(
 }
 
 #[cfg(test)]
-#[path = "diff_tests.rs"]
 mod tests;

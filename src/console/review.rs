@@ -189,5 +189,4 @@ pub fn sentence(code: ErrorCode, review: &Review, me: &str, now: DateTime<Utc>) 
 }
 
 #[cfg(test)]
-#[path = "review_tests.rs"]
 mod tests;

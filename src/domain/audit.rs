@@ -9,6 +9,11 @@
 //! of two, ever encode the same. A row's position in its chain (`seq`) is part of its
 //! bytes; its bigserial id is not, since a write only learns that after its INSERT.
 
+pub mod audited;
+pub mod checkpoint;
+pub mod format;
+pub mod walk;
+
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
@@ -192,5 +197,4 @@ pub fn admin_canonical(buf: &mut Vec<u8>, kind: &str, seq: i64, fields: &[Option
 }
 
 #[cfg(test)]
-#[path = "audit_tests.rs"]
 mod tests;

@@ -1,15 +1,12 @@
 //! The domain: validated inputs, the entities, the state machine and the rules of every
 //! change. Nothing here does I/O, and nothing here imports another module of the crate.
 
+mod archive;
 pub mod audit;
-pub mod audit_format;
-pub mod audit_walk;
-pub mod audited;
-pub mod checkpoint;
 pub mod claims;
+mod comments;
 mod events;
 mod inputs;
-mod lifecycle;
 mod model;
 mod plan;
 pub mod policy;

@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::audited::Audited;
+use super::audit::audited::Audited;
 use super::inputs::InputError;
 
 /// The built-in policy: one stage, one approval, any reviewer, no due date.
@@ -67,7 +67,7 @@ pub struct PolicyRecord {
     pub due_after_secs: Option<i32>,
     pub claim_ttl_secs: i32,
     pub created_by: String,
-    #[serde(with = "super::audited::micros")]
+    #[serde(with = "super::audit::audited::micros")]
     pub created_at: DateTime<Utc>,
 }
 

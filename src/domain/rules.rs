@@ -17,7 +17,7 @@ use super::model::{Document, Guard, LockScope, Reader, Review};
 use super::policy::Policy;
 use super::state::{Action, DocumentStatus};
 
-pub use super::lifecycle::{plan_comment, CommentPlan, NewComment};
+pub use super::comments::{plan_comment, CommentPlan, NewComment};
 pub use super::plan::{
     audit, check_fence, transitioned, AuditEntry, Command, Decision, DocumentChange, Locked,
     NewDocument, NewVote, OpenReview, Plan, Publication, Refusal, ReviewChange, ReviewUpdate,
@@ -88,7 +88,7 @@ pub fn plan<'a>(
         Command::Archive {
             reason,
             expected_version,
-        } => super::lifecycle::plan_archive(
+        } => super::archive::plan_archive(
             doc,
             locked.review.as_ref(),
             reader,
@@ -208,5 +208,4 @@ fn plan_withdraw(
 }
 
 #[cfg(test)]
-#[path = "rules_tests.rs"]
 mod tests;

@@ -4,8 +4,9 @@ use chrono::{DateTime, Utc};
 use proptest::prelude::*;
 use uuid::Uuid;
 
-use super::inputs::UserId;
+use super::inputs::{ArchiveReason, DocumentTitle, UserId};
 use super::model::{Document, FencingToken, Review};
+use super::plan::{Command, Locked};
 use super::policy::Stage;
 use super::state::{DocumentStatus, ReviewStatus};
 
@@ -105,4 +106,38 @@ pub fn any_review_status() -> impl Strategy<Value = ReviewStatus> {
         Just(ReviewStatus::Rejected),
         Just(ReviewStatus::Withdrawn),
     ]
+}
+
+/// An approved document published at its version 3, with its decided review.
+pub fn approved() -> Document {
+    let mut d = doc(DocumentStatus::Approved, None);
+    d.version = 3;
+    d.current_review_id = Some(Uuid::now_v7());
+    d.published_version = Some(3);
+    d.published_title = Some(d.title.clone());
+    d.published_body = Some(d.body.clone());
+    d
+}
+
+pub fn locked(d: Document, r: Option<Review>) -> Locked {
+    Locked {
+        document: Some(d),
+        review: r,
+        ..Locked::default()
+    }
+}
+
+pub fn archive(expected_version: Option<i64>) -> Command {
+    Command::Archive {
+        reason: Some(ArchiveReason::parse("superseded").unwrap()),
+        expected_version,
+    }
+}
+
+pub fn edit() -> Command {
+    Command::Edit {
+        title: Some(DocumentTitle::parse("Runbook, revised").unwrap()),
+        body: None,
+        policy: None,
+    }
 }

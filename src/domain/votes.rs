@@ -287,5 +287,4 @@ fn stage_completed(doc: &Document, review: &Review, vote: NewVote, guard: Guard)
 }
 
 #[cfg(test)]
-#[path = "votes_tests.rs"]
 mod tests;

@@ -5,6 +5,8 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use uuid::Uuid;
 
+use crate::domain::{ArchiveReason, Archived};
+use crate::usecases::Context;
 use crate::web::auth::Caller;
 use crate::web::body::{parse_json, read_body};
 use crate::web::error::{ApiError, ErrorEnvelope};
@@ -12,8 +14,6 @@ use crate::web::fields;
 use crate::web::post;
 use crate::web::state::AppState;
 use crate::web::views::ArchiveView;
-use crate::domain::{ArchiveReason, Archived};
-use crate::usecases::Context;
 
 /// An archive's optional body.
 #[derive(Deserialize, Default, utoipa::ToSchema)]

@@ -7,6 +7,8 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use uuid::Uuid;
 
+use crate::domain::{CommentBody, Commented};
+use crate::usecases::Context;
 use crate::web::auth::Caller;
 use crate::web::body::{parse_json, read_body};
 use crate::web::error::{ApiError, ErrorEnvelope};
@@ -15,8 +17,6 @@ use crate::web::paging::{self, after, PageQuery};
 use crate::web::post;
 use crate::web::state::AppState;
 use crate::web::views::{CommentPage, CommentView};
-use crate::domain::{CommentBody, Commented};
-use crate::usecases::Context;
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]

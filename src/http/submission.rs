@@ -6,14 +6,14 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use uuid::Uuid;
 
+use crate::domain::Transitioned;
+use crate::usecases::Context;
 use crate::web::auth::{Caller, Role};
 use crate::web::body::read_body;
 use crate::web::error::{ApiError, ErrorEnvelope};
 use crate::web::post;
 use crate::web::state::AppState;
 use crate::web::views::TransitionView;
-use crate::domain::Transitioned;
-use crate::usecases::Context;
 
 #[utoipa::path(
     post,

@@ -294,5 +294,4 @@ impl Renewer<'_> {
 }
 
 #[cfg(test)]
-#[path = "lease_tests.rs"]
 mod tests;

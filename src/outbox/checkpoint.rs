@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use super::envelope::{service_headers, EventSettings};
 use super::publisher::{AmqpPublisher, Destination, PublishError};
+use crate::domain::audit::checkpoint::Checkpoint;
 use crate::domain::audit::hex;
-use crate::domain::checkpoint::Checkpoint;
 
 /// The event type and routing key.
 pub const CHECKPOINT_EVENT: &str = "audit.checkpoint";

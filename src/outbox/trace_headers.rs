@@ -9,8 +9,8 @@ use lapin::types::{AMQPValue, FieldTable};
 use opentelemetry::trace::{Span, SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{global, Context, KeyValue};
 
-use crate::store::trace_context::{TRACEPARENT, TRACESTATE};
 use crate::store::{OutboxRow, TraceContext};
+use crate::store::{TRACEPARENT, TRACESTATE};
 
 /// The instrumentation scope of the spans made here.
 const SCOPE: &str = "kh-review.outbox";

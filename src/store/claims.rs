@@ -7,16 +7,16 @@ use chrono::{DateTime, Utc};
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-use super::chain::AuditChain;
 use super::documents::lock_document;
 use super::error::{StoreError, WriteError};
 use super::pg::PgStore;
-use super::review_rows::lock_review;
-use super::tx::{write_audit, write_audit_and_event, Staged, WriteContext};
+use super::tx::{write_audit, write_audit_and_event, Uncommitted, WriteContext};
 use crate::domain::claims::{plan_claim, plan_end_claim, plan_give_back, plan_overdue};
 use crate::domain::claims::{ClaimChange, ClaimPlan};
 use crate::domain::votes::Voter;
 use crate::domain::{Claim, Refusal, Review};
+use crate::store::audit::chain::AuditChain;
+use crate::store::reviews::rows::lock_review;
 
 /// What to do with a claim on a review.
 #[derive(Debug, Clone)]
@@ -32,12 +32,12 @@ pub enum ClaimOp {
 impl PgStore {
     /// Claims, gives back or ends a claim on `review_id`; the review with its live claims.
     #[tracing::instrument(level = "debug", skip_all, fields(review_id = %review_id))]
-    pub async fn stage_claim(
+    pub async fn write_claim(
         &self,
         review_id: Uuid,
         op: ClaimOp,
         ctx: &WriteContext<'_>,
-    ) -> Result<Staged<Review>, WriteError> {
+    ) -> Result<Uncommitted<Review>, WriteError> {
         let (mut tx, locked, head) = self.lock_review_and_document(review_id).await?;
         let (Some(doc), Some(review), Some(head)) = (&locked.document, &locked.review, head) else {
             return Err(Refusal::NotFound.into());
@@ -74,7 +74,7 @@ impl PgStore {
             .claims
             .retain(|c| c.expires_at > now && c.stage == after.stage);
         after.claims.sort_by_key(|c| c.expires_at);
-        Ok(Staged::new(tx, after, None))
+        Ok(Uncommitted::new(tx, after, None))
     }
 
     /// Marks up to `limit` pending reviews past their due date, each with one
@@ -136,7 +136,7 @@ async fn mark_overdue(
 }
 
 /// Writes a claim change, and the review row with it (unchanged): whatever changes a
-/// review's votes or claims writes its row, which `review_lock` relies on.
+/// review's votes or claims writes its row, which `reviews::locking` relies on.
 async fn write_claim(
     tx: &mut Transaction<'static, Postgres>,
     review_id: Uuid,

@@ -5,13 +5,14 @@ use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::error::{violates, StoreError, WriteError};
-use super::links::{Head, LockedDocument};
 use super::pg::{PgStore, Statement};
-use super::tx::{write_audit_and_event, Link, Staged, WriteContext};
+use super::tx::{write_audit_and_event, Link, Uncommitted, WriteContext};
 use crate::domain::rules::{self, DocumentChange, Publication};
 use crate::domain::{
-    Command, Document, DocumentBody, DocumentStatus, DocumentTitle, FencingToken, Locked, Refusal,
+    Command, Document, DocumentBody, DocumentStatus, DocumentTitle, FencingToken, Locked, Reader,
+    Refusal,
 };
+use crate::store::audit::links::{Head, LockedDocument};
 
 /// The refusal of a write that named a policy that does not exist (the foreign key of
 /// `documents.policy`), or the error as it was.
@@ -27,14 +28,14 @@ impl PgStore {
     /// Inserts a DRAFT document (version 1) following `policy` with its audit and outbox
     /// rows, uncommitted.
     #[tracing::instrument(level = "debug", skip_all, fields(document_id = %id))]
-    pub async fn stage_create(
+    pub async fn write_create(
         &self,
         id: Uuid,
         title: DocumentTitle,
         body: DocumentBody,
         policy: String,
         ctx: &WriteContext<'_>,
-    ) -> Result<Staged<Document>, WriteError> {
+    ) -> Result<Uncommitted<Document>, WriteError> {
         let new = rules::plan_create(id, title, body, policy);
         let mut tx = self.pool.begin().await?;
         let row = sqlx::query!(
@@ -79,7 +80,7 @@ impl PgStore {
         let at = doc.updated_at;
         let owned =
             write_audit_and_event(&mut tx, &doc, &new.audit, &new.outbox, ctx, at, &link).await?;
-        Ok(Staged::new(tx, doc, owned))
+        Ok(Uncommitted::new(tx, doc, owned))
     }
 
     /// The document as committed, if it exists.
@@ -173,14 +174,14 @@ impl PgStore {
 
     /// Edits title and/or body under the row lock, as the rules allow; uncommitted.
     #[tracing::instrument(level = "debug", skip_all, fields(document_id = %id))]
-    pub async fn stage_edit(
+    pub async fn write_edit(
         &self,
         id: Uuid,
         title: Option<DocumentTitle>,
         body: Option<DocumentBody>,
         policy: Option<String>,
         ctx: &WriteContext<'_>,
-    ) -> Result<Staged<Document>, WriteError> {
+    ) -> Result<Uncommitted<Document>, WriteError> {
         let mut tx = self.begin().await?;
         let (document, head) = lock_document(&mut tx, id).await?.unzip();
         let locked = Locked {
@@ -210,7 +211,7 @@ impl PgStore {
         let at = doc.updated_at;
         let owned =
             write_audit_and_event(&mut tx, &doc, &plan.audit, &plan.outbox, ctx, at, &link).await?;
-        Ok(Staged::new(tx, doc, owned))
+        Ok(Uncommitted::new(tx, doc, owned))
     }
 }
 
@@ -349,5 +350,20 @@ pub(super) fn changed(
         published_version,
         published_title,
         published_body,
+    }
+}
+
+impl PgStore {
+    /// Whether `reader` may see the document (`None`: no such document).
+    pub async fn readable(&self, id: Uuid, reader: Reader<'_>) -> Result<Option<bool>, StoreError> {
+        let row = sqlx::query!(
+            r#"SELECT author_id, current_review_id IS NOT NULL AS "submitted!"
+               FROM documents WHERE id = $1"#,
+            id
+        )
+        .fetch_optional(&self.pool)
+        .bounded(self)
+        .await?;
+        Ok(row.map(|r| crate::domain::readable(&r.author_id, r.submitted, reader)))
     }
 }

@@ -89,7 +89,7 @@ impl StoreFailure for WriteError {
     }
 }
 
-/// Why a write was not staged: the rules refused it (nothing was written), or PostgreSQL
+/// Why a write was not done: the rules refused it (nothing was written), or PostgreSQL
 /// failed (the transaction is rolled back).
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {

@@ -1,6 +1,6 @@
 //! Statements on idempotency records. The primary key (owner_id, key) is the guarantee that
 //! one key runs once per caller, whatever the instances do. The policy that strings these
-//! statements together (replay, mismatch, in flight, takeover) is `usecases::idempotency`.
+//! statements together (repeat, mismatch, in flight, takeover) is `usecases::idempotency`.
 
 use std::time::Duration;
 
@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::error::StoreError;
 use super::pg::{PgStore, Statement};
-use super::tx::Staged;
+use super::tx::Uncommitted;
 
 /// A key a running request holds: whose, which, and under which token (the column `claim`:
 /// a takeover changes it, so a request that lost its key can no longer write to it).
@@ -136,7 +136,7 @@ impl PgStore {
         Ok(taken.is_some())
     }
 
-    /// Records a refusal's reply, as it was sent, to replay to retries; only while `held`
+    /// Records a refusal's reply, as it was sent, to repeat to retries; only while `held`
     /// still holds the key.
     pub async fn finish_key(
         &self,
@@ -176,7 +176,7 @@ impl PgStore {
     }
 }
 
-impl<T> Staged<T> {
+impl<T> Uncommitted<T> {
     /// Records the result of the request of `held` (the write's, as
     /// `usecases::idempotency::Recordable` records it) in this write's transaction, so the
     /// change and its record commit together. False: the key was taken over by a retry

@@ -22,9 +22,9 @@ use serde_with::{serde_as, DurationMilliSeconds};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, PgConnection, PgPool};
 
-use super::chain::{AuditChain, AuditSettings};
 use super::error::{StoreError, StoreFailure};
 use super::read_only::{refuse_read_only, ReadOnlySeen};
+use crate::store::audit::chain::{AuditChain, AuditSettings};
 
 /// A pooled connection used within this long is handed out again without a health check.
 const FRESH: Duration = Duration::from_secs(1);
@@ -114,7 +114,7 @@ impl PgStore {
 
     /// The store reading the admin chain's rows of `kind`'s kind as its type (see
     /// [`AuditChain::with_kind`]).
-    pub fn with_admin_kind(mut self, kind: crate::domain::audit_format::AdminKind) -> Self {
+    pub fn with_admin_kind(mut self, kind: crate::domain::audit::format::AdminKind) -> Self {
         self.audit = self.audit.with_kind(kind);
         self
     }
@@ -218,7 +218,7 @@ impl PgStore {
     /// instances may start together, on a connection of their own: not a pooled session, whose `statement_timeout` and
     /// `lock_timeout` would end a long migration, or the wait for another instance's, and
     /// make the instance fail and restart in a loop. Then, under the same lock, links the
-    /// audit rows that carry no link yet (`audit_link`).
+    /// audit rows that carry no link yet (`audit::linking`).
     pub async fn migrate(&self) -> anyhow::Result<()> {
         let opts = (*self.pool.connect_options()).clone();
         let dial = self.pool.options().get_acquire_timeout();
@@ -332,7 +332,7 @@ async fn run_migrations(conn: &mut PgConnection, chain: Option<&AuditChain>) -> 
         .await
         .context("could not apply database migrations");
     if let (Ok(()), Some(chain)) = (&ran, chain) {
-        ran = super::audit_link::link_after_migrations(conn, chain).await;
+        ran = crate::store::audit::linking::link_after_migrations(conn, chain).await;
     }
     sqlx::query!("SELECT pg_advisory_unlock($1)", lock)
         .fetch_one(&mut *conn)

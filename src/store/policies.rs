@@ -7,10 +7,10 @@ use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 use sqlx::PgExecutor;
 
-use super::audit_link::{link_admin, Only};
 use super::error::StoreError;
 use super::pg::{PgStore, Statement};
 use crate::domain::{Policy, PolicyDraft, PolicyName, Stage};
+use crate::store::audit::linking::{link_admin, Only};
 
 struct PolicyRow {
     name: String,

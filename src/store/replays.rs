@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::error::{violates, StoreError};
 use super::pg::{PgStore, Statement};
-use super::tx::Staged;
+use super::tx::Uncommitted;
 use crate::domain::replay::{PublishedRevision, ReplayMode, ReplayRequest, ReplayState};
 
 /// A replay as stored: what it was asked for, where it is, and who runs it.
@@ -61,13 +61,13 @@ impl PgStore {
     /// Writes a running replay of `req`, with its total (the delivered events, or the
     /// published documents, that match it now), in a transaction left open: the caller
     /// commits it with its idempotency record. None: a replay to that queue is running.
-    pub async fn stage_replay(
+    pub async fn write_replay(
         &self,
         id: Uuid,
         req: &ReplayRequest,
         requested_by: &str,
         request_id: &str,
-    ) -> Result<Option<Staged<ReplayRecord>>, StoreError> {
+    ) -> Result<Option<Uncommitted<ReplayRecord>>, StoreError> {
         let mut tx = self.begin().await?;
         let written = sqlx::query_as!(
             ReplayRecord,
@@ -106,7 +106,7 @@ impl PgStore {
         .fetch_one(&mut *tx)
         .await;
         match written {
-            Ok(row) => Ok(Some(Staged::new(tx, row, None))),
+            Ok(row) => Ok(Some(Uncommitted::new(tx, row, None))),
             Err(e) if violates(&e, ONE_RUNNING_PER_QUEUE) => Ok(None),
             Err(e) => Err(e.into()),
         }

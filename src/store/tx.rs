@@ -1,5 +1,5 @@
 //! The pieces every write transaction is made of: begin, the audit row, the outbox row, and
-//! [`Staged`], the uncommitted result a write hands back so that its caller decides (lease
+//! [`Uncommitted`], the uncommitted result a write hands back so that its caller decides (lease
 //! check, idempotency record) whether it commits.
 
 use std::time::Duration;
@@ -10,17 +10,17 @@ use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::error::StoreError;
-use super::outbox::OutboxRow;
 use super::pg::PgStore;
-use super::trace_context::TraceContext;
 use crate::domain::rules::AuditEntry;
 use crate::domain::{Document, FencingToken, Guard, OutboxEntry, Reader, UserId};
+use crate::store::outbox::delivery::OutboxRow;
+use crate::store::outbox::trace_context::TraceContext;
 
 /// The link of one audit row: its position and hash (both `None` with the chain off), its
 /// time, and whether the audit row's statement moves the document's chain head to it
 /// (false: the statement that writes the document does).
 #[derive(Debug, Clone)]
-pub(super) struct Link {
+pub(crate) struct Link {
     pub seq: Option<i64>,
     pub hash: Option<Vec<u8>>,
     pub at: DateTime<Utc>,
@@ -51,9 +51,9 @@ pub struct WriteContext<'a> {
     pub own_outbox_for: Option<Duration>,
 }
 
-/// A write done in an open transaction: nothing is visible to anyone until [`Staged::commit`].
-/// Dropping it (or [`Staged::rollback`]) undoes the write.
-pub struct Staged<T> {
+/// A write done in an open transaction: nothing is visible to anyone until [`Uncommitted::commit`].
+/// Dropping it (or [`Uncommitted::rollback`]) undoes the write.
+pub struct Uncommitted<T> {
     pub(super) tx: Transaction<'static, Postgres>,
     value: T,
     owned: Option<OutboxRow>,
@@ -67,7 +67,7 @@ pub struct Committed<T> {
     pub owned: Option<OutboxRow>,
 }
 
-impl<T> Staged<T> {
+impl<T> Uncommitted<T> {
     pub(super) fn new(
         tx: Transaction<'static, Postgres>,
         value: T,

@@ -1,5 +1,7 @@
 //! Documents: create, edit, read with the body from the MongoDB projection when it holds
-//! the current version, and the review history. Create and edit take no outer lock (create
+//! the current version, and the review history; the published revision and the comments
+//! (reads that honour private drafts, and the comment write, under the document's row lock
+//! alone: comments are append-only and contend for nothing a Redis lock would guard). Create and edit take no outer lock (create
 //! has no rows to contend for; an edit is guarded by its row lock alone).
 
 use std::collections::HashMap;
@@ -8,8 +10,8 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::domain::{
-    preview_of, Document, DocumentBody, DocumentStatus, DocumentTitle, Guard, Reader, Refusal,
-    Review, UserId,
+    preview_of, CommentBody, Commented, Document, DocumentBody, DocumentStatus, DocumentTitle,
+    Guard, PostedComment, Reader, Refusal, Review, UserId,
 };
 use crate::outbox::Dispatcher;
 use crate::store::mongo::{MongoProjection, ProjectedDocument, ReadError};
@@ -84,11 +86,11 @@ impl DocumentService {
         let Committed { value: doc, owned } = self
             .store
             .bounded(async {
-                let staged = self
+                let uncommitted = self
                     .store
-                    .stage_create(id, title, body, policy, &wctx)
+                    .write_create(id, title, body, policy, &wctx)
                     .await?;
-                commit(staged, None, ctx.held_key.as_ref()).await
+                commit(uncommitted, None, ctx.held_key.as_ref()).await
             })
             .await?;
         tracing::info!(document_id = %doc.id, "document created");
@@ -119,11 +121,11 @@ impl DocumentService {
         let committed = self
             .store
             .bounded(async {
-                let staged = self
+                let uncommitted = self
                     .store
-                    .stage_edit(id, title, body, policy, &wctx)
+                    .write_edit(id, title, body, policy, &wctx)
                     .await?;
-                Ok::<_, Error>(staged.commit().await?)
+                Ok::<_, Error>(uncommitted.commit().await?)
             })
             .await?;
         tracing::info!(document_id = %id, version = committed.value.version, "document edited");
@@ -226,5 +228,85 @@ impl DocumentService {
             Some(true) => Ok(()),
             _ => Err(Refusal::NotFound.into()),
         }
+    }
+}
+
+/// The published revision of a document, as `GET /documents/{id}/published` shows it.
+#[derive(Debug, Clone)]
+pub struct PublishedRead {
+    /// The document as it is now (its working copy's version and status).
+    pub document: Document,
+    pub version: i64,
+    pub title: String,
+    pub body: String,
+    pub preview: String,
+    pub source: BodySource,
+}
+
+impl DocumentService {
+    /// The published revision, from MongoDB when it holds it; not found before the first
+    /// approval, after an archive, and for a reader who may not see the document.
+    pub async fn published(&self, reader: Reader<'_>, id: Uuid) -> Result<PublishedRead, Error> {
+        let document = self.readable_document(reader, id).await?;
+        let (Some(version), Some(title), Some(body)) = (
+            document.published_version,
+            document.published_title.clone(),
+            document.published_body.clone(),
+        ) else {
+            return Err(Refusal::NotFound.into());
+        };
+        let read = match self.projection(id).await.and_then(|p| p.published(version)) {
+            Some(copy) => PublishedRead {
+                version,
+                title,
+                body: copy.body,
+                preview: copy.preview,
+                source: BodySource::MongoDb,
+                document,
+            },
+            None => PublishedRead {
+                version,
+                title,
+                preview: preview_of(&body),
+                body,
+                source: BodySource::PostgreSql,
+                document,
+            },
+        };
+        Ok(read)
+    }
+
+    /// The document's comments after number `after` (0: from the first), oldest first.
+    pub async fn comments(
+        &self,
+        reader: Reader<'_>,
+        id: Uuid,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<PostedComment>, Error> {
+        self.check_readable(reader, id).await?;
+        Ok(self.store.comments_page(id, after, limit).await?)
+    }
+
+    /// A comment on the document by the caller (anyone who may read it), pointing at
+    /// `review_id` (one of its reviews) when given; announced by `document.commented`.
+    pub async fn comment(
+        &self,
+        ctx: Context,
+        id: Uuid,
+        body: CommentBody,
+        review_id: Option<Uuid>,
+    ) -> Result<Commented, Error> {
+        let wctx = ctx.writing(Guard::Unlocked, self.dispatcher.own_outbox_for());
+        let Committed { value, owned } = self
+            .store
+            .bounded(async {
+                let uncommitted = self.store.write_comment(id, body, review_id, &wctx).await?;
+                commit(uncommitted, None, ctx.held_key.as_ref()).await
+            })
+            .await?;
+        tracing::info!(document_id = %id, seq = value.comment.seq, "comment added");
+        self.dispatcher.after_commit(&value.document, owned).await;
+        Ok(value)
     }
 }

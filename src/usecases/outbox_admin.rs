@@ -131,12 +131,12 @@ impl OutboxAdmin {
         let store = &self.store;
         let acted = store
             .bounded(async {
-                let staged = store
-                    .stage_outbox_action(id, action, admin.as_str(), request_id)
+                let uncommitted = store
+                    .write_outbox_action(id, action, admin.as_str(), request_id)
                     .await?;
-                match staged {
-                    Some(staged) => {
-                        Ok::<_, AdminError>(Some(commit(staged, None, held).await?.value))
+                match uncommitted {
+                    Some(uncommitted) => {
+                        Ok::<_, AdminError>(Some(commit(uncommitted, None, held).await?.value))
                     }
                     None => Ok(None),
                 }

@@ -9,11 +9,11 @@ use uuid::Uuid;
 
 use super::commit::commit;
 use super::error::Error;
-use super::idempotency::Recordable;
 use crate::domain::replay::{ReplayRequest, ReplayState};
 use crate::domain::UserId;
 use crate::outbox::replay::ReplayRunner;
 use crate::store::{HeldKey, PgStore, ReplayRecord, StoreError, StoreFailure};
+use crate::usecases::idempotency::Recordable;
 
 /// Why a replay was not started or changed; nothing was written.
 #[derive(Debug, thiserror::Error)]
@@ -104,10 +104,12 @@ impl ReplayService {
         let started = store
             .bounded(async {
                 match store
-                    .stage_replay(id, &req, admin.as_str(), request_id)
+                    .write_replay(id, &req, admin.as_str(), request_id)
                     .await?
                 {
-                    Some(staged) => Ok::<_, ReplayError>(Some(commit(staged, None, held).await?)),
+                    Some(uncommitted) => {
+                        Ok::<_, ReplayError>(Some(commit(uncommitted, None, held).await?))
+                    }
                     None => Ok(None),
                 }
             })

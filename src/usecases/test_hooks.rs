@@ -65,8 +65,8 @@ pub enum Point<'a> {
     /// The outer lock is taken (the lease, or none when Redis was skipped); the
     /// transaction has not begun.
     Locked(Option<&'a Lease>),
-    /// The write is staged; the lease check and COMMIT come next.
-    Staged,
+    /// The write is done, uncommitted; the lease check and COMMIT come next.
+    Uncommitted,
     /// COMMIT is done; the delivery comes next.
     Committed,
 }
@@ -82,7 +82,7 @@ impl TestHooks {
                 }
                 self.pause_after_lock
             }
-            Point::Staged => self.pause_before_commit,
+            Point::Uncommitted => self.pause_before_commit,
             Point::Committed => {
                 if let Some(token) = self.signal_after_commit {
                     COMMITTED

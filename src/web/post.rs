@@ -1,7 +1,7 @@
 //! Running the work of a POST: in its own task (a client that disconnects cannot cancel a
 //! transition halfway: it completes, records its result and releases its locks), and under
 //! the request's `Idempotency-Key` when it has one. The policy is `usecases::idempotency`;
-//! this module reads the header, and answers a fresh result and a replayed one alike.
+//! this module reads the header, and answers a fresh result and a repeated one alike.
 
 use std::future::Future;
 
@@ -37,18 +37,18 @@ fn key_of(req: &HttpRequest) -> Result<Option<IdempotencyKey>, ApiError> {
 pub enum Ran<T> {
     Fresh(T),
     /// The result an earlier request with the same key recorded.
-    Replayed(T),
+    Repeated(T),
     /// The reply an earlier request with the same key was sent: a refusal, or a success
     /// recorded before results were recorded typed.
     Sent(SentReply),
 }
 
 impl<T: Recordable> Ran<T> {
-    /// The result; a replayed refusal as the error it was, for a front end that shows
+    /// The result; a repeated refusal as the error it was, for a front end that shows
     /// errors its own way.
     pub fn succeeded(self) -> Result<T, ApiError> {
         match self {
-            Ran::Fresh(t) | Ran::Replayed(t) => Ok(t),
+            Ran::Fresh(t) | Ran::Repeated(t) => Ok(t),
             Ran::Sent(reply) if reply.status < 400 => T::from_record(reply.body)
                 .map_err(|e| ApiError::internal(anyhow::anyhow!("a recorded reply: {e}"))),
             Ran::Sent(SentReply { status, body }) => {
@@ -87,10 +87,10 @@ where
             return work(None).await.map(Ran::Fresh);
         };
         match state.idempotency.begin(&owner, &key, &fp).await? {
-            Begin::Replay(Recorded::Succeeded(record)) => T::from_record(record)
-                .map(Ran::Replayed)
+            Begin::Repeat(Recorded::Succeeded(record)) => T::from_record(record)
+                .map(Ran::Repeated)
                 .map_err(|e| ApiError::internal(anyhow::anyhow!("a recorded result: {e}"))),
-            Begin::Replay(Recorded::Sent(reply)) => Ok(Ran::Sent(reply)),
+            Begin::Repeat(Recorded::Sent(reply)) => Ok(Ran::Sent(reply)),
             Begin::Mismatch => Err(ApiError::key_reused()),
             Begin::InFlight => Err(ApiError::in_flight(
                 "a request with this Idempotency-Key is still running; retry shortly",
@@ -115,16 +115,16 @@ where
         .map_err(|e| ApiError::internal(anyhow::anyhow!("request task failed: {e}")))?
 }
 
-/// The JSON response of a POST: `status` and `view` of its result, fresh or replayed (the
+/// The JSON response of a POST: `status` and `view` of its result, fresh or repeated (the
 /// same bytes either way), or the reply an earlier request was sent.
 pub fn respond<T, V: Serialize>(
     ran: Ran<T>,
     status: StatusCode,
     view: impl FnOnce(&T) -> V,
 ) -> HttpResponse {
-    let (t, replayed) = match ran {
+    let (t, repeated) = match ran {
         Ran::Fresh(t) => (t, false),
-        Ran::Replayed(t) => (t, true),
+        Ran::Repeated(t) => (t, true),
         Ran::Sent(reply) => {
             let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
             return HttpResponse::build(status)
@@ -133,7 +133,7 @@ pub fn respond<T, V: Serialize>(
         }
     };
     let mut res = HttpResponse::build(status);
-    if replayed {
+    if repeated {
         res.insert_header((REPLAYED_HEADER, "true"));
     }
     res.json(view(&t))

@@ -22,8 +22,8 @@ use secrecy::ExposeSecret;
 use uuid::Uuid;
 
 use super::{is_duplicate_key, MongoSettings};
+use crate::domain::audit::checkpoint::{ChainHead, ChainId, Checkpoint};
 use crate::domain::audit::{as_hash, hex, Hash};
-use crate::domain::checkpoint::{ChainHead, ChainId, Checkpoint};
 use crate::store::AuditSettings;
 
 /// Chains per page document.

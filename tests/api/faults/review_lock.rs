@@ -1,5 +1,5 @@
 //! A vote locks its review and document in one statement only when that is as good as two
-//! (`store/review_lock.rs`): it never waits inside that statement, it skips the document
+//! (`store/reviews/locking.rs`): it never waits inside that statement, it skips the document
 //! first (a skipped document leaves the review unlocked, so the wait that follows keeps the
 //! one lock order), and a review row touched since its snapshot is read again. These pin
 //! each part, and the invariant the freshness check rests on; and, since a vote may wait

@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
+use kh_review::domain::audit::checkpoint::ChainId;
 use kh_review::domain::audit::{hex, AuditKey};
-use kh_review::domain::checkpoint::ChainId;
 use kh_review::store::mongo::{CheckpointHeader, CheckpointStore};
 use serde_json::{json, Value};
 use uuid::Uuid;

@@ -8,10 +8,10 @@
 
 use std::time::Duration;
 
+use kh_review::domain::audit::audited::{current, Audited, Format};
+use kh_review::domain::audit::format::AdminKind;
+use kh_review::domain::audit::walk::Found;
 use kh_review::domain::audit::{admin_canonical, as_hash, GENESIS};
-use kh_review::domain::audit_format::AdminKind;
-use kh_review::domain::audit_walk::Found;
-use kh_review::domain::audited::{current, Audited, Format};
 use kh_review::domain::policy::PolicyRecord;
 use kh_review::store::{PgStore, Verified};
 use serde::{Deserialize, Serialize};

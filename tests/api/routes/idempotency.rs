@@ -1,4 +1,4 @@
-//! Idempotency-Key: replay, reuse with another request, in flight, scoping, takeover of a
+//! Idempotency-Key: repeat, reuse with another request, in flight, scoping, takeover of a
 //! key whose request never finished, and a client that disconnects mid-request.
 
 use std::time::Duration;
@@ -13,7 +13,7 @@ use crate::support::inspect::{expect_error, wait_for};
 use crate::support::views::Document;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_same_key_replays_the_same_response_and_runs_once() {
+async fn the_same_key_repeats_the_same_response_and_runs_once() {
     let app = spawn_app().await;
     let (_, review_id) = app.pending_review().await;
     let path = format!("/api/v1/reviews/{review_id}/approve");
@@ -67,7 +67,7 @@ async fn the_same_key_replays_the_same_response_and_runs_once() {
     )
     .await;
     // The same key from another caller is that caller's own key: it runs (and finds the
-    // review decided), never replaying someone else's response.
+    // review decided), never repeating someone else's response.
     let carol = app.token(REVIEWER2, &[Role::Reviewer]);
     let r = keyed(&app, &path, &carol, "click-1", json!({"comment": "ok"}))
         .send()
@@ -110,12 +110,12 @@ async fn two_requests_with_one_key_at_once_run_once() {
     assert_eq!(slow.unwrap().status(), StatusCode::OK);
     let v = expect_error(quick, StatusCode::CONFLICT, "IDEMPOTENCY_IN_FLIGHT").await;
     assert!(v["message"].as_str().unwrap().contains("still running"));
-    let replay = keyed(&app, &path, &app.reviewer(), "dbl", json!({}))
+    let repeat = keyed(&app, &path, &app.reviewer(), "dbl", json!({}))
         .send()
         .await
         .unwrap();
-    assert_eq!(replay.status(), StatusCode::OK);
-    assert_eq!(replay.headers().get("idempotent-replayed").unwrap(), "true");
+    assert_eq!(repeat.status(), StatusCode::OK);
+    assert_eq!(repeat.headers().get("idempotent-replayed").unwrap(), "true");
     assert_eq!(
         app.count("SELECT count(*) FROM audit_log WHERE action = 'approve'")
             .await,
@@ -218,7 +218,7 @@ async fn a_client_that_disconnects_still_gets_its_decision_on_retry() {
         .send()
         .await;
     assert!(dropped.is_err(), "the client gave up before the answer");
-    let replay = wait_for(
+    let repeat = wait_for(
         "the retry to get the decision",
         Duration::from_secs(10),
         || async {
@@ -230,9 +230,9 @@ async fn a_client_that_disconnects_still_gets_its_decision_on_retry() {
         },
     )
     .await;
-    assert_eq!(replay.status(), StatusCode::OK);
-    assert_eq!(replay.headers().get("idempotent-replayed").unwrap(), "true");
-    let v: Value = replay.json().await.unwrap();
+    assert_eq!(repeat.status(), StatusCode::OK);
+    assert_eq!(repeat.headers().get("idempotent-replayed").unwrap(), "true");
+    let v: Value = repeat.json().await.unwrap();
     assert_eq!(v["document"]["status"], "APPROVED");
     assert_eq!(v["document"]["id"], doc_id.as_str());
     assert!(
@@ -243,10 +243,10 @@ async fn a_client_that_disconnects_still_gets_its_decision_on_retry() {
 }
 
 /// The COMMIT succeeded but the client never heard (the reply was lost): the retry with the
-/// same key replays the committed response, because the response was recorded in the same
+/// same key repeats the committed response, because the response was recorded in the same
 /// transaction as the change. Without a key, the same retry would find the review decided.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lost_reply_after_commit_is_replayed_not_run_again() {
+async fn a_lost_reply_after_commit_is_repeated_not_run_again() {
     let app = spawn_app().await;
     let (_, review_id) = app.pending_review().await;
     let path = format!("/api/v1/reviews/{review_id}/approve");
@@ -347,9 +347,9 @@ async fn a_retry_with_its_json_keys_in_another_order_is_the_same_request() {
     app.finish().await;
 }
 
-/// Key order counts at no depth: a refusal is replayed to its body with nested keys reordered.
+/// Key order counts at no depth: a refusal is repeated to its body with nested keys reordered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_retry_with_nested_keys_in_another_order_replays_the_same_reply() {
+async fn a_retry_with_nested_keys_in_another_order_repeats_the_same_reply() {
     let app = spawn_app().await;
     let send = |body: &'static str| {
         keyed(

@@ -19,7 +19,7 @@ mod lifecycle;
 mod listing;
 mod operations;
 mod outbox_admin;
-mod replays;
+mod repeats;
 mod review_queue;
 mod reviews;
 mod routing;

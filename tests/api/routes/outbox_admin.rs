@@ -91,7 +91,7 @@ async fn only_admins_act_on_parked_rows_and_bad_requests_change_nothing() {
     app.finish().await;
 }
 
-/// Sends a keyed admin action; returns its status, replay header and bytes.
+/// Sends a keyed admin action; returns its status, `Idempotent-Replayed` header and bytes.
 async fn keyed(app: &TestApp, path: &str, key: &str, body: &str) -> (StatusCode, bool, Vec<u8>) {
     let admin = app.token(ADMIN, &[Role::Admin]);
     let r = app
@@ -104,15 +104,15 @@ async fn keyed(app: &TestApp, path: &str, key: &str, body: &str) -> (StatusCode,
         .send()
         .await
         .unwrap();
-    let replayed = r.headers().get("idempotent-replayed").is_some();
-    (r.status(), replayed, r.bytes().await.unwrap().to_vec())
+    let repeated = r.headers().get("idempotent-replayed").is_some();
+    (r.status(), repeated, r.bytes().await.unwrap().to_vec())
 }
 
 /// "Every POST honours Idempotency-Key": an admin's retry repeated with its key is the first
 /// reply again (the same status and bytes) and is done once; the key with another body is
-/// refused; a refusal under a key is replayed as well.
+/// refused; a refusal under a key is repeated as well.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_admin_action_repeated_with_its_key_is_replayed_and_done_once() {
+async fn an_admin_action_sent_again_with_its_key_is_repeated_and_done_once() {
     let app = spawn_app_with(with_max_attempts(1)).await;
     let (_doc, id) = parked_submission(&app, 1).await;
     let retry = format!("/api/v1/admin/outbox/{id}/retry");
@@ -125,7 +125,7 @@ async fn an_admin_action_repeated_with_its_key_is_replayed_and_done_once() {
     assert_eq!(
         String::from_utf8_lossy(&again.2),
         String::from_utf8_lossy(&first.2),
-        "the replay is the first reply"
+        "the repeat is the first reply"
     );
     let other = keyed(&app, &retry, "retry-1", r#"{"x": 1}"#).await;
     assert_eq!(other.0, StatusCode::UNPROCESSABLE_ENTITY);
@@ -138,9 +138,9 @@ async fn an_admin_action_repeated_with_its_key_is_replayed_and_done_once() {
     // refusal to a retry of the same request.
     let not_parked = keyed(&app, "/api/v1/admin/outbox/999999/skip", "skip-1", "").await;
     assert_eq!(not_parked.0, StatusCode::NOT_FOUND);
-    let replayed = keyed(&app, "/api/v1/admin/outbox/999999/skip", "skip-1", "").await;
-    assert_eq!((replayed.0, replayed.1), (StatusCode::NOT_FOUND, true));
-    assert_eq!(replayed.2, not_parked.2);
+    let repeated = keyed(&app, "/api/v1/admin/outbox/999999/skip", "skip-1", "").await;
+    assert_eq!((repeated.0, repeated.1), (StatusCode::NOT_FOUND, true));
+    assert_eq!(repeated.2, not_parked.2);
 
     // The retried row is refused again and parked again; skipping it lets the approval go.
     wait_for("the row parked again", Duration::from_secs(15), || async {

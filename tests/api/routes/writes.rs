@@ -97,11 +97,11 @@ async fn vote(app: &TestApp, writes: Writes, review: &str, voter: &str, decision
     match writes {
         Writes::Combined => {
             let store = PgStore::new(app.pg.clone(), Duration::from_secs(10));
-            let staged = store
-                .stage_vote(review, decision, Vec::new(), &ctx)
+            let uncommitted = store
+                .write_vote(review, decision, Vec::new(), &ctx)
                 .await
                 .unwrap();
-            staged.commit().await.unwrap();
+            uncommitted.commit().await.unwrap();
         }
         Writes::Stepwise => {
             let key = AuditKey::new(DEV_AUDIT_KEY.as_bytes());

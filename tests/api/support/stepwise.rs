@@ -1,5 +1,5 @@
 //! A vote written one statement per row, as the service wrote it before its combined
-//! statement (`src/store/sql/review_write.sql`), kept outside the service as a reference:
+//! statement (`src/store/reviews/sql/review_write.sql`), kept outside the service as a reference:
 //! the document locked, then the review; the vote, the claims it ends and the review row;
 //! the document row; the audit and outbox rows; COMMIT. `routes::writes` holds the combined
 //! write to the rows this leaves; the benchmark's floor of the old statements runs it
