@@ -22,8 +22,22 @@ pub trait Audited: Serialize + DeserializeOwned {
     const ADDED: &'static [(&'static str, Format)] = &[];
 }
 
-/// The format rows of `T` are linked in now: the latest one its fields arrived in.
+/// The format rows of `T` are linked in now: format 1, the one every release reads (those
+/// before formats too), until a field is added; from then on the latest format a field
+/// arrived in. So a release that adds no field links rows its predecessor checks, and a
+/// rolling upgrade or a rollback between two such releases reports nothing `changed`.
 pub const fn current<T: Audited>() -> Format {
+    if T::ADDED.is_empty() {
+        LISTED
+    } else {
+        latest::<T>()
+    }
+}
+
+/// The latest format rows of `T` can be read in: the first derived format, or the latest
+/// one a field arrived in. A release reads the derived formats up to this one, whether or
+/// not it links rows in them.
+pub const fn latest<T: Audited>() -> Format {
     let mut format = DERIVED;
     let mut i = 0;
     while i < T::ADDED.len() {

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::audited::{current, micros, Audited, Format, DERIVED, LISTED};
+use super::audited::{current, latest, micros, Audited, Format, DERIVED, LISTED};
 use super::{admin_canonical, Canon};
 use crate::domain::policy::PolicyRecord;
 
@@ -55,7 +55,7 @@ pub fn derived<T: Audited>(
     format: Format,
     row: &Value,
 ) -> Result<(), Unreadable> {
-    if !(DERIVED..=current::<T>()).contains(&format) {
+    if !(DERIVED..=latest::<T>()).contains(&format) {
         return Err(Unreadable::Format(format));
     }
     let typed = T::deserialize(row).map_err(Unreadable::Row)?;

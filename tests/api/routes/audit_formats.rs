@@ -1,5 +1,5 @@
 //! The admin chain's formats on the real database: the policy versions the service linked
-//! (in the policy's current format, derived from its type) still verify once the policy
+//! (in the format it links in while no field is added: 1, what every release reads) still verify once the policy
 //! has a field more (a type of the test's standing for a later release's, its column added
 //! to the table); a version linked after the field arrived covers it (the next format); a
 //! row changed by SQL, old or new, is still found; and a release that does not know that
@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use kh_review::domain::audit::audited::{current, Audited, Format};
+use kh_review::domain::audit::audited::{current, latest, Audited, Format};
 use kh_review::domain::audit::format::AdminKind;
 use kh_review::domain::audit::walk::Found;
 use kh_review::domain::audit::{admin_canonical, as_hash, GENESIS};
@@ -20,8 +20,8 @@ use serde_json::json;
 use crate::routes::audit::{chained_rows, holding, verify};
 use crate::support::app::{spawn_app, TestApp};
 
-/// The format after the policy's current one.
-const LATER: Format = current::<PolicyRecord>() + 1;
+/// The format after the latest one the policy can be read in.
+const LATER: Format = latest::<PolicyRecord>() + 1;
 
 /// The policy as a later release has it: one field more, arrived in the next format.
 #[derive(Serialize, Deserialize)]
@@ -68,7 +68,7 @@ async fn a_field_added_to_the_policy_leaves_the_linked_rows_verifying() {
     assert_eq!(holding(&verify(&app, None).await), rows);
     let formats = format!(
         "SELECT count(*) FROM policy_versions WHERE name = 'two' AND chain_format = {}",
-        LATER - 1
+        current::<PolicyRecord>()
     );
     assert_eq!(app.count(&formats).await, 2, "linked in the current format");
 
@@ -116,7 +116,7 @@ async fn a_field_added_to_the_policy_leaves_the_linked_rows_verifying() {
         "{answer}"
     );
 
-    // A row of format 2 changed by SQL is found by the later release too.
+    // A row the service linked today, changed by SQL, is found by the later release too.
     sql(
         &app,
         "UPDATE policy_versions SET claim_ttl_secs = 61 WHERE name = 'two' AND version = 1",
