@@ -9,7 +9,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kh_topology import patroni as pt  # noqa: E402
-from kh_topology import rabbitmq as rmq  # noqa: E402
+from kh_topology import rabbitmq_nodes as rmq  # noqa: E402
 from kh_topology.common import NotReady  # noqa: E402
 
 
