@@ -5,7 +5,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::domain::{ArchiveReason, Archived};
+use crate::domain::ArchiveReason;
 use crate::usecases::Context;
 use crate::web::auth::Caller;
 use crate::web::body::{parse_json, read_body};
@@ -59,21 +59,10 @@ pub async fn archive(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let bytes = read_body(&req, payload, state.body).await?;
-    let ran = archiving(&req, &state, caller, *path, bytes).await?;
-    Ok(post::respond(ran, StatusCode::OK, ArchiveView::of))
-}
-
-/// Archives a document; the JSON API and the console both archive here.
-pub(super) async fn archiving(
-    req: &HttpRequest,
-    state: &web::Data<AppState>,
-    caller: Caller,
-    document_id: Uuid,
-    bytes: Vec<u8>,
-) -> Result<post::Ran<Archived>, ApiError> {
+    let document_id = *path;
     let (st, body) = (state.clone(), bytes.clone());
-    let ctx = state.context(req, &caller);
-    post::run(req, state, &caller, &bytes, move |held_key| async move {
+    let ctx = state.context(&req, &caller);
+    let ran = post::run(&req, &state, &caller, &bytes, move |held_key| async move {
         let input: ArchiveBody = parse_json(&body, true)?;
         let reason = input
             .reason
@@ -90,5 +79,6 @@ pub(super) async fn archiving(
             .archive(ctx, document_id, reason, input.version)
             .await?)
     })
-    .await
+    .await?;
+    Ok(post::respond(ran, StatusCode::OK, ArchiveView::of))
 }

@@ -6,7 +6,6 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use uuid::Uuid;
 
-use crate::domain::Review;
 use crate::usecases::Context;
 use crate::web::auth::{Caller, Role};
 use crate::web::body::{parse_json, read_body};
@@ -54,30 +53,19 @@ pub async fn claim(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Reviewer)?;
     let bytes = read_body(&req, payload, state.body).await?;
-    let ran = claiming(&req, &state, caller, *path, bytes).await?;
-    Ok(post::respond(ran, StatusCode::OK, |r| ReviewView::from(r)))
-}
-
-/// Claims a seat.
-async fn claiming(
-    req: &HttpRequest,
-    state: &web::Data<AppState>,
-    caller: Caller,
-    review_id: Uuid,
-    bytes: Vec<u8>,
-) -> Result<post::Ran<Review>, ApiError> {
-    caller.require(Role::Reviewer)?;
+    let review_id = *path;
     let (st, body) = (state.clone(), bytes.clone());
     let ctx = Context {
         groups: caller.groups.clone(),
-        ..state.context(req, &caller)
+        ..state.context(&req, &caller)
     };
-    post::run(req, state, &caller, &bytes, move |held_key| async move {
+    let ran = post::run(&req, &state, &caller, &bytes, move |held_key| async move {
         let _: ClaimBody = parse_json(&body, true)?;
         let ctx = Context { held_key, ..ctx };
         Ok(st.reviews.claim(ctx, review_id).await?)
     })
-    .await
+    .await?;
+    Ok(post::respond(ran, StatusCode::OK, |r| ReviewView::from(r)))
 }
 
 #[utoipa::path(

@@ -58,23 +58,10 @@ pub async fn comment(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let bytes = read_body(&req, payload, state.body).await?;
-    let ran = commenting(&req, &state, caller, *path, bytes).await?;
-    Ok(post::respond(ran, StatusCode::CREATED, |c: &Commented| {
-        CommentView::from(&c.comment)
-    }))
-}
-
-/// Adds a comment; the JSON API and the console both comment here.
-pub(super) async fn commenting(
-    req: &HttpRequest,
-    state: &web::Data<AppState>,
-    caller: Caller,
-    document_id: Uuid,
-    bytes: Vec<u8>,
-) -> Result<post::Ran<Commented>, ApiError> {
+    let document_id = *path;
     let (st, body) = (state.clone(), bytes.clone());
-    let ctx = state.context(req, &caller);
-    post::run(req, state, &caller, &bytes, move |held_key| async move {
+    let ctx = state.context(&req, &caller);
+    let ran = post::run(&req, &state, &caller, &bytes, move |held_key| async move {
         let input: CommentBodyIn = parse_json(&body, false)?;
         let text =
             CommentBody::parse(&input.body).map_err(|e| ApiError::validation(e.to_string()))?;
@@ -84,7 +71,10 @@ pub(super) async fn commenting(
             .comment(ctx, document_id, text, input.review_id)
             .await?)
     })
-    .await
+    .await?;
+    Ok(post::respond(ran, StatusCode::CREATED, |c: &Commented| {
+        CommentView::from(&c.comment)
+    }))
 }
 
 #[utoipa::path(

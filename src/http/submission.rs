@@ -6,7 +6,6 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use uuid::Uuid;
 
-use crate::domain::Transitioned;
 use crate::usecases::Context;
 use crate::web::auth::{Caller, Role};
 use crate::web::body::read_body;
@@ -46,26 +45,15 @@ pub async fn submit(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Author)?;
     let bytes = read_body(&req, payload, state.body).await?;
-    let ran = submission(&req, &state, caller, *path, bytes).await?;
-    Ok(post::respond(ran, StatusCode::CREATED, TransitionView::of))
-}
-
-/// Submits a document for review; the JSON API and the console both submit here.
-pub(super) async fn submission(
-    req: &HttpRequest,
-    state: &web::Data<AppState>,
-    caller: Caller,
-    document_id: Uuid,
-    bytes: Vec<u8>,
-) -> Result<post::Ran<Transitioned>, ApiError> {
-    caller.require(Role::Author)?;
+    let document_id = *path;
     let st = state.clone();
-    let ctx = state.context(req, &caller);
-    post::run(req, state, &caller, &bytes, move |held_key| async move {
+    let ctx = state.context(&req, &caller);
+    let ran = post::run(&req, &state, &caller, &bytes, move |held_key| async move {
         let ctx = Context { held_key, ..ctx };
         Ok(st.reviews.submit(ctx, document_id).await?)
     })
-    .await
+    .await?;
+    Ok(post::respond(ran, StatusCode::CREATED, TransitionView::of))
 }
 
 #[utoipa::path(
@@ -102,24 +90,13 @@ pub async fn withdraw(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Author)?;
     let bytes = read_body(&req, payload, state.body).await?;
-    let ran = withdrawal(&req, &state, caller, *path, bytes).await?;
-    Ok(post::respond(ran, StatusCode::OK, TransitionView::of))
-}
-
-/// Withdraws a document's pending review; the JSON API and the console both withdraw here.
-pub(super) async fn withdrawal(
-    req: &HttpRequest,
-    state: &web::Data<AppState>,
-    caller: Caller,
-    document_id: Uuid,
-    bytes: Vec<u8>,
-) -> Result<post::Ran<Transitioned>, ApiError> {
-    caller.require(Role::Author)?;
+    let document_id = *path;
     let st = state.clone();
-    let ctx = state.context(req, &caller);
-    post::run(req, state, &caller, &bytes, move |held_key| async move {
+    let ctx = state.context(&req, &caller);
+    let ran = post::run(&req, &state, &caller, &bytes, move |held_key| async move {
         let ctx = Context { held_key, ..ctx };
         Ok(st.reviews.withdraw(ctx, document_id).await?)
     })
-    .await
+    .await?;
+    Ok(post::respond(ran, StatusCode::OK, TransitionView::of))
 }
