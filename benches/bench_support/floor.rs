@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use kh_review::config::Settings;
 use kh_review::domain::audit::AuditKey;
-use kh_review::domain::{Decision, Document, Guard, UserId};
+use kh_review::domain::{Access, Decision, Document, Guard, TokenRoles, UserId};
 use kh_review::outbox::envelope::{cloudevent_headers, EventSettings};
 use kh_review::outbox::publisher::{AmqpPublisher, Destination};
 use kh_review::outbox::trace_headers;
@@ -205,9 +205,16 @@ impl Floor {
     /// the approval owns.
     async fn write(&self, review_id: Uuid) -> anyhow::Result<(Document, Option<OutboxRow>)> {
         let request_id = Uuid::now_v7().to_string();
+        let reviewer = Access::new(
+            TokenRoles {
+                reviewer: true,
+                ..Default::default()
+            },
+            [],
+        );
         let ctx = WriteContext {
             actor: &self.actor,
-            admin: false,
+            access: &reviewer,
             request_id: &request_id,
             guard: Guard::RowLockOnly,
             own_outbox_for: Some(OWN_OUTBOX_FOR),

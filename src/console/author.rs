@@ -9,7 +9,9 @@ use uuid::Uuid;
 
 use super::document;
 use super::render::{form, rendered, sent_form, when, Shown};
-use crate::domain::{DocumentBody, DocumentStatus, DocumentTitle, InputError, PolicyName};
+use crate::domain::{
+    DocumentBody, DocumentStatus, DocumentTitle, InputError, PolicyName, SpaceKey,
+};
 use crate::usecases::Context;
 use crate::web::auth::{Caller, Role};
 use crate::web::error::ApiError;
@@ -149,7 +151,8 @@ pub async fn create(
         let (title, text) = f.text()?;
         let policy = f.policy()?;
         let ctx = Context { held_key, ..ctx };
-        Ok(st.documents.create(ctx, title, text, policy).await?)
+        let space = SpaceKey::default_space();
+        Ok(st.documents.create(ctx, space, title, text, policy).await?)
     })
     .await;
     let doc = created.and_then(Ran::succeeded).map_err(Shown::action)?;

@@ -13,9 +13,9 @@ use super::history::{HistoryRow, Rounds};
 use super::render::{rendered, when, Shown};
 use super::review::ReviewPanel;
 use super::revision::{Copy, RevisionPanel};
-use crate::domain::{Document, DocumentStatus, Reader};
+use crate::domain::{Document, DocumentStatus, Reader, SpaceRole};
 use crate::usecases::DocumentRead;
-use crate::web::auth::{Caller, Role};
+use crate::web::auth::Caller;
 use crate::web::error::{ApiError, ErrorCode};
 use crate::web::state::AppState;
 
@@ -100,7 +100,7 @@ pub async fn fragment(
 /// The forms `caller` may use on `d`.
 fn forms(d: &Document, caller: &Caller) -> Forms {
     let mine = d.author_id == caller.id.as_str();
-    let author = mine && caller.has(Role::Author);
+    let author = mine && caller.access.has(&d.space, SpaceRole::Author);
     let status = d.status;
     Forms {
         editable: author
@@ -112,7 +112,8 @@ fn forms(d: &Document, caller: &Caller) -> Forms {
         submittable: author && matches!(status, DocumentStatus::Draft | DocumentStatus::Rejected),
         resubmit: status == DocumentStatus::Rejected,
         withdrawable: author && status == DocumentStatus::PendingReview,
-        archivable: (mine || caller.reader().admin) && status != DocumentStatus::Archived,
+        archivable: (mine || caller.reader().administers(&d.space))
+            && status != DocumentStatus::Archived,
     }
 }
 
@@ -177,7 +178,7 @@ pub async fn render(
     } = read;
     let mine = d.author_id == caller.id.as_str();
     let pending = d.status == DocumentStatus::PendingReview;
-    let reviewer = caller.has(Role::Reviewer);
+    let reviewer = caller.access.has(&d.space, SpaceRole::Reviewer);
     let now = current.and_then(|c| rounds.get(c));
     let review = now
         .filter(|_| pending)

@@ -24,7 +24,7 @@ pub(super) fn plan_archive(
     expected_version: Option<i64>,
     guard: Guard,
 ) -> Result<Plan, Refusal> {
-    if doc.author_id != actor.id.as_str() && !actor.admin {
+    if doc.author_id != actor.id.as_str() && !actor.administers(&doc.space) {
         return Err(Refusal::Forbidden(
             "only the author or an admin may archive a document",
         ));

@@ -12,6 +12,7 @@ mod plan;
 pub mod policy;
 pub mod replay;
 pub mod rules;
+pub mod spaces;
 mod state;
 pub mod votes;
 
@@ -26,6 +27,9 @@ pub use model::{
 };
 pub use policy::{Policy, PolicyDraft, PolicyName, Stage, DEFAULT_POLICY};
 pub use rules::{Command, Decision, Locked, Plan, Refusal};
+pub use spaces::{
+    Access, Space, SpaceKey, SpaceRole, SpaceRoles, Subject, TokenRoles, DEFAULT_SPACE,
+};
 pub use state::{Action, DocumentStatus, InvalidTransition, ReviewStatus};
 
 /// How much of the body the preview keeps, in characters.

@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use super::inputs::UserId;
 use super::policy::Stage;
+use super::spaces::{Access, SpaceRole, SpaceRoles, DEFAULT_SPACE};
 use super::state::{DocumentStatus, ReviewStatus};
 
 /// A document. `body` is the source of truth; MongoDB holds a projection of it. (Serialized,
@@ -20,6 +21,9 @@ pub struct Document {
     pub status: DocumentStatus,
     pub version: i64,
     pub author_id: String,
+    /// The key of the space it is in, for life.
+    #[serde(default = "default_space")]
+    pub space: String,
     pub current_review_id: Option<Uuid>,
     /// The review policy its next review follows.
     #[serde(default = "default_policy")]
@@ -54,27 +58,61 @@ impl Document {
 
     /// `reader` may see the document at all (to anyone else it does not exist).
     pub fn readable_by(&self, reader: Reader<'_>) -> bool {
-        readable(&self.author_id, self.ever_submitted(), reader)
+        readable(&self.author_id, self.ever_submitted(), &self.space, reader)
+    }
+
+    /// The roles `reader` holds in the document's space.
+    pub fn roles_of(&self, reader: Reader<'_>) -> SpaceRoles {
+        reader.access.roles_in(&self.space)
     }
 }
 
-/// A document by `author_id` that was (or never was) `ever_submitted` is visible to
-/// `reader`: once submitted, to every role; before, to its author and admins alone.
-pub fn readable(author_id: &str, ever_submitted: bool, reader: Reader<'_>) -> bool {
-    ever_submitted || reader.admin || author_id == reader.id.as_str()
+fn default_space() -> String {
+    DEFAULT_SPACE.to_string()
 }
 
-/// Who reads or writes, as far as visibility is concerned.
+/// A document by `author_id` in `space` that was (or never was) `ever_submitted` is visible
+/// to `reader` only with a role in `space`; then once submitted, to every role there;
+/// before, to its author and the space's admins alone.
+pub fn readable(author_id: &str, ever_submitted: bool, space: &str, reader: Reader<'_>) -> bool {
+    let roles = reader.access.roles_in(space);
+    !roles.is_empty()
+        && (ever_submitted
+            || roles.contains(SpaceRole::SpaceAdmin)
+            || author_id == reader.id.as_str())
+}
+
+/// Who reads or writes, as far as visibility is concerned: its id, and its roles in each
+/// space.
 #[derive(Debug, Clone, Copy)]
 pub struct Reader<'a> {
     pub id: &'a UserId,
-    pub admin: bool,
+    pub access: &'a Access,
 }
 
+#[cfg(test)]
 impl<'a> From<&'a UserId> for Reader<'a> {
-    /// A caller without the admin role.
+    /// In unit tests: a caller with the author and reviewer roles of its token (so in the
+    /// space `default`), not the platform admin.
     fn from(id: &'a UserId) -> Self {
-        Self { id, admin: false }
+        static MEMBER: std::sync::OnceLock<Access> = std::sync::OnceLock::new();
+        let access = MEMBER.get_or_init(|| {
+            let token = super::spaces::TokenRoles {
+                author: true,
+                reviewer: true,
+                admin: false,
+            };
+            Access::new(token, [])
+        });
+        Self { id, access }
+    }
+}
+
+impl Reader<'_> {
+    /// The reader administers `space` (a space admin there, or the platform admin): it reads
+    /// every draft there, archives any document, ends any claim.
+    pub fn administers(&self, space: &str) -> bool {
+        self.access.has(space, SpaceRole::SpaceAdmin)
     }
 }
 

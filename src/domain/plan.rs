@@ -270,7 +270,6 @@ pub struct NewDocument {
     pub id: Uuid,
     pub title: DocumentTitle,
     pub body: DocumentBody,
-    pub policy: String,
     pub status: DocumentStatus,
     pub version: i64,
     pub audit: AuditEntry,

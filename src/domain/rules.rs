@@ -15,6 +15,7 @@ use super::events::{EventData, OutboxEntry};
 use super::inputs::{DocumentBody, DocumentTitle, UserId};
 use super::model::{Document, Guard, LockScope, Reader, Review};
 use super::policy::Policy;
+use super::spaces::SpaceRole;
 use super::state::{Action, DocumentStatus};
 
 pub use super::comments::{plan_comment, CommentPlan, NewComment};
@@ -24,19 +25,14 @@ pub use super::plan::{
     ReviewWrite,
 };
 
-/// The plan of a create. Anyone with the author role may create; there is nothing to refuse.
-pub fn plan_create(
-    id: Uuid,
-    title: DocumentTitle,
-    body: DocumentBody,
-    policy: String,
-) -> NewDocument {
+/// The plan of a create (its policy is chosen by the store: the one named, else the
+/// space's, else the setting's). An author of the space creates; there is nothing to refuse.
+pub fn plan_create(id: Uuid, title: DocumentTitle, body: DocumentBody) -> NewDocument {
     let status = DocumentStatus::Draft;
     NewDocument {
         id,
         title,
         body,
-        policy,
         status,
         version: 1,
         audit: AuditEntry {
@@ -66,6 +62,7 @@ pub fn plan<'a>(
     if !doc.readable_by(reader) {
         return Err(Refusal::NotFound);
     }
+    check_role(doc, reader, &command)?;
     match command {
         Command::Edit {
             title,
@@ -96,6 +93,27 @@ pub fn plan<'a>(
             expected_version,
             guard,
         ),
+    }
+}
+
+/// The role `command` needs in the document's space (an archive needs none of its own: its
+/// author or the space's admin archives, `plan_archive` judges).
+fn check_role(doc: &Document, reader: Reader<'_>, command: &Command) -> Result<(), Refusal> {
+    let (role, refusal) = match command {
+        Command::Edit { .. } | Command::Submit { .. } | Command::Withdraw => (
+            SpaceRole::Author,
+            "this action needs the author role in the document's space",
+        ),
+        Command::Decide { .. } => (
+            SpaceRole::Reviewer,
+            "this action needs the reviewer role in the document's space",
+        ),
+        Command::Archive { .. } => return Ok(()),
+    };
+    if doc.roles_of(reader).contains(role) {
+        Ok(())
+    } else {
+        Err(Refusal::Forbidden(refusal))
     }
 }
 

@@ -33,6 +33,7 @@ pub fn doc(status: DocumentStatus, fence: Option<i64>) -> Document {
         status,
         version: 4,
         author_id: AUTHOR.into(),
+        space: crate::domain::DEFAULT_SPACE.into(),
         current_review_id: None,
         policy: "default".into(),
         fence_token: fence.map(FencingToken::new),

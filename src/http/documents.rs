@@ -7,7 +7,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{de, Deserialize, Deserializer};
 use uuid::Uuid;
 
-use crate::domain::{Document, DocumentBody, DocumentStatus, DocumentTitle, PolicyName};
+use crate::domain::{Document, DocumentBody, DocumentStatus, DocumentTitle, PolicyName, SpaceKey};
 use crate::usecases::Context;
 use crate::web::auth::{Caller, Role};
 use crate::web::body::{parse_json, read_body};
@@ -34,6 +34,19 @@ pub struct CreateDocument {
     )]
     #[serde(default, deserialize_with = "policy_not_null")]
     policy: Option<String>,
+    /// The key of the space it is in, for life; `default` when left out. The caller must be
+    /// an author there.
+    #[schema(
+        pattern = "^[a-z0-9][a-z0-9-]{0,62}$",
+        max_length = 63,
+        nullable = false
+    )]
+    #[serde(default, deserialize_with = "space_not_null")]
+    space: Option<String>,
+}
+
+fn space_not_null<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    String::deserialize(d).map(Some)
 }
 
 /// At least one of title and body. Either may be left out, neither may be null: its schema
@@ -139,8 +152,12 @@ async fn creation(
         let title = input_ok(DocumentTitle::parse(&input.title))?;
         let text = input_ok(DocumentBody::parse(&input.body))?;
         let policy = policy_ok(input.policy)?;
+        let space = match input.space {
+            None => SpaceKey::default_space(),
+            Some(key) => input_ok(SpaceKey::parse(&key))?,
+        };
         let ctx = Context { held_key, ..ctx };
-        Ok(st.documents.create(ctx, title, text, policy).await?)
+        Ok(st.documents.create(ctx, space, title, text, policy).await?)
     })
     .await
 }

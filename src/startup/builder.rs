@@ -23,6 +23,7 @@ use crate::tasks::{Backoff, Supervisor};
 use crate::usecases::{
     sweep_overdue, AuditService, CheckpointWriter, DocumentService, Idempotency, OutboxAdmin,
     PolicyService, Probes, ReplayService, Retention, RetentionSettings, ReviewService, ReviewStats,
+    SpaceService,
 };
 use crate::web::body::BodyLimits;
 use crate::web::metrics::HttpMetrics;
@@ -129,6 +130,7 @@ impl<'a> CoreBuilder<'a> {
             outbox_admin: OutboxAdmin::new(store.clone()),
             replays: ReplayService::new(store.clone(), self.replay_runner(&store, &tasks)),
             audit,
+            spaces: SpaceService::new(store.clone()),
             metrics,
             body: BodyLimits {
                 max_bytes: s.server.json_limit_bytes,

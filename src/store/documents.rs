@@ -10,12 +10,20 @@ use super::tx::{write_audit_and_event, Link, Uncommitted, WriteContext};
 use crate::domain::rules::{self, DocumentChange, Publication};
 use crate::domain::{
     Command, Document, DocumentBody, DocumentStatus, DocumentTitle, FencingToken, Locked, Reader,
-    Refusal,
+    Refusal, SpaceKey,
 };
 use crate::store::audit::links::{Head, LockedDocument};
 
 /// The refusal of a write that named a policy that does not exist (the foreign key of
 /// `documents.policy`), or the error as it was.
+/// The policy of a new document: the one its request `named`, else its space's default
+/// policy, else `fallback` (the setting `review.default_policy`).
+#[derive(Debug, Clone, Copy)]
+pub struct NewPolicy<'a> {
+    pub named: Option<&'a str>,
+    pub fallback: &'a str,
+}
+
 fn unknown_policy(e: sqlx::Error, policy: &str) -> WriteError {
     if violates(&e, "documents_policy_fkey") {
         Refusal::UnknownPolicy(policy.to_string()).into()
@@ -33,25 +41,37 @@ impl PgStore {
         id: Uuid,
         title: DocumentTitle,
         body: DocumentBody,
-        policy: String,
+        space: &SpaceKey,
+        policy: NewPolicy<'_>,
         ctx: &WriteContext<'_>,
     ) -> Result<Uncommitted<Document>, WriteError> {
-        let new = rules::plan_create(id, title, body, policy);
+        let new = rules::plan_create(id, title, body);
         let mut tx = self.pool.begin().await?;
+        // The policy named, else the space's default policy, else the setting's.
         let row = sqlx::query!(
-            "INSERT INTO documents (id, title, body, status, version, author_id, policy) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at, updated_at",
+            "INSERT INTO documents (id, title, body, status, version, author_id, space_id, policy) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, \
+                     COALESCE($8, (SELECT default_policy FROM spaces WHERE key = $7), $9)) \
+             RETURNING policy, created_at, updated_at",
             new.id,
             new.title.as_str(),
             new.body.as_str(),
             new.status as DocumentStatus,
             new.version,
             ctx.actor.as_str(),
-            &new.policy,
+            space.as_str(),
+            policy.named,
+            policy.fallback,
         )
         .fetch_one(&mut *tx)
         .await
-        .map_err(|e| unknown_policy(e, &new.policy))?;
+        .map_err(|e| {
+            if violates(&e, "documents_space_fk") {
+                Refusal::NotFound.into()
+            } else {
+                unknown_policy(e, policy.named.unwrap_or(policy.fallback))
+            }
+        })?;
         let doc = Document {
             id: new.id,
             title: new.title.into_string(),
@@ -59,8 +79,9 @@ impl PgStore {
             status: new.status,
             version: new.version,
             author_id: ctx.actor.as_str().to_string(),
+            space: space.as_str().to_string(),
             current_review_id: None,
-            policy: new.policy,
+            policy: row.policy,
             fence_token: None,
             created_at: row.created_at,
             updated_at: row.updated_at,
@@ -88,7 +109,7 @@ impl PgStore {
         sqlx::query_as!(
             Document,
             r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
-                      current_review_id, policy, fence_token AS "fence_token: FencingToken",
+                      space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                       created_at, updated_at, published_version, published_title, published_body
                FROM documents WHERE id = $1"#,
             id
@@ -103,7 +124,7 @@ impl PgStore {
         sqlx::query_as!(
             Document,
             r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
-                      current_review_id, policy, fence_token AS "fence_token: FencingToken",
+                      space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                       created_at, updated_at, published_version, published_title, published_body
                FROM documents WHERE id = ANY($1)"#,
             ids
@@ -129,7 +150,7 @@ impl PgStore {
                 sqlx::query_as!(
                     Document,
                     r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
-                          author_id, current_review_id, policy, fence_token AS "fence_token: FencingToken",
+                          author_id, space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                           created_at, updated_at, published_version,
                           NULL::text AS published_title, NULL::text AS published_body
                    FROM documents WHERE author_id = $1 AND id < $2
@@ -146,7 +167,7 @@ impl PgStore {
                 sqlx::query_as!(
                     Document,
                     r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
-                          author_id, current_review_id, policy, fence_token AS "fence_token: FencingToken",
+                          author_id, space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                           created_at, updated_at, published_version,
                           NULL::text AS published_title, NULL::text AS published_body
                    FROM documents WHERE author_id = $1 AND status = $2 AND id < $3
@@ -224,7 +245,7 @@ pub(super) async fn lock_document(
     let row = sqlx::query_as!(
         LockedDocument,
         r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
-                  current_review_id, policy, fence_token AS "fence_token: FencingToken",
+                  space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                   created_at, updated_at, published_version, published_title, published_body,
                   audit_count, audit_head, now() AS "now!"
            FROM documents WHERE id = $1 FOR UPDATE"#,
@@ -244,7 +265,7 @@ pub(super) async fn lock_document_of_review(
     let row = sqlx::query_as!(
         LockedDocument,
         r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
-                  current_review_id, policy, fence_token AS "fence_token: FencingToken",
+                  space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                   created_at, updated_at, published_version, published_title, published_body,
                   audit_count, audit_head, now() AS "now!"
            FROM documents
@@ -342,6 +363,7 @@ pub(super) fn changed(
         status: change.status,
         version: change.version,
         author_id: before.author_id,
+        space: before.space,
         current_review_id: change.current_review_id,
         policy: change.policy.unwrap_or(before.policy),
         fence_token: change.fence_token,
@@ -357,13 +379,13 @@ impl PgStore {
     /// Whether `reader` may see the document (`None`: no such document).
     pub async fn readable(&self, id: Uuid, reader: Reader<'_>) -> Result<Option<bool>, StoreError> {
         let row = sqlx::query!(
-            r#"SELECT author_id, current_review_id IS NOT NULL AS "submitted!"
+            r#"SELECT author_id, space_id, current_review_id IS NOT NULL AS "submitted!"
                FROM documents WHERE id = $1"#,
             id
         )
         .fetch_optional(&self.pool)
         .bounded(self)
         .await?;
-        Ok(row.map(|r| crate::domain::readable(&r.author_id, r.submitted, reader)))
+        Ok(row.map(|r| crate::domain::readable(&r.author_id, r.submitted, &r.space_id, reader)))
     }
 }

@@ -24,11 +24,13 @@ mod read_only;
 mod replays;
 mod retention;
 mod reviews;
+mod spaces;
 mod tx;
 
 pub use audit::chain::{AuditChain, AuditSettings, DEV_AUDIT_KEY};
 pub use audit::verify::{BrokenAt, Verified};
 pub use claims::ClaimOp;
+pub use documents::NewPolicy;
 pub use error::{StoreError, StoreFailure, WriteError};
 pub use idempotency::{HeldKey, KeyRecord, KeyState};
 pub use outbox::admin::{OutboxAction, OutboxFilter, OutboxRecord};

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::error::StoreError;
 use super::pg::PgStore;
 use crate::domain::rules::AuditEntry;
-use crate::domain::{Document, FencingToken, Guard, OutboxEntry, Reader, UserId};
+use crate::domain::{Access, Document, FencingToken, Guard, OutboxEntry, Reader, UserId};
 use crate::store::outbox::delivery::OutboxRow;
 use crate::store::outbox::trace_context::TraceContext;
 
@@ -41,8 +41,8 @@ impl Link {
 #[derive(Debug, Clone, Copy)]
 pub struct WriteContext<'a> {
     pub actor: &'a UserId,
-    /// The actor holds the admin role.
-    pub admin: bool,
+    /// The actor's roles in each space.
+    pub access: &'a Access,
     pub request_id: &'a str,
     pub guard: Guard,
     /// Own the outbox row this write adds for this long, from its INSERT: the committing
@@ -100,7 +100,7 @@ impl WriteContext<'_> {
     pub fn reader(&self) -> Reader<'_> {
         Reader {
             id: self.actor,
-            admin: self.admin,
+            access: self.access,
         }
     }
 }
@@ -127,6 +127,7 @@ pub(super) fn event_body(
         "event_type": entry.event.as_str(),
         "occurred_at": occurred_at,
         "document_id": doc.id,
+        "space": doc.space,
         "review_id": audit.review_id,
         "document_version": doc.version,
         "actor_id": ctx.actor.as_str(),

@@ -1,8 +1,9 @@
 //! What every use case is told about the request that runs it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::domain::{Guard, Reader, UserId};
+use crate::domain::{Access, Guard, Reader, UserId};
 use crate::store::{HeldKey, WriteContext};
 
 use super::test_hooks::TestHooks;
@@ -11,8 +12,8 @@ use super::test_hooks::TestHooks;
 #[derive(Debug, Clone)]
 pub struct Context {
     pub actor: UserId,
-    /// The caller holds the admin role (it may read every draft, archive any document).
-    pub admin: bool,
+    /// The caller's roles in each space (the platform admin: every role everywhere).
+    pub access: Arc<Access>,
     /// The groups of the caller's token: who may vote in a group-restricted stage.
     pub groups: Vec<String>,
     pub request_id: String,
@@ -31,7 +32,7 @@ impl Context {
     ) -> WriteContext<'_> {
         WriteContext {
             actor: &self.actor,
-            admin: self.admin,
+            access: &self.access,
             request_id: &self.request_id,
             guard,
             own_outbox_for,
@@ -42,7 +43,7 @@ impl Context {
     pub fn reader(&self) -> Reader<'_> {
         Reader {
             id: &self.actor,
-            admin: self.admin,
+            access: &self.access,
         }
     }
 }

@@ -11,11 +11,11 @@ use uuid::Uuid;
 
 use crate::domain::{
     preview_of, CommentBody, Commented, Document, DocumentBody, DocumentStatus, DocumentTitle,
-    Guard, PostedComment, Reader, Refusal, Review, UserId,
+    Guard, PostedComment, Reader, Refusal, Review, SpaceKey, SpaceRole, UserId,
 };
 use crate::outbox::Dispatcher;
 use crate::store::mongo::{MongoProjection, ProjectedDocument, ReadError};
-use crate::store::{Committed, PgStore, WriteContext};
+use crate::store::{Committed, NewPolicy, PgStore, WriteContext};
 
 use super::commit::commit;
 use super::context::Context;
@@ -72,23 +72,39 @@ impl DocumentService {
         }
     }
 
-    /// Creates a DRAFT document following `policy` (the default policy when `None`).
+    /// Creates a DRAFT document in `space` following `policy` (when `None`: the space's
+    /// default policy, else `review.default_policy`). The caller must be an author there: a
+    /// caller with no role in the space does not learn it exists.
     pub async fn create(
         &self,
         ctx: Context,
+        space: SpaceKey,
         title: DocumentTitle,
         body: DocumentBody,
         policy: Option<String>,
     ) -> Result<Document, Error> {
+        let roles = ctx.access.roles_in(space.as_str());
+        if roles.is_empty() {
+            return Err(Refusal::NotFound.into());
+        }
+        if !roles.contains(SpaceRole::Author) {
+            return Err(Refusal::Forbidden(
+                "creating a document needs the author role in its space",
+            )
+            .into());
+        }
         let id = Uuid::now_v7();
-        let policy = policy.unwrap_or_else(|| self.default_policy.clone());
+        let policy = NewPolicy {
+            named: policy.as_deref(),
+            fallback: &self.default_policy,
+        };
         let wctx = ctx.writing(Guard::Unlocked, self.dispatcher.own_outbox_for());
         let Committed { value: doc, owned } = self
             .store
             .bounded(async {
                 let uncommitted = self
                     .store
-                    .write_create(id, title, body, policy, &wctx)
+                    .write_create(id, title, body, &space, policy, &wctx)
                     .await?;
                 commit(uncommitted, None, ctx.held_key.as_ref()).await
             })
@@ -113,7 +129,7 @@ impl DocumentService {
     ) -> Result<Document, Error> {
         let wctx = WriteContext {
             actor: actor.id,
-            admin: actor.admin,
+            access: actor.access,
             request_id,
             guard: Guard::Unlocked,
             own_outbox_for: self.dispatcher.own_outbox_for(),

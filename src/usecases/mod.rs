@@ -21,6 +21,7 @@ mod probes;
 mod replays;
 mod retention;
 mod reviews;
+mod spaces;
 mod stats;
 mod test_hooks;
 
@@ -38,5 +39,6 @@ pub use replays::{ReplayError, ReplayService};
 pub use retention::{PurgeRound, Retention, RetentionSettings, RetentionStats};
 pub use reviews::overdue::{sweep_overdue, ReviewSettings};
 pub use reviews::service::ReviewService;
+pub use spaces::SpaceService;
 pub use stats::{ReviewStats, LATENCY_BUCKETS};
 pub use test_hooks::{commit_signalled, Delivery, Point, TestHooks};

@@ -11,7 +11,7 @@ use super::request_id;
 use super::test_hooks;
 use crate::usecases::{
     AuditService, Context, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes,
-    ReplayService, ReviewService, TestHooks,
+    ReplayService, ReviewService, SpaceService, TestHooks,
 };
 
 pub struct AppState {
@@ -23,6 +23,8 @@ pub struct AppState {
     pub outbox_admin: OutboxAdmin,
     pub replays: ReplayService,
     pub audit: AuditService,
+    /// The spaces, their members, and each caller's access.
+    pub spaces: SpaceService,
     pub metrics: HttpMetrics,
     /// How request bodies are read: their largest size, and how long they may take.
     pub body: BodyLimits,
@@ -51,7 +53,7 @@ impl AppState {
     pub fn context(&self, req: &HttpRequest, caller: &Caller) -> Context {
         Context {
             actor: caller.id.clone(),
-            admin: caller.reader().admin,
+            access: caller.access.clone(),
             groups: caller.groups.clone(),
             request_id: request_id::current(),
             hooks: self.hooks(req),

@@ -6,6 +6,7 @@ use crate::domain::plan::{Command, Decision, Publication};
 use crate::domain::rules::plan;
 use crate::domain::state::DocumentStatus;
 use crate::domain::test_support::{approved, archive, edit, locked, review, user, AUTHOR};
+use crate::domain::Access;
 use crate::domain::{Comment, EventData, EventType};
 
 #[test]
@@ -125,7 +126,7 @@ fn an_archive_is_refused_once_archived_at_another_version_or_by_another_author()
     assert!(matches!(other, Err(Refusal::Forbidden(_))), "{other:?}");
     let admin = Reader {
         id: &user("root"),
-        admin: true,
+        access: &Access::platform_admin(),
     };
     assert!(plan(
         &locked(approved(), None),

@@ -7,16 +7,15 @@ use crate::domain::model::Reader;
 use crate::domain::rules::plan;
 use crate::domain::state::DocumentStatus;
 use crate::domain::test_support::{approved, archive, doc, edit, locked, user, AUTHOR};
+use crate::domain::Access;
 use crate::domain::EventType;
 
 #[test]
 fn a_draft_never_submitted_does_not_exist_for_anyone_but_its_author_and_admins() {
     let draft = doc(DocumentStatus::Draft, None);
-    for (who, admin) in [("carol", false), ("bob", false)] {
-        let reader = Reader {
-            id: &user(who),
-            admin,
-        };
+    for who in ["carol", "bob"] {
+        let id = user(who);
+        let reader = Reader::from(&id);
         for command in [edit(), archive(None)] {
             let r = plan(
                 &locked(draft.clone(), None),
@@ -38,7 +37,7 @@ fn a_draft_never_submitted_does_not_exist_for_anyone_but_its_author_and_admins()
     // An admin sees it: another author's edit is forbidden, not unknown.
     let admin = Reader {
         id: &user("root"),
-        admin: true,
+        access: &Access::platform_admin(),
     };
     let r = plan(&locked(draft.clone(), None), admin, edit(), Guard::Unlocked);
     assert!(matches!(r, Err(Refusal::Forbidden(_))), "{r:?}");

@@ -72,6 +72,7 @@ pub(super) fn projection_fields(doc: &Document) -> Bson {
     fields.insert("head_commit", doc.updated_at.timestamp_micros());
     fields.insert("published_version", doc.published_version);
     fields.insert("author_id", &doc.author_id);
+    fields.insert("space", &doc.space);
     fields.insert(
         "current_review_id",
         doc.current_review_id.map(|r| r.to_string()),

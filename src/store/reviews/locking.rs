@@ -54,6 +54,7 @@ pub(crate) async fn lock_at_once(
         status: r.status,
         version: r.version,
         author_id: r.author_id,
+        space: r.space,
         current_review_id: r.current_review_id,
         policy: r.policy,
         fence_token: r.fence_token,

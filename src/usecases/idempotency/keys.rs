@@ -231,6 +231,7 @@ mod tests {
             status: crate::domain::DocumentStatus::PendingReview,
             version: 2,
             author_id: "alice".into(),
+            space: "default".into(),
             current_review_id: Some(Uuid::now_v7()),
             policy: "legal".into(),
             fence_token: Some(crate::domain::FencingToken::new(7)),

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_with::{serde_as, DurationMilliSeconds};
 use tokio_util::sync::CancellationToken;
 
-use crate::domain::{Guard, UserId, DEFAULT_POLICY};
+use crate::domain::{Access, Guard, UserId, DEFAULT_POLICY};
 use crate::store::{PgStore, WriteContext};
 
 /// `[review]` in `config/default.toml`.
@@ -47,7 +47,7 @@ pub async fn sweep_overdue(store: PgStore, every: Duration, batch: i64, stop: Ca
         }
         let ctx = WriteContext {
             actor: &actor,
-            admin: false,
+            access: &Access::platform_admin(),
             request_id: "overdue-sweep",
             guard: Guard::Unlocked,
             own_outbox_for: None,

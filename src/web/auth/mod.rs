@@ -9,13 +9,16 @@ mod jwks;
 mod token;
 mod verifier;
 
+use std::sync::Arc;
+
 use futures_util::future::LocalBoxFuture;
 
 use actix_web::{dev::Payload, web, FromRequest, HttpRequest};
 use serde::{Deserialize, Serialize};
 
 use super::error::ApiError;
-use crate::domain::{Reader, UserId};
+use super::state::AppState;
+use crate::domain::{Access, Reader, SpaceRole, TokenRoles, UserId};
 pub use jwks::Jwks;
 pub use token::{sign, TokenClaims};
 pub use verifier::JwtVerifier;
@@ -28,26 +31,46 @@ pub enum Role {
     Admin,
 }
 
-/// The authenticated caller of a request.
+/// The authenticated caller of a request: its token's subject, roles and groups, and what
+/// it may do in each space (its token's roles in `default`, its memberships, read for this
+/// request).
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub id: UserId,
+    /// The roles of the token itself (they count in the space `default`; `admin` is the
+    /// platform admin).
     pub roles: Vec<Role>,
-    /// The token's groups (`auth.groups_claim`) as the identity provider names them, for
-    /// the review policies to come; no route uses them yet.
+    /// The token's groups (`auth.groups_claim`) as the identity provider names them: group
+    /// memberships of spaces, and who may vote in a group-restricted stage.
     pub groups: Vec<String>,
+    pub access: Arc<Access>,
 }
 
 impl Caller {
-    pub fn has(&self, role: Role) -> bool {
-        self.roles.contains(&role) || self.roles.contains(&Role::Admin)
+    /// The roles of the token, as they count in the space `default`.
+    pub fn token_roles(&self) -> TokenRoles {
+        TokenRoles {
+            author: self.roles.contains(&Role::Author),
+            reviewer: self.roles.contains(&Role::Reviewer),
+            admin: self.roles.contains(&Role::Admin),
+        }
     }
 
-    /// The caller as visibility sees it (who may read a draft never submitted).
+    /// The caller holds `role` in some space (`Admin`: it is the platform admin). What it
+    /// may do with a document is decided by its roles in the document's space.
+    pub fn has(&self, role: Role) -> bool {
+        match role {
+            Role::Author => self.access.has_anywhere(SpaceRole::Author),
+            Role::Reviewer => self.access.has_anywhere(SpaceRole::Reviewer),
+            Role::Admin => self.access.is_platform_admin(),
+        }
+    }
+
+    /// The caller as visibility sees it (its roles in each space).
     pub fn reader(&self) -> Reader<'_> {
         Reader {
             id: &self.id,
-            admin: self.roles.contains(&Role::Admin),
+            access: &self.access,
         }
     }
 
@@ -67,16 +90,33 @@ impl FromRequest for Caller {
     type Error = ApiError;
     type Future = LocalBoxFuture<'static, Result<Self, Self::Error>>;
 
+    /// The token checked, then the caller's memberships read: a token with no role of its
+    /// own and no membership is refused (403) on every route.
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let found = bearer_token(req).and_then(|token| {
             let verifier = req.app_data::<web::Data<JwtVerifier>>().ok_or_else(|| {
                 ApiError::internal(anyhow::anyhow!("JwtVerifier missing from app data"))
             })?;
-            Ok((verifier.clone(), token.to_string()))
+            let state = req.app_data::<web::Data<AppState>>().ok_or_else(|| {
+                ApiError::internal(anyhow::anyhow!("AppState missing from app data"))
+            })?;
+            Ok((verifier.clone(), state.clone(), token.to_string()))
         });
         Box::pin(async move {
-            let (verifier, token) = found?;
-            verifier.verify(&token).await
+            let (verifier, state, token) = found?;
+            let mut caller = verifier.verify(&token).await?;
+            let access = state
+                .spaces
+                .access(&caller.id, &caller.groups, caller.token_roles())
+                .await?;
+            if !access.is_anyone() {
+                return Err(ApiError::forbidden(
+                    "the token carries none of the roles author, reviewer, admin, and its \
+                     subject is a member of no space",
+                ));
+            }
+            caller.access = Arc::new(access);
+            Ok(caller)
         })
     }
 }

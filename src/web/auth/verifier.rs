@@ -111,12 +111,14 @@ impl JwtVerifier {
             .filter_map(|r| serde_json::from_value(Value::String(r)).ok())
             .collect();
         let groups = self.groups.strings(claims)?;
-        if roles.is_empty() {
-            return Err(ApiError::forbidden(
-                "the token carries none of the roles author, reviewer, admin",
-            ));
-        }
-        Ok(Caller { id, roles, groups })
+        // The caller's access in each space is added by the extractor once its memberships
+        // are read (a token with no role of its own may be a member).
+        Ok(Caller {
+            id,
+            roles,
+            groups,
+            access: Default::default(),
+        })
     }
 }
 

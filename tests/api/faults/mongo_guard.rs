@@ -24,6 +24,7 @@ fn copy(id: uuid::Uuid, version: i64, body: &str, at: DateTime<Utc>) -> Document
         status: DocumentStatus::Draft,
         version,
         author_id: AUTHOR.into(),
+        space: "default".into(),
         current_review_id: None,
         policy: "default".into(),
         fence_token: None,

@@ -158,6 +158,7 @@ async fn a_stale_projection_never_overwrites_a_newer_one() {
         status: kh_review::domain::DocumentStatus::Draft,
         version: 1,
         author_id: AUTHOR.into(),
+        space: "default".into(),
         current_review_id: None,
         policy: "default".into(),
         fence_token: None,

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use crate::support::app::{spawn_app, TestApp};
 use crate::support::stepwise;
 use kh_review::domain::audit::AuditKey;
-use kh_review::domain::{Decision, Guard, RejectReason, UserId};
+use kh_review::domain::{Access, Decision, Guard, RejectReason, TokenRoles, UserId};
 use kh_review::store::{PgStore, WriteContext, DEV_AUDIT_KEY};
 
 /// What a write left, with what differs by nature between twins (ids, times, hashes,
@@ -86,9 +86,16 @@ enum Writes {
 async fn vote(app: &TestApp, writes: Writes, review: &str, voter: &str, decision: Decision) {
     let actor = UserId::parse(voter).unwrap();
     let request_id = Uuid::now_v7().to_string();
+    let reviewer = Access::new(
+        TokenRoles {
+            reviewer: true,
+            ..Default::default()
+        },
+        [],
+    );
     let ctx = WriteContext {
         actor: &actor,
-        admin: false,
+        access: &reviewer,
         request_id: &request_id,
         guard: Guard::RowLockOnly,
         own_outbox_for: None, // the app's dispatcher delivers them

@@ -90,7 +90,7 @@ struct Link {
 /// The columns of a document row, as [`document_of`] reads them.
 macro_rules! document_columns {
     () => {
-        "id, title, body, status, version, author_id, current_review_id, policy, fence_token, \
+        "id, title, body, status, version, author_id, space_id, current_review_id, policy, fence_token, \
          created_at, updated_at, published_version, published_title, published_body"
     };
 }
@@ -103,6 +103,7 @@ fn document_of(r: &PgRow) -> Result<Document, sqlx::Error> {
         status: r.try_get("status")?,
         version: r.try_get("version")?,
         author_id: r.try_get("author_id")?,
+        space: r.try_get("space_id")?,
         current_review_id: r.try_get("current_review_id")?,
         policy: r.try_get("policy")?,
         fence_token: r.try_get("fence_token")?,

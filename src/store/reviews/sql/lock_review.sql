@@ -4,7 +4,7 @@
 -- statement's snapshot holds (`fresh`), and the time once both locks are held.
 SELECT l.id AS "id!", l.title AS "title!", l.body AS "body!",
        l.status AS "status!: DocumentStatus", l.version AS "version!",
-       l.author_id AS "author_id!", l.current_review_id, l.policy AS "policy!",
+       l.author_id AS "author_id!", l.space_id AS "space!", l.current_review_id, l.policy AS "policy!",
        l.fence_token AS "fence_token: FencingToken", l.created_at AS "created_at!",
        l.updated_at AS "updated_at!", l.published_version, l.published_title,
        l.published_body, l.audit_count AS "audit_count!", l.audit_head, l.begun AS "begun!",
@@ -18,7 +18,7 @@ SELECT l.id AS "id!", l.title AS "title!", l.body AS "body!",
        l.votes AS "votes!: Json<Vec<Vote>>", l.claims AS "claims!: Json<Vec<Claim>>",
        l.fresh AS "fresh!", clock_timestamp() AS "now!"
 FROM (
-  SELECT d.id, d.title, d.body, d.status, d.version, d.author_id, d.current_review_id,
+  SELECT d.id, d.title, d.body, d.status, d.version, d.author_id, d.space_id, d.current_review_id,
          d.policy, d.fence_token, d.created_at, d.updated_at, d.published_version,
          d.published_title, d.published_body, d.audit_count, d.audit_head, now() AS begun,
          r.id AS review_id, r.document_id, r.status AS review_status, r.document_version,

@@ -1,0 +1,89 @@
+use super::*;
+
+#[test]
+fn keys_follow_the_shape() {
+    for good in ["default", "hr", "a", "0-eng", &"a".repeat(63)] {
+        assert!(SpaceKey::parse(good).is_ok(), "{good}");
+    }
+    for bad in ["", "-hr", "HR", "h_r", "hr ", "é", &"a".repeat(64)] {
+        assert_eq!(SpaceKey::parse(bad).unwrap_err().field, "space", "{bad}");
+    }
+}
+
+#[test]
+fn roles_parse_by_name_and_a_membership_needs_one() {
+    let roles = SpaceRoles::parse(&["reviewer", "author"]).unwrap();
+    assert_eq!(roles.names(), ["author", "reviewer"]);
+    assert!(SpaceRoles::parse(&["owner"]).is_err());
+    assert!(SpaceRoles::parse_membership::<&str>(&[]).is_err());
+    assert!(
+        SpaceRoles::parse(&["admin"]).is_err(),
+        "admin is the token's, not a space role"
+    );
+}
+
+#[test]
+fn subjects_are_users_or_groups() {
+    assert_eq!(
+        Subject::parse("user:alice").unwrap(),
+        Subject::User("alice".into())
+    );
+    assert_eq!(
+        Subject::parse("group:eng:leads").unwrap(),
+        Subject::Group("eng:leads".into())
+    );
+    for bad in ["alice", "user:", "team:x", "group:\u{7}"] {
+        assert!(Subject::parse(bad).is_err(), "{bad}");
+    }
+    assert_eq!(Subject::Group("eng".into()).to_string(), "group:eng");
+}
+
+#[test]
+fn token_roles_count_in_default_only() {
+    let token = TokenRoles {
+        author: true,
+        reviewer: false,
+        admin: false,
+    };
+    let access = Access::new(
+        token,
+        [("hr".to_string(), SpaceRoles::of([SpaceRole::Reviewer]))],
+    );
+    assert!(access.has(DEFAULT_SPACE, SpaceRole::Author));
+    assert!(!access.has(DEFAULT_SPACE, SpaceRole::Reviewer));
+    assert!(access.has("hr", SpaceRole::Reviewer));
+    assert!(!access.has("hr", SpaceRole::Author));
+    assert!(access.roles_in("legal").is_empty());
+    assert_eq!(
+        access.spaces_with(SpaceRole::Reviewer),
+        Some(vec!["hr".to_string()])
+    );
+}
+
+#[test]
+fn memberships_of_user_and_groups_add_up() {
+    let access = Access::new(
+        TokenRoles::default(),
+        [
+            ("hr".to_string(), SpaceRoles::of([SpaceRole::Author])),
+            ("hr".to_string(), SpaceRoles::of([SpaceRole::Reviewer])),
+        ],
+    );
+    assert_eq!(access.roles_in("hr").names(), ["author", "reviewer"]);
+    assert!(access.is_anyone());
+    assert!(!Access::new(TokenRoles::default(), []).is_anyone());
+}
+
+#[test]
+fn the_platform_admin_has_every_role_everywhere() {
+    let access = Access::new(
+        TokenRoles {
+            admin: true,
+            ..Default::default()
+        },
+        [],
+    );
+    assert_eq!(access.roles_in("anything"), SpaceRoles::ALL);
+    assert_eq!(access.spaces_with(SpaceRole::Reviewer), None);
+    assert!(access.is_anyone());
+}
