@@ -99,6 +99,9 @@ pub(super) fn check_rest(s: &Settings, bad: &mut impl FnMut(&'static str, &str))
     if s.database.max_connections == 0 {
         bad("database.max_connections", "must be greater than zero");
     }
+    if s.database.access_connections == 0 {
+        bad("database.access_connections", "must be greater than zero");
+    }
     if s.lock.breaker_failure_threshold == 0 {
         bad("lock.breaker_failure_threshold", "must be at least 1");
     }

@@ -119,7 +119,7 @@ pub async fn end_claim(
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Admin)?;
+    caller.require_space_admin()?;
     let (review_id, reviewer) = path.into_inner();
     let ctx = state.context(&req, &caller);
     let review = state.reviews.end_claim(ctx, review_id, reviewer).await?;

@@ -130,7 +130,7 @@ impl<'a> CoreBuilder<'a> {
             outbox_admin: OutboxAdmin::new(store.clone()),
             replays: ReplayService::new(store.clone(), self.replay_runner(&store, &tasks)),
             audit,
-            spaces: SpaceService::new(store.clone()),
+            spaces: std::sync::Arc::new(SpaceService::new(store.clone())),
             metrics,
             body: BodyLimits {
                 max_bytes: s.server.json_limit_bytes,

@@ -48,6 +48,7 @@ impl Application {
             jwks.spawn_refresher(core.shutdown.clone());
         }
         let verifier = web::Data::new(JwtVerifier::from_settings(&settings.auth, jwks)?);
+        let spaces = web::Data::from(state.spaces.clone());
         let http = HttpServer::new(move || {
             App::new()
                 .wrap(from_fn(middleware::middleware))
@@ -55,6 +56,7 @@ impl Application {
                 .wrap(RequestTracing::new())
                 .app_data(state.clone())
                 .app_data(verifier.clone())
+                .app_data(spaces.clone())
                 .configure(crate::http::configure)
                 .configure(crate::console::configure)
         })

@@ -14,7 +14,7 @@ use super::tx::{write_audit, write_audit_and_event, Uncommitted, WriteContext};
 use crate::domain::claims::{plan_claim, plan_end_claim, plan_give_back, plan_overdue};
 use crate::domain::claims::{ClaimChange, ClaimPlan};
 use crate::domain::votes::Voter;
-use crate::domain::{Claim, Refusal, Review};
+use crate::domain::{Claim, Document, Refusal, Review, SpaceRole};
 use crate::store::audit::chain::AuditChain;
 use crate::store::reviews::rows::lock_review;
 
@@ -42,6 +42,7 @@ impl PgStore {
         let (Some(doc), Some(review), Some(head)) = (&locked.document, &locked.review, head) else {
             return Err(Refusal::NotFound.into());
         };
+        check_role(doc, ctx, &op)?;
         let now = locked.now;
         let plan: ClaimPlan = match &op {
             ClaimOp::Take(groups) => {
@@ -133,6 +134,29 @@ async fn mark_overdue(
     let link = chain.at(head).link(doc.id, &audit, doc.version, ctx);
     write_audit_and_event(tx, &doc, &audit, &entry, ctx, now, &link).await?;
     Ok(true)
+}
+
+/// The role `op` needs in the document's space: a reviewer claims and gives back, a space
+/// admin ends another's claim; a caller with no role there does not learn the review exists.
+fn check_role(doc: &Document, ctx: &WriteContext<'_>, op: &ClaimOp) -> Result<(), Refusal> {
+    let roles = doc.roles_of(ctx.reader());
+    let (role, refusal) = match op {
+        ClaimOp::Take(_) | ClaimOp::GiveBack => (
+            SpaceRole::Reviewer,
+            "a claim needs the reviewer role in the document's space",
+        ),
+        ClaimOp::End(_) => (
+            SpaceRole::SpaceAdmin,
+            "ending another's claim needs the admin role, or space_admin in the document's space",
+        ),
+    };
+    if roles.is_empty() {
+        Err(Refusal::NotFound)
+    } else if !roles.contains(role) {
+        Err(Refusal::Forbidden(refusal))
+    } else {
+        Ok(())
+    }
 }
 
 /// Writes a claim change, and the review row with it (unchanged): whatever changes a

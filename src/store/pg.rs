@@ -35,6 +35,12 @@ const FRESH: Duration = Duration::from_secs(1);
 pub struct DatabaseSettings {
     pub url: SecretString,
     pub max_connections: u32,
+    /// The connections of the access pool: the one read every request makes before
+    /// anything else (the caller's memberships) takes one of these, never one of the
+    /// `max_connections` transactions need, so a storm of requests refused at once (a
+    /// double-click storm, 409s) cannot fill the transactions' pool.
+    #[serde(default = "default_access_connections")]
+    pub access_connections: u32,
     #[serde_as(as = "DurationMilliSeconds<u64>")]
     #[serde(rename = "acquire_timeout_ms")]
     pub acquire_timeout: Duration,
@@ -46,6 +52,10 @@ pub struct DatabaseSettings {
     #[serde(rename = "statement_timeout_ms")]
     pub statement_timeout: Duration,
     pub migrate_on_start: bool,
+}
+
+fn default_access_connections() -> u32 {
+    4
 }
 
 impl DatabaseSettings {
@@ -71,6 +81,8 @@ pub struct PoolFigures {
 #[derive(Clone)]
 pub struct PgStore {
     pub(super) pool: PgPool,
+    /// The caller's memberships are read here (`[database] access_connections`).
+    pub(super) access_pool: PgPool,
     /// Client-side bound on a whole write transaction, and on each statement run on the
     /// pool outside one: a partitioned database never answers, and the server-side
     /// timeouts cannot fire then.
@@ -88,17 +100,18 @@ impl PgStore {
     /// (`from_settings` sets it).
     pub fn new(pool: PgPool, tx_timeout: Duration) -> Self {
         let read_only = Arc::new(ReadOnlySeen::new());
-        Self::over(pool, tx_timeout, Arc::default(), read_only)
+        Self::over((pool.clone(), pool), tx_timeout, Arc::default(), read_only)
     }
 
     fn over(
-        pool: PgPool,
+        (pool, access_pool): (PgPool, PgPool),
         tx_timeout: Duration,
         acquired: Arc<AtomicU64>,
         read_only: Arc<ReadOnlySeen>,
     ) -> Self {
         Self {
             pool,
+            access_pool,
             tx_timeout,
             acquired,
             read_only,
@@ -158,45 +171,57 @@ impl PgStore {
             ),
         ]);
         let acquired = Arc::new(AtomicU64::new(0));
-        let (reused, opened) = (acquired.clone(), acquired.clone());
         let read_only = Arc::new(ReadOnlySeen::new());
-        let (on_acquire, on_release) = (read_only.clone(), read_only.clone());
-        let pool = PgPoolOptions::new()
-            .max_connections(settings.max_connections)
-            .acquire_timeout(settings.acquire_timeout)
-            // A connection used within the last second is handed out without a round trip;
-            // one idle for longer is pinged first (a restarted server has closed it).
-            .test_before_acquire(false)
-            .before_acquire(move |conn, meta| {
-                let (reused, read_only) = (reused.clone(), on_acquire.clone());
-                Box::pin(async move {
-                    if read_only.condemns(meta.age) {
-                        return Ok(false); // closed; the pool takes or opens another
-                    }
-                    if meta.idle_for >= FRESH {
-                        conn.ping().await?;
-                    }
-                    reused.fetch_add(1, Ordering::Relaxed);
-                    Ok(true)
+        // Both pools, the transactions' and the access pool, are made alike.
+        let pool = |max_connections: u32| {
+            let (reused, opened) = (acquired.clone(), acquired.clone());
+            let (on_acquire, on_release) = (read_only.clone(), read_only.clone());
+            PgPoolOptions::new()
+                .max_connections(max_connections)
+                .acquire_timeout(settings.acquire_timeout)
+                // A connection used within the last second is handed out without a round trip;
+                // one idle for longer is pinged first (a restarted server has closed it).
+                .test_before_acquire(false)
+                .before_acquire(move |conn, meta| {
+                    let (reused, read_only) = (reused.clone(), on_acquire.clone());
+                    Box::pin(async move {
+                        if read_only.condemns(meta.age) {
+                            return Ok(false); // closed; the pool takes or opens another
+                        }
+                        if meta.idle_for >= FRESH {
+                            conn.ping().await?;
+                        }
+                        reused.fetch_add(1, Ordering::Relaxed);
+                        Ok(true)
+                    })
                 })
-            })
-            .after_release(move |_, meta| {
-                let keep = !on_release.condemns(meta.age);
-                Box::pin(async move { Ok(keep) })
-            })
-            // A new session on a standby (the proxy still routes to a demoted primary, or a
-            // URL names a replica) is closed at once; the pool tries again until its acquire
-            // timeout, so a failover that ends within it costs the request nothing.
-            .after_connect(move |conn, _| {
-                let opened = opened.clone();
-                Box::pin(async move {
-                    refuse_read_only(conn).await?;
-                    opened.fetch_add(1, Ordering::Relaxed);
-                    Ok(())
+                .after_release(move |_, meta| {
+                    let keep = !on_release.condemns(meta.age);
+                    Box::pin(async move { Ok(keep) })
                 })
-            })
-            .connect_lazy_with(opts);
-        Ok(Self::over(pool, settings.tx_timeout(), acquired, read_only))
+                // A new session on a standby (the proxy still routes to a demoted primary, or a
+                // URL names a replica) is closed at once; the pool tries again until its acquire
+                // timeout, so a failover that ends within it costs the request nothing.
+                .after_connect(move |conn, _| {
+                    let opened = opened.clone();
+                    Box::pin(async move {
+                        refuse_read_only(conn).await?;
+                        opened.fetch_add(1, Ordering::Relaxed);
+                        Ok(())
+                    })
+                })
+                .connect_lazy_with(opts.clone())
+        };
+        let pools = (
+            pool(settings.max_connections),
+            pool(settings.access_connections),
+        );
+        Ok(Self::over(
+            pools,
+            settings.tx_timeout(),
+            acquired,
+            read_only,
+        ))
     }
 
     /// Runs a write transaction (begin to COMMIT) under the client-side bound; on timeout
@@ -240,6 +265,7 @@ impl PgStore {
     }
 
     pub async fn close(&self) {
+        self.access_pool.close().await;
         self.pool.close().await;
     }
 }

@@ -24,7 +24,7 @@ pub struct AppState {
     pub replays: ReplayService,
     pub audit: AuditService,
     /// The spaces, their members, and each caller's access.
-    pub spaces: SpaceService,
+    pub spaces: std::sync::Arc<SpaceService>,
     pub metrics: HttpMetrics,
     /// How request bodies are read: their largest size, and how long they may take.
     pub body: BodyLimits,

@@ -21,6 +21,9 @@ pub struct DocumentView {
     pub status: String,
     pub version: i64,
     pub author_id: String,
+    /// The key of the space it is in, for life.
+    #[schema(example = "default")]
+    pub space: String,
     pub current_review_id: Option<Uuid>,
     /// The review policy its next review follows.
     #[schema(example = "default")]
@@ -49,6 +52,7 @@ impl From<&Document> for DocumentView {
             status: d.status.as_str().to_string(),
             version: d.version,
             author_id: d.author_id.clone(),
+            space: d.space.clone(),
             current_review_id: d.current_review_id,
             policy: d.policy.clone(),
             published_version: d.published_version,

@@ -18,7 +18,7 @@ impl PgStore {
             "SELECT space_id, roles FROM space_members WHERE subject = ANY($1)",
             &subjects
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&self.access_pool)
         .bounded(self)
         .await?;
         // The table's CHECK admits only known roles; a name this release does not know (one

@@ -17,8 +17,8 @@ use actix_web::{dev::Payload, web, FromRequest, HttpRequest};
 use serde::{Deserialize, Serialize};
 
 use super::error::ApiError;
-use super::state::AppState;
 use crate::domain::{Access, Reader, SpaceRole, TokenRoles, UserId};
+use crate::usecases::SpaceService;
 pub use jwks::Jwks;
 pub use token::{sign, TokenClaims};
 pub use verifier::JwtVerifier;
@@ -74,6 +74,18 @@ impl Caller {
         }
     }
 
+    /// The caller administers some space (a space admin there, or the platform admin); what
+    /// it may administer is decided by the space of what it acts on.
+    pub fn require_space_admin(&self) -> Result<(), ApiError> {
+        if self.access.has_anywhere(SpaceRole::SpaceAdmin) {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(
+                "this action needs the admin role, or space_admin in a space",
+            ))
+        }
+    }
+
     pub fn require(&self, role: Role) -> Result<(), ApiError> {
         if self.has(role) {
             Ok(())
@@ -97,16 +109,15 @@ impl FromRequest for Caller {
             let verifier = req.app_data::<web::Data<JwtVerifier>>().ok_or_else(|| {
                 ApiError::internal(anyhow::anyhow!("JwtVerifier missing from app data"))
             })?;
-            let state = req.app_data::<web::Data<AppState>>().ok_or_else(|| {
-                ApiError::internal(anyhow::anyhow!("AppState missing from app data"))
+            let spaces = req.app_data::<web::Data<SpaceService>>().ok_or_else(|| {
+                ApiError::internal(anyhow::anyhow!("SpaceService missing from app data"))
             })?;
-            Ok((verifier.clone(), state.clone(), token.to_string()))
+            Ok((verifier.clone(), spaces.clone(), token.to_string()))
         });
         Box::pin(async move {
-            let (verifier, state, token) = found?;
+            let (verifier, spaces, token) = found?;
             let mut caller = verifier.verify(&token).await?;
-            let access = state
-                .spaces
+            let access = spaces
                 .access(&caller.id, &caller.groups, caller.token_roles())
                 .await?;
             if !access.is_anyone() {

@@ -84,7 +84,10 @@ fn role_names_the_service_does_not_know_are_ignored() {
     };
     assert_eq!(roles(json!({"roles": []})), []);
     assert_eq!(roles(json!({"roles": ["guest"]})), []);
-    assert_eq!(roles(json!({"roles": ["guest", "reviewer"]})), [Role::Reviewer]);
+    assert_eq!(
+        roles(json!({"roles": ["guest", "reviewer"]})),
+        [Role::Reviewer]
+    );
 }
 
 #[test]

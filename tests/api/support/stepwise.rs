@@ -1,6 +1,5 @@
-//! A vote written one statement per row, as the service wrote it before its combined
-//! statement (`src/store/reviews/sql/review_write.sql`), kept outside the service as a reference:
-//! the document locked, then the review; the vote, the claims it ends and the review row;
+//! A vote written one statement per row, as the service wrote it before its combined statement
+//! (`src/store/reviews/sql/review_write.sql`), kept outside the service as a reference: the document locked, then the review; the vote, the claims it ends and the review row;
 //! the document row; the audit and outbox rows; COMMIT. `routes::writes` holds the combined
 //! write to the rows this leaves; the benchmark's floor of the old statements runs it
 //! (`benches/bench_support/floor.rs` includes this file: it names nothing of the tests).
@@ -12,9 +11,8 @@ use kh_review::domain::audit::{as_hash, AuditKey, AuditRow, GENESIS};
 use kh_review::domain::rules::{
     self, AuditEntry, DocumentChange, Publication, ReviewChange, ReviewUpdate, ReviewWrite,
 };
-use kh_review::domain::{
-    Claim, Command, Decision, Document, FencingToken, Locked, OutboxEntry, Review, Stage, Vote,
-};
+use kh_review::domain::{Claim, Command, Decision, Document, FencingToken, Locked};
+use kh_review::domain::{OutboxEntry, Review, Stage, Vote};
 use kh_review::store::{OutboxRow, TraceContext, WriteContext};
 use serde_json::json;
 use sqlx::postgres::PgRow;
@@ -90,8 +88,8 @@ struct Link {
 /// The columns of a document row, as [`document_of`] reads them.
 macro_rules! document_columns {
     () => {
-        "id, title, body, status, version, author_id, space_id, current_review_id, policy, fence_token, \
-         created_at, updated_at, published_version, published_title, published_body"
+        "id, title, body, status, version, author_id, space_id, current_review_id, policy, \
+         fence_token, created_at, updated_at, published_version, published_title, published_body"
     };
 }
 
@@ -349,6 +347,7 @@ async fn write_audit_and_event(
         "event_type": entry.event.as_str(),
         "occurred_at": occurred_at,
         "document_id": doc.id,
+        "space": doc.space,
         "review_id": audit.review_id,
         "document_version": doc.version,
         "actor_id": ctx.actor.as_str(),
