@@ -72,6 +72,9 @@ impl DatabaseSettings {
 pub struct PoolFigures {
     /// Open connections.
     pub size: u32,
+    /// Open connections of the access pool (the memberships' reads), and of them idle.
+    pub access_size: u32,
+    pub access_idle: usize,
     /// Open connections nobody holds.
     pub idle: usize,
     /// Connections handed out since start (a pooled one or a new one).
@@ -140,6 +143,8 @@ impl PgStore {
     pub fn pool_figures(&self) -> PoolFigures {
         PoolFigures {
             size: self.pool.size(),
+            access_size: self.access_pool.size(),
+            access_idle: self.access_pool.num_idle(),
             idle: self.pool.num_idle(),
             acquired: self.acquired.load(Ordering::Relaxed),
         }

@@ -228,6 +228,20 @@ fn pool_metrics(scrape: &Registry, pool: &PoolFigures) {
     g.with_label_values(&["in_use"])
         .set((i64::from(pool.size) - idle).max(0));
     register(scrape, g);
+    let a = IntGaugeVec::new(
+        Opts::new(
+            "kh_db_access_pool_connections",
+            "Open connections of the PostgreSQL access pool (each request's read of its \
+             caller's memberships) by state",
+        ),
+        &["state"],
+    )
+    .expect("valid metric");
+    let access_idle = pool.access_idle as i64;
+    a.with_label_values(&["idle"]).set(access_idle);
+    a.with_label_values(&["in_use"])
+        .set((i64::from(pool.access_size) - access_idle).max(0));
+    register(scrape, a);
     let c = IntCounter::new(
         "kh_db_pool_acquisitions_total",
         "PostgreSQL connections handed out by the pool (pooled or new)",
@@ -293,6 +307,8 @@ mod tests {
             parked: Some((1, 42.0)),
             pool: PoolFigures {
                 size: 5,
+                access_size: 2,
+                access_idle: 1,
                 idle: 3,
                 acquired: 7,
             },
@@ -308,6 +324,7 @@ mod tests {
         assert!(text.contains("kh_outbox_parked_oldest_age_seconds 42"));
         assert!(text.contains("kh_transitions_total{type=\"approve\"} 1"));
         assert!(text.contains("kh_db_pool_connections{state=\"in_use\"} 2"));
+        assert!(text.contains("kh_db_access_pool_connections{state=\"in_use\"} 1"));
         assert!(text.contains("kh_db_pool_acquisitions_total 7"));
         assert!(text.contains("kh_task_restarts_total{task=\"outbox.publisher\"} 2"));
         assert!(text.contains("http_request_duration_seconds_bucket"));

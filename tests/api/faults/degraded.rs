@@ -150,7 +150,8 @@ async fn paused_storm(
 /// lock, the 49 others get `409 LOCK_NOT_ACQUIRED` with `Retry-After: 1` at once instead of
 /// each holding a pooled connection while it waits on the row lock. The pool's connections
 /// in use stay at a few all along, and another review's approval and a create go through
-/// meanwhile.
+/// meanwhile. (Each request's read of its caller's memberships takes a connection of the
+/// access pool, `database.access_connections`, never one of this pool's.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_redis_down_duplicates_are_refused_at_once_and_hold_no_connection() {
     use std::sync::atomic::{AtomicBool, Ordering};
