@@ -279,5 +279,13 @@ async fn a_malformed_space_key_is_refused_and_starts_no_replay() {
     }
     assert_eq!(app.count("SELECT count(*) FROM replays").await, 0);
     app.delete_queue(&queue).await;
+    // The OpenAPI description says so, and shows the filter on a replay.
+    let schemas = &app.public_json("/openapi.json").await["components"]["schemas"];
+    let asked = &schemas["StartReplay"]["properties"]["spaces"];
+    assert_eq!(
+        asked["items"]["pattern"], "^[a-z0-9][a-z0-9-]{0,62}$",
+        "{asked}"
+    );
+    assert!(schemas["ReplayFilters"]["properties"]["spaces"].is_object());
     app.finish().await;
 }
