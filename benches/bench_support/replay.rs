@@ -134,6 +134,18 @@ async fn seed_delivered(env: &BenchEnv, n: usize) -> anyhow::Result<Vec<Uuid>> {
     .bind(&docs)
     .execute(&env.pg)
     .await?;
+    // Each approved by a review of its own: a history replay sends the events of documents
+    // that were submitted (never a private draft's).
+    sqlx::query(
+        "WITH r AS (INSERT INTO reviews (id, document_id, status, document_version, submitted_by, \
+                                         decided_by, decided_at) \
+                    SELECT gen_random_uuid(), d, 'APPROVED', 2, 'bench-author', 'bench-reviewer', \
+                           now() FROM unnest($1::uuid[]) d RETURNING id, document_id) \
+         UPDATE documents SET current_review_id = r.id FROM r WHERE documents.id = r.document_id",
+    )
+    .bind(&docs)
+    .execute(&env.pg)
+    .await?;
     sqlx::query(
         "INSERT INTO outbox (event_id, document_id, document_version, event_type, routing_key, \
            payload, projected_at, published_at, done_at) \

@@ -14,6 +14,8 @@ use super::state::{Action, ReviewStatus};
 
 /// Archives `doc` (its author or an admin): ARCHIVED, nothing published any more, and
 /// `pending` (the document's pending review, if it has one) withdrawn, its claims ended.
+/// The archive of a document never submitted moves the projection and is audited, but
+/// publishes no `document.archived`: nobody else ever heard of the document.
 /// With `expected_version`, only the version the caller saw is archived: an archive that
 /// lost a race with an approval is refused instead of archiving what it never saw.
 pub(super) fn plan_archive(
@@ -67,7 +69,8 @@ pub(super) fn plan_archive(
             archived_by: actor.id.as_str().to_string(),
             reason: reason.map(ArchiveReason::into_string),
             withdrawn_review_id: withdrawn.map(|r| r.id),
-        }),
+        })
+        .about(doc),
     })
 }
 

@@ -19,7 +19,8 @@ pub struct NewComment {
     pub body: String,
 }
 
-/// What a comment writes: its row, the audit row, and `document.commented`.
+/// What a comment writes: its row, the audit row, and `document.commented` (published once
+/// the document was ever submitted: a private draft's comments are audited only).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommentPlan {
     pub comment: NewComment,
@@ -68,7 +69,8 @@ pub fn plan_comment(
             comment_id: id,
             commented_by: comment.author_id.clone(),
             body: comment.body.clone(),
-        }),
+        })
+        .about(doc),
         comment,
     })
 }

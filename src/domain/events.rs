@@ -12,6 +12,8 @@
 
 use serde::Serialize;
 
+use super::model::Document;
+
 /// Declares the event types: one entry per type (see the table below).
 macro_rules! event_types {
     ($(
@@ -161,19 +163,46 @@ impl EventType {
 }
 
 /// The outbox row a change writes; made from its data (`OutboxEntry::from`), whose variant
-/// is its type.
+/// is its type. It is published when its type is, unless the change is made to a document
+/// that was never submitted ([`OutboxEntry::about`]): such a document does not exist for
+/// anyone but its author and its space's admins, so its rows only move the projection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutboxEntry {
     pub event: EventType,
     pub data: EventData,
+    published: bool,
 }
 
 impl From<EventData> for OutboxEntry {
     fn from(data: EventData) -> Self {
+        let event = data.event_type();
         Self {
-            event: data.event_type(),
+            event,
             data,
+            published: event.is_published(),
         }
+    }
+}
+
+impl OutboxEntry {
+    /// The entry of a change to `doc` (as it was before the change): published as its type
+    /// says once `doc` was ever submitted; before that, projection only.
+    pub fn about(self, doc: &Document) -> Self {
+        Self {
+            published: self.published && doc.ever_submitted(),
+            ..self
+        }
+    }
+
+    /// Whether its event is published to RabbitMQ.
+    pub fn is_published(&self) -> bool {
+        self.published
+    }
+
+    /// The routing key its row is written with: None for a row that only moves the
+    /// projection (its type is never published, or its document was never submitted).
+    pub fn routing_key(&self) -> Option<&'static str> {
+        self.event.routing_key().filter(|_| self.published)
     }
 }
 
@@ -240,5 +269,9 @@ mod tests {
             reason: "r".into(),
         });
         assert_eq!(entry.event, EventType::Rejected);
+        assert_eq!(entry.routing_key(), Some("document.rejected"));
+        let created = OutboxEntry::from(EventData::Created {});
+        assert!(!created.is_published());
+        assert_eq!(created.routing_key(), None);
     }
 }

@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use super::events::EventType;
 use super::inputs::InputError;
+use super::spaces::SpaceKey;
 use super::state::text_column;
 
 /// What a replay sends.
@@ -77,7 +78,7 @@ pub const SNAPSHOT_EVENT_TYPE: &str = "document.snapshot";
 
 /// The longest queue name AMQP 0-9-1 carries (a short string).
 pub const MAX_QUEUE_NAME: usize = 255;
-/// Most types or documents one replay may name.
+/// Most types, documents or spaces one replay may name.
 pub const MAX_FILTER_ITEMS: usize = 1000;
 
 /// The event types a history replay may select: those that are published
@@ -99,6 +100,18 @@ pub struct ReplayRequest {
     pub types: Option<Vec<String>>,
     /// Only these documents.
     pub document_ids: Option<Vec<Uuid>>,
+    /// Only the documents of these spaces (keys; a key no space has matches nothing).
+    pub spaces: Option<Vec<String>>,
+}
+
+/// What a replay is asked to select (its filters), as sent, before they are checked.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReplaySelection {
+    pub from: Option<DateTime<Utc>>,
+    pub to: Option<DateTime<Utc>>,
+    pub types: Option<Vec<String>>,
+    pub document_ids: Option<Vec<Uuid>>,
+    pub spaces: Option<Vec<String>>,
 }
 
 fn refuse(field: &'static str, problem: impl Into<String>) -> InputError {
@@ -113,11 +126,15 @@ impl ReplayRequest {
     pub fn parse(
         mode: &str,
         target_queue: &str,
-        from: Option<DateTime<Utc>>,
-        to: Option<DateTime<Utc>>,
-        types: Option<Vec<String>>,
-        document_ids: Option<Vec<Uuid>>,
+        filters: ReplaySelection,
     ) -> Result<Self, InputError> {
+        let ReplaySelection {
+            from,
+            to,
+            types,
+            document_ids,
+            spaces,
+        } = filters;
         let mode =
             ReplayMode::parse(mode).ok_or_else(|| refuse("mode", "must be history or snapshot"))?;
         queue_name(target_queue)?;
@@ -143,6 +160,7 @@ impl ReplayRequest {
                 ));
             }
         }
+        let spaces = spaces.map(checked_spaces).transpose()?;
         Ok(Self {
             mode,
             target_queue: target_queue.to_string(),
@@ -150,6 +168,7 @@ impl ReplayRequest {
             to,
             types,
             document_ids,
+            spaces,
         })
     }
 }
@@ -185,6 +204,24 @@ fn checked_types(mut types: Vec<String>) -> Result<Vec<String>, InputError> {
     Ok(types)
 }
 
+/// Space keys, each well formed, sorted and without repeats.
+fn checked_spaces(keys: Vec<String>) -> Result<Vec<String>, InputError> {
+    if keys.is_empty() || keys.len() > MAX_FILTER_ITEMS {
+        return Err(refuse("spaces", "1 to 1000 space keys, or left out"));
+    }
+    let mut keys = keys
+        .iter()
+        .map(|k| {
+            SpaceKey::parse(k)
+                .map(|k| k.as_str().to_string())
+                .map_err(|e| refuse("spaces", format!("{k:?}: {}", e.problem)))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    keys.sort();
+    keys.dedup();
+    Ok(keys)
+}
+
 /// The event id of the snapshot of `document` at `version` in the replay `replay`: the same
 /// on every run of that replay (a UUID v5 in the replay's namespace), so that a replay
 /// resumed after a restart sends the ids it sent before.
@@ -199,6 +236,8 @@ pub fn snapshot_event_id(replay: Uuid, document: Uuid, version: i64) -> Uuid {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublishedRevision {
     pub document_id: Uuid,
+    /// The key of the document's space.
+    pub space: String,
     pub version: i64,
     pub title: String,
     pub body: String,
@@ -219,6 +258,7 @@ pub fn snapshot_event(
         "event_type": SNAPSHOT_EVENT_TYPE,
         "occurred_at": occurred_at,
         "document_id": rev.document_id,
+        "space": rev.space,
         "review_id": null,
         "document_version": rev.version,
         "actor_id": actor,
@@ -231,13 +271,36 @@ pub fn snapshot_event(
     (event_id, body)
 }
 
+/// The body a history replay sends for a stored event of a document in `space`: the body
+/// as it was stored, with `space` added when it has none (a row written before documents
+/// had spaces; a document's space never changes, so it is the space the event was in).
+pub fn stored_event_body(mut payload: Value, space: &str) -> Value {
+    if let Some(body) = payload.as_object_mut() {
+        if !body.contains_key("space") {
+            body.insert("space".into(), Value::String(space.to_string()));
+        }
+    }
+    payload
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn history(types: Option<Vec<&str>>) -> Result<ReplayRequest, InputError> {
         let types = types.map(|t| t.into_iter().map(String::from).collect());
-        ReplayRequest::parse("history", "indexer", None, None, types, None)
+        let filters = ReplaySelection {
+            types,
+            ..ReplaySelection::default()
+        };
+        ReplayRequest::parse("history", "indexer", filters)
+    }
+
+    fn spaces(keys: &[&str]) -> ReplaySelection {
+        ReplaySelection {
+            spaces: Some(keys.iter().map(|k| k.to_string()).collect()),
+            ..ReplaySelection::default()
+        }
     }
 
     #[test]
@@ -256,6 +319,7 @@ mod tests {
     fn a_snapshot_is_an_envelope_of_the_published_revision() {
         let rev = PublishedRevision {
             document_id: Uuid::now_v7(),
+            space: "hr".into(),
             version: 3,
             title: "T".into(),
             body: "B".into(),
@@ -264,6 +328,7 @@ mod tests {
         assert_eq!(body["event_id"], id.to_string());
         assert_eq!(body["event_type"], SNAPSHOT_EVENT_TYPE);
         assert_eq!(body["review_id"], Value::Null);
+        assert_eq!(body["space"], "hr");
         assert_eq!(body["document_version"], 3);
         assert_eq!(
             body["data"],
@@ -281,18 +346,49 @@ mod tests {
         assert_eq!(history(Some(vec![])).unwrap_err().field, "types");
         let t = history(Some(vec!["document.approved", "document.approved"])).unwrap();
         assert_eq!(t.types, Some(vec!["document.approved".to_string()]));
-        let bad_mode = ReplayRequest::parse("all", "q", None, None, None, None);
+        let none = ReplaySelection::default;
+        let bad_mode = ReplayRequest::parse("all", "q", none());
         assert_eq!(bad_mode.unwrap_err().field, "mode");
         for q in ["", "a\nb", "a b", "é", &"q".repeat(256)] {
-            let r = ReplayRequest::parse("snapshot", q, None, None, None, None);
+            let r = ReplayRequest::parse("snapshot", q, none());
             assert_eq!(r.unwrap_err().field, "target_queue", "{q:?}");
         }
         let now = Utc::now();
-        let backwards = ReplayRequest::parse("history", "q", Some(now), Some(now), None, None);
+        let (from, to) = (Some(now), Some(now));
+        let backwards = ReplaySelection { from, to, ..none() };
+        let backwards = ReplayRequest::parse("history", "q", backwards);
         assert_eq!(backwards.unwrap_err().field, "to");
-        let ranged_snapshot = ReplayRequest::parse("snapshot", "q", Some(now), None, None, None);
-        assert_eq!(ranged_snapshot.unwrap_err().field, "mode");
-        let no_ids = ReplayRequest::parse("snapshot", "q", None, None, None, Some(vec![]));
+        let ranged = ReplayRequest::parse("snapshot", "q", ReplaySelection { from, ..none() });
+        assert_eq!(ranged.unwrap_err().field, "mode");
+        let document_ids = Some(vec![]);
+        let no_ids = ReplaySelection {
+            document_ids,
+            ..none()
+        };
+        let no_ids = ReplayRequest::parse("snapshot", "q", no_ids);
         assert_eq!(no_ids.unwrap_err().field, "document_ids");
+    }
+
+    #[test]
+    fn spaces_are_keys_sorted_once_in_either_mode() {
+        for mode in ["history", "snapshot"] {
+            let r = ReplayRequest::parse(mode, "q", spaces(&["hr", "eng", "hr"])).unwrap();
+            assert_eq!(r.spaces, Some(vec!["eng".to_string(), "hr".to_string()]));
+        }
+        for bad in [&["Bad Key"][..], &["hr", ""], &[]] {
+            let r = ReplayRequest::parse("history", "q", spaces(bad));
+            assert_eq!(r.unwrap_err().field, "spaces", "{bad:?}");
+        }
+        let all = ReplayRequest::parse("snapshot", "q", ReplaySelection::default()).unwrap();
+        assert_eq!(all.spaces, None);
+    }
+
+    #[test]
+    fn a_stored_body_without_a_space_gets_its_document_s() {
+        let old = json!({"event_id": "e", "data": {}});
+        let body = stored_event_body(old, "hr");
+        assert_eq!(body["space"], "hr");
+        let new = json!({"event_id": "e", "space": "eng"});
+        assert_eq!(stored_event_body(new.clone(), "hr"), new, "kept as stored");
     }
 }

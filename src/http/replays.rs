@@ -10,7 +10,7 @@ use serde::Deserialize;
 use utoipa::openapi::schema::{Array, ArrayBuilder, ObjectBuilder, SchemaType, Type};
 use uuid::Uuid;
 
-use crate::domain::replay::{replayable, ReplayRequest, MAX_FILTER_ITEMS};
+use crate::domain::replay::{replayable, ReplayRequest, ReplaySelection, MAX_FILTER_ITEMS};
 use crate::store::ReplayRecord;
 use crate::web::auth::{Caller, Role};
 use crate::web::body::{parse_json, read_body};
@@ -51,6 +51,28 @@ pub struct StartReplay {
     #[serde(default)]
     #[schema(min_items = 1, max_items = 1000)]
     document_ids: Option<Vec<Uuid>>,
+    /// Either mode: only the events (history) or published documents (snapshot) of these
+    /// spaces, by key; a key no space has matches nothing.
+    #[serde(default)]
+    #[schema(schema_with = space_keys)]
+    spaces: Option<Vec<String>>,
+}
+
+/// `spaces`: space keys, 1 to 1,000 of them, or null.
+fn space_keys() -> Array {
+    let item = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some("^[a-z0-9][a-z0-9-]{0,62}$"));
+    ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(item)
+        .min_items(Some(1))
+        .max_items(Some(MAX_FILTER_ITEMS))
+        .description(Some(
+            "Either mode: only the events (history) or published documents (snapshot) of \
+             these spaces, by key; a key no space has matches nothing",
+        ))
+        .build()
 }
 
 /// `types`: published event types, 1 to 1,000 of them, or null.
@@ -85,7 +107,7 @@ fn event_types() -> Array {
         (status = 409, description = "REPLAY_RUNNING: a replay to this queue is running; IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
         (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
         (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
-        (status = 422, description = "VALIDATION_FAILED: a field out of its range, or a target queue that does not exist; REPLAY_TARGET_NOT_ALLOWED: a target queue replay.allowed_target_queues does not allow; IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED: a field out of its range (a space key that is not one), or a target queue that does not exist; REPLAY_TARGET_NOT_ALLOWED: a target queue replay.allowed_target_queues does not allow; IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
         (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL or RabbitMQ is down", body = ErrorEnvelope)
     ),
     security(("bearer" = []))
@@ -101,15 +123,15 @@ pub async fn start(
     let (st, body, admin) = (state.clone(), bytes.clone(), caller.id.clone());
     let ran = post::run(&req, &state, &caller, &bytes, move |held_key| async move {
         let input: StartReplay = parse_json(&body, false)?;
-        let request = ReplayRequest::parse(
-            &input.mode,
-            &input.target_queue,
-            input.from,
-            input.to,
-            input.types,
-            input.document_ids,
-        )
-        .map_err(|e| ApiError::validation(e.to_string()))?;
+        let filters = ReplaySelection {
+            from: input.from,
+            to: input.to,
+            types: input.types,
+            document_ids: input.document_ids,
+            spaces: input.spaces,
+        };
+        let request = ReplayRequest::parse(&input.mode, &input.target_queue, filters)
+            .map_err(|e| ApiError::validation(e.to_string()))?;
         let request_id = request_id::current();
         let started = st
             .replays

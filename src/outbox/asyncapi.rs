@@ -8,8 +8,11 @@
 
 use serde_json::{json, Map, Value};
 
-use super::envelope::{EventSettings, SPEC_VERSION};
+use super::envelope::{EventSettings, SPACE_HEADER, SPEC_VERSION};
 use super::schemas;
+
+/// What a space key looks like (`domain::SpaceKey`).
+const SPACE_KEY_PATTERN: &str = "^[a-z0-9][a-z0-9-]{0,62}$";
 
 /// The AMQP bindings' version this document follows.
 const AMQP_BINDING: &str = "0.3.0";
@@ -71,7 +74,7 @@ pub fn document(exchange_name: &str, events: &EventSettings) -> Value {
             "title": "kh-review events",
             "version": env!("CARGO_PKG_VERSION"),
             "description": format!(
-                "The events of the document-review service, published to the durable topic exchange `{}` with the event type as routing key. Every message is a CloudEvent {SPEC_VERSION} in binary content mode: the JSON body is the event, its attributes are `ce-` headers (long strings) and `datacontenttype` is the `content_type` property. Delivery is at least once: deduplicate by `event_id` (`ce-id`); dispatch on `event_type` (`ce-type`), never on the routing key; ignore types you do not know.",
+                "The events of the document-review service, published to the durable topic exchange `{}` with the event type as routing key. Every message is a CloudEvent {SPEC_VERSION} in binary content mode: the JSON body is the event, its attributes are `ce-` headers (long strings), with the extension attribute `khspace` (header `ce-khspace`: the key of the document's space, as the body's `space`), and `datacontenttype` is the `content_type` property. Delivery is at least once: deduplicate by `event_id` (`ce-id`); dispatch on `event_type` (`ce-type`), never on the routing key; ignore types you do not know.",
                 exchange_name
             ),
         },
@@ -137,19 +140,22 @@ fn message(ty: &str, events: &EventSettings) -> Value {
     })
 }
 
-/// The headers of a message of `ty`: every `ce-` header (but `ce-subject` for the
-/// service's own events, which are about no document), and the optional trace context
-/// and replay id. Nothing else is sent; a consumer may also find the broker's own `x-`
-/// headers.
+/// The headers of a message of `ty`: every `ce-` header (but `ce-subject` and
+/// `ce-khspace` for the service's own events, which are about no document), and the
+/// optional trace context and replay id. Nothing else is sent; a consumer may also find
+/// the broker's own `x-` headers.
 fn headers_schema(ty: &str, events: &EventSettings) -> Value {
     let mut schema = document_headers_schema(ty, events);
     if schemas::is_service_event(ty) {
+        let about_a_document = ["ce-subject", SPACE_HEADER];
         if let Some(props) = schema["properties"].as_object_mut() {
-            props.remove("ce-subject");
+            for h in about_a_document {
+                props.remove(h);
+            }
         }
         schema["required"] = json!(super::envelope::CE_HEADERS
             .iter()
-            .filter(|h| **h != "ce-subject")
+            .filter(|h| !about_a_document.contains(h))
             .collect::<Vec<_>>());
     }
     schema
@@ -169,6 +175,7 @@ fn document_headers_schema(ty: &str, events: &EventSettings) -> Value {
             "ce-subject": {"type": "string", "format": "uuid", "description": "CloudEvents subject: the document_id"},
             "ce-time": {"type": "string", "format": "date-time", "description": "CloudEvents time: the occurred_at, RFC 3339 UTC"},
             "ce-dataschema": {"const": events.schema_url(ty), "description": "CloudEvents dataschema: this type's JSON Schema, served by the service"},
+            SPACE_HEADER: {"type": "string", "pattern": SPACE_KEY_PATTERN, "description": "CloudEvents extension attribute khspace: the key of the document's space (knowledge base), the body's space"},
             "traceparent": {
                 "type": "string",
                 "pattern": "^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$",
@@ -210,6 +217,12 @@ mod tests {
         assert_eq!(d["operations"].as_object().unwrap().len(), keys + 1);
         let checkpoint = &d["components"]["messages"]["audit_checkpoint"]["headers"];
         assert!(checkpoint["properties"].get("ce-subject").is_none());
+        assert!(checkpoint["properties"].get("ce-khspace").is_none());
+        let approved = &d["components"]["messages"]["document_approved"]["headers"];
+        assert!(approved["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("ce-khspace")));
         assert!(!checkpoint["required"]
             .as_array()
             .unwrap()

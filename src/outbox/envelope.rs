@@ -1,8 +1,9 @@
 //! The CloudEvents 1.0 envelope of every published message, in binary content mode: the
 //! event's JSON body as it is, and its attributes as the `ce-` headers of the RabbitMQ
 //! protocol binding (Knative's; the CloudEvents AMQP binding covers AMQP 1.0 only), each
-//! value an AMQP long string. `datacontenttype` is the `content_type` property, which the
-//! publisher sets.
+//! value an AMQP long string, with one extension attribute of the service's, `khspace`
+//! (the body's `space`, so a consumer routes by knowledge base without parsing the body).
+//! `datacontenttype` is the `content_type` property, which the publisher sets.
 //!
 //! The headers are built from the outbox row alone, by [`cloudevent_headers`], whoever
 //! publishes it and however often (the request, a background dispatcher, a retry after a
@@ -74,8 +75,12 @@ impl EventSettings {
 /// `ce-specversion`.
 pub const SPEC_VERSION: &str = "1.0";
 
-/// The `ce-` headers every message carries, in this order.
-pub const CE_HEADERS: [&str; 7] = [
+/// The header of the extension attribute `khspace`: the key of the event's space.
+pub const SPACE_HEADER: &str = "ce-khspace";
+
+/// The `ce-` headers every message about a document carries, in this order (the service's
+/// own events, about no document, have neither `ce-subject` nor `ce-khspace`).
+pub const CE_HEADERS: [&str; 8] = [
     "ce-specversion",
     "ce-id",
     "ce-source",
@@ -83,12 +88,15 @@ pub const CE_HEADERS: [&str; 7] = [
     "ce-subject",
     "ce-time",
     "ce-dataschema",
+    SPACE_HEADER,
 ];
 
 /// The CloudEvents attributes of the row's event: every `ce-` header, each a long string.
 /// `ce-time` is the event's `occurred_at` (the time of the change, not of this publish),
 /// in RFC 3339 UTC; a body without a readable one (never written by the service) has
-/// no `ce-time`, which CloudEvents allows.
+/// no `ce-time`, which CloudEvents allows. `ce-khspace` is the body's `space`: the
+/// service writes it in every row's body (a row written by a release before spaces, still
+/// undelivered when this one starts, has none, and so no `ce-khspace`).
 pub fn cloudevent_headers(row: &OutboxRow, events: &EventSettings) -> FieldTable {
     headers_for(
         row.event_id,
@@ -100,7 +108,8 @@ pub fn cloudevent_headers(row: &OutboxRow, events: &EventSettings) -> FieldTable
 }
 
 /// The CloudEvents headers of any event the service sends: a live row's, a replayed row's,
-/// a replay's `document.snapshot` (`payload` is the body; its `occurred_at` is `ce-time`).
+/// a replay's `document.snapshot` (`payload` is the body; its `occurred_at` is `ce-time`,
+/// its `space` is `ce-khspace`).
 pub fn headers_for(
     event_id: Uuid,
     event_type: &str,
@@ -112,7 +121,8 @@ pub fn headers_for(
 }
 
 /// The CloudEvents headers of an event about no document (`audit.checkpoint`): those of
-/// [`headers_for`] without `ce-subject`, which CloudEvents leaves optional.
+/// [`headers_for`] without `ce-subject`, which CloudEvents leaves optional (and without
+/// `ce-khspace`: its body names no space).
 pub fn service_headers(
     event_id: Uuid,
     event_type: &str,
@@ -144,6 +154,7 @@ fn attributes(
         subject.map(|s| s.to_string()),
         time,
         Some(events.schema_url(event_type)),
+        payload["space"].as_str().map(str::to_string),
     ];
     let mut headers = FieldTable::default();
     for (name, value) in CE_HEADERS.iter().zip(values) {
@@ -168,7 +179,7 @@ mod tests {
             document_version: 3,
             event_type: "document.approved".into(),
             routing_key: Some("document.approved".into()),
-            payload: json!({"occurred_at": occurred_at}),
+            payload: json!({"occurred_at": occurred_at, "space": "hr"}),
             traceparent: None,
             tracestate: None,
             attempts: 0,
@@ -206,6 +217,7 @@ mod tests {
                 "ce-dataschema",
                 "https://review.example/schemas/events/document.approved.json",
             ),
+            ("ce-khspace", "hr"),
         ];
         for (name, value) in want {
             assert_eq!(text(&h, name).as_deref(), Some(value), "{name}");
@@ -223,6 +235,22 @@ mod tests {
         let h = cloudevent_headers(&row(json!(null)), &EventSettings::default());
         assert_eq!(text(&h, "ce-time"), None);
         assert_eq!(h.inner().len(), CE_HEADERS.len() - 1);
+    }
+
+    #[test]
+    fn a_body_without_a_space_has_no_ce_khspace_and_a_service_event_neither() {
+        let mut r = row(json!("2026-11-29T10:10:06Z"));
+        r.payload = json!({"occurred_at": "2026-11-29T10:10:06Z"});
+        let h = cloudevent_headers(&r, &EventSettings::default());
+        assert_eq!(text(&h, SPACE_HEADER), None);
+        let payload = json!({"occurred_at": "2026-11-29T10:10:06Z"});
+        let service = service_headers(
+            Uuid::now_v7(),
+            "audit.checkpoint",
+            &payload,
+            &Default::default(),
+        );
+        assert_eq!(service.inner().len(), CE_HEADERS.len() - 2);
     }
 
     #[test]

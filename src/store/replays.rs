@@ -26,6 +26,9 @@ pub struct ReplayRecord {
     pub to_at: Option<DateTime<Utc>>,
     pub types: Option<Vec<String>>,
     pub document_ids: Option<Vec<Uuid>>,
+    /// Only the documents of these spaces (keys).
+    #[serde(default)]
+    pub spaces: Option<Vec<String>>,
     /// History: the newest outbox row that can belong to it.
     pub upto_outbox_id: i64,
     pub requested_by: String,
@@ -47,6 +50,9 @@ pub struct StoredEvent {
     pub id: i64,
     pub event_id: Uuid,
     pub document_id: Uuid,
+    /// The key of the document's space (a row written before spaces has none in its
+    /// payload).
+    pub space: String,
     pub event_type: String,
     pub payload: serde_json::Value,
     /// The trace context stored with the row when it was written (sent again as it was).
@@ -61,6 +67,8 @@ impl PgStore {
     /// Writes a running replay of `req`, with its total (the delivered events, or the
     /// published documents, that match it now), in a transaction left open: the caller
     /// commits it with its idempotency record. None: a replay to that queue is running.
+    /// History counts the events of documents ever submitted only (an older release
+    /// published a private draft's comments and archive: a replay never sends them again).
     pub async fn write_replay(
         &self,
         id: Uuid,
@@ -73,24 +81,28 @@ impl PgStore {
             ReplayRecord,
             r#"WITH bound AS (SELECT COALESCE(max(id), 0) AS upto FROM outbox),
                events AS (
-                 SELECT count(*) AS n FROM outbox o, bound
+                 SELECT count(*) AS n FROM outbox o JOIN documents d ON d.id = o.document_id, bound
                  WHERE $2::text = 'history' AND o.id <= bound.upto AND o.published_at IS NOT NULL
                    AND ($4::timestamptz IS NULL OR o.created_at >= $4)
                    AND ($5::timestamptz IS NULL OR o.created_at < $5)
                    AND ($6::text[] IS NULL OR o.event_type = ANY($6))
-                   AND ($7::uuid[] IS NULL OR o.document_id = ANY($7))),
+                   AND ($7::uuid[] IS NULL OR o.document_id = ANY($7))
+                   AND ($10::text[] IS NULL OR d.space_id = ANY($10))
+                   AND d.current_review_id IS NOT NULL),
                docs AS (
                  SELECT count(*) AS n FROM documents d
                  WHERE $2::text = 'snapshot' AND d.published_version IS NOT NULL
-                   AND ($7::uuid[] IS NULL OR d.id = ANY($7)))
+                   AND ($7::uuid[] IS NULL OR d.id = ANY($7))
+                   AND ($10::text[] IS NULL OR d.space_id = ANY($10)))
                INSERT INTO replays (id, mode, target_queue, state, from_at, to_at, types,
-                                    document_ids, upto_outbox_id, requested_by, request_id, total)
-               SELECT $1, $2, $3, 'running', $4, $5, $6, $7, bound.upto, $8, $9,
+                                    document_ids, spaces, upto_outbox_id, requested_by,
+                                    request_id, total)
+               SELECT $1, $2, $3, 'running', $4, $5, $6, $7, $10, bound.upto, $8, $9,
                       events.n + docs.n
                FROM bound, events, docs
                RETURNING id, mode AS "mode: ReplayMode", target_queue,
                          state AS "state: ReplayState", from_at, to_at, types, document_ids,
-                         upto_outbox_id, requested_by, total, sent, duplicates, takeovers,
+                         spaces, upto_outbox_id, requested_by, total, sent, duplicates, takeovers,
                          cursor_outbox_id, cursor_document_id, error, started_at,
                          progressed_at, finished_at"#,
             id,
@@ -102,6 +114,7 @@ impl PgStore {
             req.document_ids.as_deref(),
             requested_by,
             request_id,
+            req.spaces.as_deref(),
         )
         .fetch_one(&mut *tx)
         .await;
@@ -117,7 +130,7 @@ impl PgStore {
             ReplayRecord,
             r#"SELECT id, mode AS "mode: ReplayMode", target_queue,
                       state AS "state: ReplayState", from_at, to_at, types, document_ids,
-                      upto_outbox_id, requested_by, total, sent, duplicates, takeovers,
+                      spaces, upto_outbox_id, requested_by, total, sent, duplicates, takeovers,
                       cursor_outbox_id, cursor_document_id, error, started_at,
                       progressed_at, finished_at
                FROM replays WHERE id = $1"#,
@@ -134,7 +147,7 @@ impl PgStore {
             ReplayRecord,
             r#"SELECT id, mode AS "mode: ReplayMode", target_queue,
                       state AS "state: ReplayState", from_at, to_at, types, document_ids,
-                      upto_outbox_id, requested_by, total, sent, duplicates, takeovers,
+                      spaces, upto_outbox_id, requested_by, total, sent, duplicates, takeovers,
                       cursor_outbox_id, cursor_document_id, error, started_at,
                       progressed_at, finished_at
                FROM replays
@@ -183,7 +196,7 @@ impl PgStore {
                            ORDER BY started_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
                RETURNING id, mode AS "mode: ReplayMode", target_queue,
                          state AS "state: ReplayState", from_at, to_at, types, document_ids,
-                         upto_outbox_id, requested_by, total, sent, duplicates, takeovers,
+                         spaces, upto_outbox_id, requested_by, total, sent, duplicates, takeovers,
                          cursor_outbox_id, cursor_document_id, error, started_at,
                          progressed_at, finished_at"#,
             runner,
@@ -289,7 +302,8 @@ impl PgStore {
     }
 
     /// Up to `limit` events of the history replay `r` after its cursor, in outbox order:
-    /// those published before the replay started.
+    /// those published before the replay started, of documents ever submitted, each with
+    /// its document's space.
     pub async fn history_batch(
         &self,
         r: &ReplayRecord,
@@ -297,14 +311,18 @@ impl PgStore {
     ) -> Result<Vec<StoredEvent>, StoreError> {
         sqlx::query_as!(
             StoredEvent,
-            r#"SELECT id, event_id, document_id, event_type, payload, traceparent, tracestate
-               FROM outbox
-               WHERE id > $1 AND id <= $2 AND published_at IS NOT NULL AND published_at <= $3
-                 AND ($4::timestamptz IS NULL OR created_at >= $4)
-                 AND ($5::timestamptz IS NULL OR created_at < $5)
-                 AND ($6::text[] IS NULL OR event_type = ANY($6))
-                 AND ($7::uuid[] IS NULL OR document_id = ANY($7))
-               ORDER BY id LIMIT $8"#,
+            r#"SELECT o.id, o.event_id, o.document_id, d.space_id AS space, o.event_type,
+                      o.payload, o.traceparent, o.tracestate
+               FROM outbox o JOIN documents d ON d.id = o.document_id
+               WHERE o.id > $1 AND o.id <= $2 AND o.published_at IS NOT NULL
+                 AND o.published_at <= $3
+                 AND ($4::timestamptz IS NULL OR o.created_at >= $4)
+                 AND ($5::timestamptz IS NULL OR o.created_at < $5)
+                 AND ($6::text[] IS NULL OR o.event_type = ANY($6))
+                 AND ($7::uuid[] IS NULL OR o.document_id = ANY($7))
+                 AND ($9::text[] IS NULL OR d.space_id = ANY($9))
+                 AND d.current_review_id IS NOT NULL
+               ORDER BY o.id LIMIT $8"#,
             r.cursor_outbox_id.unwrap_or(0),
             r.upto_outbox_id,
             r.started_at,
@@ -313,31 +331,34 @@ impl PgStore {
             r.types.as_deref(),
             r.document_ids.as_deref(),
             limit,
+            r.spaces.as_deref(),
         )
         .fetch_all(&self.pool)
         .bounded(self)
         .await
     }
 
-    /// Up to `limit` published revisions after the document `after`, in document id order
-    /// (only `only`, when given).
+    /// Up to `limit` published revisions of the snapshot replay `r` after the document
+    /// `after`, in document id order (only its documents and spaces, when it names some).
     pub async fn snapshot_batch(
         &self,
+        r: &ReplayRecord,
         after: Option<Uuid>,
-        only: Option<&[Uuid]>,
         limit: i64,
     ) -> Result<Vec<PublishedRevision>, StoreError> {
         sqlx::query_as!(
             PublishedRevision,
-            r#"SELECT id AS document_id, published_version AS "version!",
+            r#"SELECT id AS document_id, space_id AS space, published_version AS "version!",
                       published_title AS "title!", published_body AS "body!"
                FROM documents
                WHERE published_version IS NOT NULL AND ($1::uuid IS NULL OR id > $1)
                  AND ($2::uuid[] IS NULL OR id = ANY($2))
+                 AND ($4::text[] IS NULL OR space_id = ANY($4))
                ORDER BY id LIMIT $3"#,
             after,
-            only,
+            r.document_ids.as_deref(),
             limit,
+            r.spaces.as_deref(),
         )
         .fetch_all(&self.pool)
         .bounded(self)

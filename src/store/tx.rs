@@ -154,7 +154,7 @@ pub(super) async fn write_audit_and_event(
     let event_id = Uuid::now_v7();
     let event_type = entry.event.as_str();
     let payload = event_body(event_id, entry, doc, audit, ctx, occurred_at);
-    let routing_key = entry.event.routing_key();
+    let routing_key = entry.routing_key();
     let ticket = Uuid::new_v4();
     let trace = TraceContext::current(); // goes with the row to whoever publishes it
     let (traceparent, tracestate) = TraceContext::columns(trace.as_ref());
@@ -233,7 +233,7 @@ impl Event {
             document_id: doc.id,
             document_version: doc.version,
             event_type: entry.event.as_str().to_string(),
-            routing_key: entry.event.routing_key().map(str::to_string),
+            routing_key: entry.routing_key().map(str::to_string),
             payload: self.payload,
             attempts: 0,
             ticket,

@@ -15,6 +15,8 @@ pub struct ReplayFilters {
     pub to: Option<DateTime<Utc>>,
     pub types: Option<Vec<String>>,
     pub document_ids: Option<Vec<Uuid>>,
+    /// The keys of the spaces whose documents it sends.
+    pub spaces: Option<Vec<String>>,
 }
 
 /// A replay and its progress.
@@ -81,6 +83,7 @@ impl ReplayView {
                 to: r.to_at,
                 types: r.types.clone(),
                 document_ids: r.document_ids.clone(),
+                spaces: r.spaces.clone(),
             },
             requested_by: r.requested_by.clone(),
             error: r.error.clone(),

@@ -6,7 +6,8 @@ attribute against what it was told to expect.
     python cloudevents_consumer.py AMQP_URL QUEUE EXPECTED_JSON
 
 EXPECTED_JSON holds the attributes (id, source, type, subject, time, dataschema,
-datacontenttype, specversion) and the data. Prints the event's attributes and data as one
+datacontenttype, specversion, and the extension attribute khspace: the document's space)
+and the data. Prints the event's attributes and data as one
 JSON line; exits 1, naming each attribute that differs, when one does. Run by
 tests/api/meta/cloudevents.rs in the virtualenv of scripts/events_venv.sh.
 """

@@ -95,3 +95,35 @@ fn comments_point_at_a_review_of_their_document_and_not_at_an_archived_one() {
         "{closed:?}"
     );
 }
+
+#[test]
+fn a_draft_never_submitted_publishes_nothing_its_comments_and_archive_only_move_the_projection() {
+    let draft = doc(DocumentStatus::Draft, None);
+    let author = user(AUTHOR);
+    let body = || CommentBody::parse("Note to self").unwrap();
+    let private = plan_comment(Some(&draft), (&author).into(), Uuid::now_v7(), body(), None);
+    let private = private.unwrap().outbox;
+    assert_eq!(private.event, EventType::Commented);
+    assert_eq!(private.routing_key(), None, "audited, never published");
+    let archived = plan(
+        &locked(draft.clone(), None),
+        &author,
+        archive(None),
+        Guard::Unlocked,
+    )
+    .unwrap();
+    assert_eq!(archived.outbox.event, EventType::Archived);
+    assert_eq!(archived.outbox.routing_key(), None);
+    assert_eq!(archived.audit.action, "archive", "still audited");
+    // Once submitted (even withdrawn since), the same changes are published again.
+    let mut once = draft;
+    once.current_review_id = Some(Uuid::now_v7());
+    let public = plan_comment(Some(&once), (&author).into(), Uuid::now_v7(), body(), None);
+    assert_eq!(
+        public.unwrap().outbox.routing_key(),
+        Some("document.commented")
+    );
+    let archived = plan(&locked(once, None), &author, archive(None), Guard::Unlocked);
+    let key = archived.unwrap().outbox.routing_key();
+    assert_eq!(key, Some("document.archived"));
+}

@@ -1,14 +1,19 @@
 //! What a replayed message is on the wire: the one place its AMQP properties and headers
 //! are made. A history replay sends a delivered row as the live publish sent it (the same
-//! body, `message_id`, `type`, `content_type`, persistence) plus `kh-replay-id`; a snapshot
-//! replay sends a `document.snapshot` made from the published revision.
+//! body, `message_id`, `type`, `content_type`, persistence) plus `kh-replay-id`; a row
+//! written before documents had spaces gets its document's `space` in its body (and so its
+//! `ce-khspace`), as every message the service sends has. A snapshot replay sends a
+//! `document.snapshot` made from the published revision.
 
 use chrono::Utc;
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::BasicProperties;
+use serde_json::Value;
 use uuid::Uuid;
 
-use crate::domain::replay::{snapshot_event, PublishedRevision, SNAPSHOT_EVENT_TYPE};
+use crate::domain::replay::{
+    snapshot_event, stored_event_body, PublishedRevision, SNAPSHOT_EVENT_TYPE,
+};
 use crate::outbox::envelope::{headers_for, EventSettings};
 use crate::outbox::trace_headers;
 use crate::store::{StoredEvent, TraceContext};
@@ -48,15 +53,10 @@ pub fn properties(
         .with_headers(headers)
 }
 
-/// The headers a live publish of `row` carries, besides the replay's own.
-pub fn stored_headers(row: &StoredEvent, events: &EventSettings) -> FieldTable {
-    let mut headers = headers_for(
-        row.event_id,
-        &row.event_type,
-        row.document_id,
-        &row.payload,
-        events,
-    );
+/// The headers a live publish of `row` (whose body is `body`) carries, besides the
+/// replay's own.
+pub fn stored_headers(row: &StoredEvent, body: &Value, events: &EventSettings) -> FieldTable {
+    let mut headers = headers_for(row.event_id, &row.event_type, row.document_id, body, events);
     // The trace of the change, as it was stored: the replay continues it.
     let trace = row
         .traceparent
@@ -66,21 +66,19 @@ pub fn stored_headers(row: &StoredEvent, events: &EventSettings) -> FieldTable {
     headers
 }
 
-/// A delivered outbox row, sent again as it was.
+/// A delivered outbox row, sent again as it was (with its document's space, when the row
+/// was written without one).
 pub fn replayed(
     row: &StoredEvent,
     replay: Uuid,
     events: &EventSettings,
 ) -> Result<Outgoing, serde_json::Error> {
+    let body = stored_event_body(row.payload.clone(), &row.space);
+    let headers = stored_headers(row, &body, events);
     Ok(Outgoing {
         event_id: row.event_id,
-        body: serde_json::to_vec(&row.payload)?,
-        properties: properties(
-            row.event_id,
-            &row.event_type,
-            replay,
-            stored_headers(row, events),
-        ),
+        body: serde_json::to_vec(&body)?,
+        properties: properties(row.event_id, &row.event_type, replay, headers),
     })
 }
 
@@ -116,8 +114,9 @@ mod tests {
             id: 7,
             event_id: Uuid::now_v7(),
             document_id: Uuid::now_v7(),
+            space: "hr".into(),
             event_type: "document.approved".into(),
-            payload: serde_json::json!({"event_type": "document.approved", "n": 1}),
+            payload: serde_json::json!({"event_type": "document.approved", "n": 1, "space": "hr"}),
             traceparent: None,
             tracestate: None,
         };
@@ -135,6 +134,32 @@ mod tests {
         assert_eq!(
             headers.inner().get(REPLAY_ID_HEADER),
             Some(&AMQPValue::LongString(replay.to_string().into()))
+        );
+        assert_eq!(
+            headers.inner().get("ce-khspace"),
+            Some(&AMQPValue::LongString("hr".into()))
+        );
+    }
+
+    #[test]
+    fn a_row_stored_without_a_space_is_sent_with_its_document_s() {
+        let row = StoredEvent {
+            id: 8,
+            event_id: Uuid::now_v7(),
+            document_id: Uuid::now_v7(),
+            space: "legal".into(),
+            event_type: "document.archived".into(),
+            payload: serde_json::json!({"event_type": "document.archived"}),
+            traceparent: None,
+            tracestate: None,
+        };
+        let m = replayed(&row, Uuid::now_v7(), &EventSettings::default()).unwrap();
+        let body: Value = serde_json::from_slice(&m.body).unwrap();
+        assert_eq!(body["space"], "legal");
+        let headers = m.properties.headers().as_ref().unwrap();
+        assert_eq!(
+            headers.inner().get("ce-khspace"),
+            Some(&AMQPValue::LongString("legal".into()))
         );
     }
 }

@@ -229,10 +229,9 @@ impl ReplayRunner {
                 Ok((out, (last, None)))
             }
             ReplayMode::Snapshot => {
-                let only = replay.document_ids.as_deref();
                 let revs = self
                     .store
-                    .snapshot_batch(replay.cursor_document_id, only, limit)
+                    .snapshot_batch(replay, replay.cursor_document_id, limit)
                     .await?;
                 let last = revs.last().map(|r| r.document_id);
                 let out = revs

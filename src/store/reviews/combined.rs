@@ -178,7 +178,7 @@ async fn statement(
         v.link.at,
         v.event.event_id,
         v.entry.event.as_str(),
-        v.entry.event.routing_key(),
+        v.entry.routing_key(),
         v.event.payload,
         v.ctx.own_outbox_for.map(|d| d.as_secs_f64()),
         v.ticket,

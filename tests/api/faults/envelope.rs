@@ -17,9 +17,9 @@ use crate::support::events::headers_json;
 
 /// The headers the row's event must carry, from the row as PostgreSQL holds it.
 async fn expected_headers(app: &TestApp, event_id: &str) -> Value {
-    let (ty, doc, occurred): (String, String, String) = sqlx::query_as(
-        "SELECT event_type, document_id::text, payload->>'occurred_at' FROM outbox \
-         WHERE event_id = $1::uuid",
+    let (ty, doc, occurred, space): (String, String, String, String) = sqlx::query_as(
+        "SELECT event_type, document_id::text, payload->>'occurred_at', payload->>'space' \
+         FROM outbox WHERE event_id = $1::uuid",
     )
     .bind(event_id)
     .fetch_one(&app.pg)
@@ -33,6 +33,7 @@ async fn expected_headers(app: &TestApp, event_id: &str) -> Value {
         "ce-subject": doc,
         "ce-time": occurred,
         "ce-dataschema": app.settings.events.schema_url(&ty),
+        "ce-khspace": space,
     })
 }
 

@@ -1,7 +1,8 @@
 //! A consumer in Python reads a published approval with the CloudEvents SDK's RabbitMQ
 //! binding (tests/consumers/cloudevents_consumer.py, in the virtualenv that
 //! scripts/events_venv.sh installs) and gets every attribute right: id, source, type,
-//! subject, time, dataschema, datacontenttype, specversion, and the data.
+//! subject, time, dataschema, datacontenttype, specversion, the extension attribute
+//! khspace (the document's space), and the data.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -90,6 +91,7 @@ async fn the_python_cloudevents_sdk_reads_every_attribute_of_an_event() {
             "time": event["occurred_at"],
             "dataschema": app.settings.events.schema_url("document.approved"),
             "datacontenttype": "application/json",
+            "khspace": "default",
         },
         "data": event,
     });
@@ -116,12 +118,17 @@ async fn the_python_cloudevents_sdk_reads_every_attribute_of_an_event() {
         "subject",
         "dataschema",
         "datacontenttype",
+        "khspace",
     ] {
         assert_eq!(attributes[name], expected["attributes"][name], "{name}");
     }
     let time = |v: &Value| chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap()).unwrap();
     assert_eq!(time(&attributes["time"]), time(&event["occurred_at"]));
     assert_eq!(seen["data"], *event);
+    assert_eq!(
+        attributes["khspace"], event["space"],
+        "the extension is the body's space"
+    );
     drop(queue);
     app.finish().await;
 }

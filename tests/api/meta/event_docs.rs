@@ -160,7 +160,7 @@ fn the_source_refuses_what_the_page_says_is_wrong() {
     let event = serde_json::json!({
         "event_id": "01a22691-9b41-71d5-9d4f-c91a4368d22a", "event_type": "document.approved",
         "occurred_at": "2026-11-29T09:10:06.398771Z", "document_id": "01a22691-9a62-7610-835c-a0977ab5a7bc",
-        "review_id": "01a22691-9ad2-728e-b933-b1a469e2c973", "document_version": 3, "actor_id": "bob",
+        "space": "default", "review_id": "01a22691-9ad2-728e-b933-b1a469e2c973", "document_version": 3, "actor_id": "bob",
         "data": {"title": "Runbook", "comment": null, "replaced_version": null}
     });
     as_documented(&event);
@@ -171,6 +171,7 @@ fn the_source_refuses_what_the_page_says_is_wrong() {
         ("/event_id", serde_json::json!("not-a-uuid")),
         ("/occurred_at", serde_json::json!("yesterday")),
         ("/data/title", serde_json::json!(7)),
+        ("/space", serde_json::json!("Bad Key")),
     ] {
         let mut bad = event.clone();
         let (parent, key) = pointer.rsplit_once('/').unwrap();
@@ -183,6 +184,11 @@ fn the_source_refuses_what_the_page_says_is_wrong() {
         if !refused {
             wrong.push(pointer);
         }
+    }
+    let mut spaceless = event.clone();
+    spaceless.as_object_mut().unwrap().remove("space");
+    if std::panic::catch_unwind(|| as_documented(&spaceless)).is_ok() {
+        wrong.push("no /space");
     }
     assert!(wrong.is_empty(), "accepted: {wrong:?}");
 }

@@ -53,6 +53,7 @@ async fn the_asyncapi_document_is_served_to_anyone_and_describes_every_message()
     for h in [
         "ce-id",
         "ce-time",
+        "ce-khspace",
         "traceparent",
         "tracestate",
         "kh-replay-id",
@@ -119,6 +120,7 @@ async fn a_published_event_carries_its_cloudevent_headers() {
         "ce-subject": doc,
         "ce-time": headers["ce-time"],
         "ce-dataschema": "http://127.0.0.1:8080/schemas/events/document.approved.json",
+        "ce-khspace": "default",
         // The W3C trace context travels beside them (faults/traces.rs follows it).
         "traceparent": headers["traceparent"],
     });

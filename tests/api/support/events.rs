@@ -4,7 +4,7 @@
 //! the payload schema of its type, its headers against that message's headers schema
 //! (every `ce-` header, each an AMQP long string, nothing undocumented), and the
 //! properties and headers against the body (`message_id` and `ce-id` the `event_id`,
-//! `ce-subject` the document, `ce-time` the `occurred_at`). The helpers that read events
+//! `ce-subject` the document, `ce-time` the `occurred_at`, `ce-khspace` the `space`). The helpers that read events
 //! (`TestApp::take_events` and the rest) call [`conforming`], and a passing test's
 //! teardown checks what is left on its queue, so no published message goes unchecked.
 
@@ -89,6 +89,10 @@ impl Contract {
         assert_eq!(*props.delivery_mode(), Some(2), "persistent");
         assert_eq!(headers["ce-id"].as_str(), id, "ce-id is the event_id");
         assert_eq!(headers["ce-subject"], body["document_id"], "ce-subject");
+        assert_eq!(
+            headers["ce-khspace"], body["space"],
+            "ce-khspace is the space"
+        );
         assert_eq!(
             instant(&headers["ce-time"]),
             instant(&body["occurred_at"]),
