@@ -30,6 +30,19 @@ const POLICIES: [&str; 2] = [
 const POLICY_OF_G: &str = "CASE g % 7 WHEN 1 THEN 'two-step' WHEN 2 THEN 'legal' \
                            WHEN 3 THEN 'fast' ELSE 'default' END";
 
+/// A document's space, by its number `g`: one of 100 spaces, every tenth in `default`.
+const SPACE_OF_G: &str = "CASE WHEN g % 10 = 0 THEN 'default' ELSE 'space-' || (g % 100) END";
+
+/// 100 spaces beside `default`, and 20,000 memberships in them (users and groups), so that
+/// a caller's memberships are found by key, not by reading the table.
+const SPACES: [&str; 2] = [
+    "INSERT INTO spaces (key, name) SELECT 'space-' || s, 'Space ' || s FROM generate_series(0, 99) AS s",
+    "INSERT INTO space_members (space_id, subject, roles) \
+     SELECT 'space-' || (m % 100), CASE WHEN m % 10 = 0 THEN 'group:team-' || m ELSE 'user:member-' || m END, \
+            CASE WHEN m % 3 = 0 THEN '{author,reviewer}'::text[] ELSE '{reviewer}'::text[] END \
+     FROM generate_series(1, 20000) AS m",
+];
+
 /// Votes and claims: one approval of every approved review (three of a two-step one: two
 /// in its first stage, one in the second), one vote on each pending two-step review, a
 /// live claim on every other pending review plus an expired one on every tenth, and
@@ -60,9 +73,10 @@ const VOTES_AND_CLAIMS: [&str; 5] = [
 /// and undelivered rows. Policies as in [`POLICIES`].
 async fn fill(pg: &PgPool, n: i64) {
     let documents = format!(
-        "INSERT INTO documents (id, title, body, status, version, author_id, policy, audit_count) \
+        "INSERT INTO documents (id, title, body, status, version, author_id, policy, audit_count, \
+                               space_id) \
          SELECT d, 'Filled', 'Body', CASE WHEN g % 200 = 0 THEN 'PENDING_REVIEW' ELSE 'APPROVED' END, \
-                3, 'author-' || (g % 50), {POLICY_OF_G}, 1 FROM ids"
+                3, 'author-' || (g % 50), {POLICY_OF_G}, 1, {SPACE_OF_G} FROM ids"
     );
     // Submitted one a second back from now; due a policy's due_after_secs after the submit
     // (so the older pending ones are overdue), and two in three of those marked already.
@@ -89,6 +103,7 @@ async fn fill(pg: &PgPool, n: i64) {
                FROM generate_series(1, $1) AS g";
     let mut statements: Vec<&str> = vec![ids];
     statements.extend(POLICIES);
+    statements.extend(SPACES);
     statements.extend([documents.as_str(), reviews.as_str()]);
     statements.extend(VOTES_AND_CLAIMS);
     statements.extend([
@@ -151,10 +166,11 @@ fn literal(ty: &str) -> &'static str {
 }
 
 /// Tables that hold a handful of rows by design (an admin writes a policy's versions, acts
-/// on a parked row and asks for a replay by hand; one chain head per chain that is not a
+/// on a parked row, asks for a replay and makes a space by hand; one chain head per chain that is not a
 /// document's): scanning them is what the planner should do, and no index would be used.
-const SMALL_TABLES: [&str; 5] = [
+const SMALL_TABLES: [&str; 6] = [
     "policies",
+    "spaces",
     "policy_versions",
     "outbox_admin_actions",
     "replays",
