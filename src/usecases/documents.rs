@@ -21,6 +21,7 @@ use super::commit::commit;
 use super::context::Context;
 use super::error::Error;
 use super::test_hooks::Point;
+use super::unseen::{hide_contention, Item};
 
 /// Where a document's body and preview were read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +135,7 @@ impl DocumentService {
             guard: Guard::Unlocked,
             own_outbox_for: self.dispatcher.own_outbox_for(),
         };
-        let committed = self
+        let done = self
             .store
             .bounded(async {
                 let uncommitted = self
@@ -143,7 +144,8 @@ impl DocumentService {
                     .await?;
                 Ok::<_, Error>(uncommitted.commit().await?)
             })
-            .await?;
+            .await;
+        let committed = hide_contention(&self.store, actor, Item::Document(id), done).await?;
         tracing::info!(document_id = %id, version = committed.value.version, "document edited");
         self.dispatcher
             .after_commit(&committed.value, committed.owned)
@@ -314,13 +316,16 @@ impl DocumentService {
         review_id: Option<Uuid>,
     ) -> Result<Commented, Error> {
         let wctx = ctx.writing(Guard::Unlocked, self.dispatcher.own_outbox_for());
-        let Committed { value, owned } = self
+        let done = self
             .store
             .bounded(async {
                 let uncommitted = self.store.write_comment(id, body, review_id, &wctx).await?;
                 commit(uncommitted, None, ctx.held_key.as_ref()).await
             })
-            .await?;
+            .await;
+        let item = Item::Document(id);
+        let Committed { value, owned } =
+            hide_contention(&self.store, ctx.reader(), item, done).await?;
         tracing::info!(document_id = %id, seq = value.comment.seq, "comment added");
         self.dispatcher.after_commit(&value.document, owned).await;
         Ok(value)

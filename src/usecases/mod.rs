@@ -24,6 +24,7 @@ mod reviews;
 mod spaces;
 mod stats;
 mod test_hooks;
+mod unseen;
 
 pub use audit::check::{AuditError, AuditService};
 pub use audit::checkpoints::{CheckpointRound, CheckpointWriter};

@@ -2,3 +2,4 @@
 //! memberships, read once per request.
 
 pub mod memberships;
+pub mod visibility;

@@ -35,6 +35,7 @@ use crate::usecases::error::Error;
 use crate::usecases::idempotency::Recordable;
 use crate::usecases::stats::ReviewStats;
 use crate::usecases::test_hooks::Point;
+use crate::usecases::unseen::{hide_contention, Asker, Item};
 
 /// A transition's write, in the transaction of [`ReviewService::guarded`].
 type Write<T> = Box<
@@ -101,7 +102,8 @@ impl ReviewService {
         let key = self.keys.for_submit(document_id);
         let write: Write<Transitioned> =
             Box::new(move |store, w| Box::pin(store.write_submit(document_id, w)));
-        self.guarded(&key, LockScope::Document, ctx, "submit", write)
+        let item = Item::Document(document_id);
+        self.guarded((&key, item), LockScope::Document, ctx, "submit", write)
             .await
     }
 
@@ -110,7 +112,8 @@ impl ReviewService {
         let key = self.keys.for_submit(document_id);
         let write: Write<Transitioned> =
             Box::new(move |store, w| Box::pin(store.write_withdraw(document_id, w)));
-        self.guarded(&key, LockScope::Document, ctx, "withdraw", write)
+        let item = Item::Document(document_id);
+        self.guarded((&key, item), LockScope::Document, ctx, "withdraw", write)
             .await
     }
 
@@ -127,7 +130,8 @@ impl ReviewService {
         let write: Write<Archived> = Box::new(move |store, w| {
             Box::pin(store.write_archive(document_id, reason, expected_version, w))
         });
-        self.guarded(&key, LockScope::Document, ctx, "archive", write)
+        let item = Item::Document(document_id);
+        self.guarded((&key, item), LockScope::Document, ctx, "archive", write)
             .await
     }
 
@@ -182,11 +186,27 @@ impl ReviewService {
         let groups = ctx.groups.clone();
         let write: Write<Transitioned> =
             Box::new(move |store, w| Box::pin(store.write_vote(review_id, decision, groups, w)));
-        self.guarded(&key, scope, ctx, kind, write).await
+        let item = Item::Review(review_id);
+        self.guarded((&key, item), scope, ctx, kind, write).await
+    }
+
+    /// Lock `key`, run the transaction on `item` under it, release, deliver. Another
+    /// request holding `item` is not found to a caller who may not see it.
+    async fn guarded<T: Outcome>(
+        &self,
+        (key, item): (&str, Item),
+        scope: LockScope,
+        ctx: Context,
+        kind: &'static str,
+        write: Write<T>,
+    ) -> Result<T, Error> {
+        let asker = Asker::of(&ctx);
+        let done = self.locked_write(key, scope, ctx, kind, write).await;
+        hide_contention(&self.store, asker.reader(), item, done).await
     }
 
     /// Lock, run the transaction under it, release, deliver.
-    async fn guarded<T: Outcome>(
+    async fn locked_write<T: Outcome>(
         &self,
         key: &str,
         scope: LockScope,
@@ -290,13 +310,14 @@ impl ReviewService {
 
     async fn claim_op(&self, ctx: Context, review_id: Uuid, op: ClaimOp) -> Result<Review, Error> {
         let wctx = ctx.writing(Guard::Unlocked, None);
-        let Committed { value, .. } = self
+        let done: Result<Committed<Review>, Error> = self
             .store
             .bounded(async {
                 let uncommitted = self.store.write_claim(review_id, op, &wctx).await?;
                 commit(uncommitted, None, ctx.held_key.as_ref()).await
             })
-            .await?;
-        Ok(value)
+            .await;
+        let done = hide_contention(&self.store, ctx.reader(), Item::Review(review_id), done);
+        Ok(done.await?.value)
     }
 }

@@ -20,6 +20,7 @@ pub mod load;
 pub mod own_redis;
 pub mod patroni;
 pub mod seed;
+pub mod spaces;
 pub mod stepwise;
 pub mod stores;
 mod teardown;
