@@ -330,7 +330,7 @@ impl Access {
 }
 
 /// A space as stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Space {
     pub key: String,
     pub name: String,
