@@ -95,7 +95,7 @@ pub async fn members(
     description = "Holds from the subject's next request on. Audited in the space's own chain. Only the platform admin may demote the space's last space_admin.",
     params(
         ("key" = String, Path, pattern = "^[a-z0-9][a-z0-9-]{0,62}$", description = "the space's key"),
-        ("subject" = String, Path, pattern = "^(user|group):.+$", description = "user:<sub> or group:<name>, percent-encoded (a slash as %2F)")
+        ("subject" = String, Path, pattern = "^(user|group):[^\\u0000-\\u001F\\u007F-\\u009F]{1,256}$", description = "user:<sub> or group:<name> (the name 1 to 256 characters, no control characters), percent-encoded (a slash as %2F)")
     ),
     request_body = PutMember,
     responses(
@@ -137,7 +137,7 @@ pub async fn put_member(
     description = "Holds from the subject's next request on. Audited in the space's own chain. Only the platform admin may remove the space's last space_admin.",
     params(
         ("key" = String, Path, pattern = "^[a-z0-9][a-z0-9-]{0,62}$", description = "the space's key"),
-        ("subject" = String, Path, pattern = "^(user|group):.+$", description = "user:<sub> or group:<name>, percent-encoded (a slash as %2F)")
+        ("subject" = String, Path, pattern = "^(user|group):[^\\u0000-\\u001F\\u007F-\\u009F]{1,256}$", description = "user:<sub> or group:<name> (the name 1 to 256 characters, no control characters), percent-encoded (a slash as %2F)")
     ),
     responses(
         (status = 200, description = "the membership removed", body = MembershipView),

@@ -148,9 +148,11 @@ mod tests {
     #[test]
     fn an_edit_needs_one_field_and_may_give_both() {
         let spec = serde_json::to_value(ApiDoc::openapi()).unwrap();
-        let update = &spec["components"]["schemas"]["UpdateDocument"];
-        assert_eq!(update["minProperties"], 1, "{update}");
-        assert!(update.get("maxProperties").is_none(), "{update}");
+        for name in ["UpdateDocument", "UpdateSpace"] {
+            let update = &spec["components"]["schemas"][name];
+            assert_eq!(update["minProperties"], 1, "{update}");
+            assert!(update.get("maxProperties").is_none(), "{update}");
+        }
     }
 
     /// A header is there or not; utoipa describes an optional one as nullable unless told.

@@ -26,4 +26,7 @@ mod reviews;
 mod routing;
 mod schema_mismatches;
 mod slow_clients;
+mod space_audit;
+mod space_members;
+pub(crate) mod spaces;
 mod writes;
