@@ -36,6 +36,19 @@ def _unexpressible(case, response):
         # review it names): which reviews exist is not the schema's to say. Every other
         # parameter of a positive case is in its range, so the cursor is the refusal.
         return "a cursor naming no review"
+    if operation == "POST /api/v1/admin/spaces" and response.status_code == 409 and code == "ALREADY_EXISTS":
+        # A space key of the right form that is taken (`default` always is): which spaces
+        # exist is state.
+        return "a space key that is taken"
+    if (
+        operation == "GET /api/v1/spaces/{key}/members"
+        and response.status_code == 422
+        and code == "VALIDATION_FAILED"
+        and (case.query or {}).get("cursor") is not None
+    ):
+        # A cursor of the right form (hexadecimal) that names no subject: what the service
+        # issued is not the schema's to say.
+        return "a cursor naming no member"
     message = ""
     try:
         message = json.loads(response.content).get("message") or ""

@@ -177,11 +177,12 @@ async fn audit_verify(settings: &Settings, document: Option<uuid::Uuid>) -> anyh
     };
     let or_none = |v: Option<String>| v.unwrap_or_else(|| "-".to_string());
     println!(
-        "broken: {} at {} row {} document {} position {}",
+        "broken: {} at {} row {} document {} space {} position {}",
         b.found.as_str(),
         b.table,
         or_none(b.id),
         or_none(b.document_id.map(|d| d.to_string())),
+        or_none(b.space),
         or_none(b.position.map(|p| p.to_string())),
     );
     anyhow::bail!("the audit chain is broken")

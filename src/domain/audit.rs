@@ -98,6 +98,12 @@ impl<'a> Canon<'a> {
         self.int(v.timestamp_micros())
     }
 
+    /// One byte that says which of several shapes follows (as a presence byte does).
+    pub fn variant(&mut self, tag: u8) -> &mut Self {
+        self.0.push(tag);
+        self
+    }
+
     pub fn opt_int(&mut self, v: Option<i64>) -> &mut Self {
         match v {
             None => self.0.push(0),

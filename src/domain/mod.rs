@@ -12,6 +12,7 @@ mod plan;
 pub mod policy;
 pub mod replay;
 pub mod rules;
+pub mod space_changes;
 pub mod spaces;
 mod state;
 pub mod votes;
@@ -27,6 +28,10 @@ pub use model::{
 };
 pub use policy::{Policy, PolicyDraft, PolicyName, Stage, DEFAULT_POLICY};
 pub use rules::{Command, Decision, Locked, Plan, Refusal};
+pub use space_changes::{
+    check_last_admin, Membership, SpaceAction, SpaceActionRecord, SpaceChangeRecord, SpaceName,
+    SpaceRefusal,
+};
 pub use spaces::{
     Access, Space, SpaceKey, SpaceRole, SpaceRoles, Subject, TokenRoles, DEFAULT_SPACE,
 };

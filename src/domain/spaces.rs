@@ -178,7 +178,8 @@ pub enum Subject {
 }
 
 impl Subject {
-    /// `user:<sub>` or `group:<name>`, the name 1 to 256 bytes without control characters.
+    /// `user:<sub>` or `group:<name>`, the name 1 to 256 characters without control
+    /// characters (characters, as the published schemas count lengths).
     pub fn parse(s: &str) -> Result<Self, InputError> {
         let bad = |problem: &str| InputError {
             field: "subject",
@@ -187,9 +188,9 @@ impl Subject {
         let (kind, name) = s
             .split_once(':')
             .ok_or_else(|| bad("must be user:<sub> or group:<name>"))?;
-        if name.is_empty() || name.len() > 256 || name.chars().any(char::is_control) {
+        if name.is_empty() || name.chars().count() > 256 || name.chars().any(char::is_control) {
             return Err(bad(
-                "its name must be 1 to 256 bytes without control characters",
+                "its name must be 1 to 256 characters without control characters",
             ));
         }
         match kind {
@@ -330,7 +331,7 @@ impl Access {
 }
 
 /// A space as stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Space {
     pub key: String,
     pub name: String,

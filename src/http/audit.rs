@@ -54,15 +54,18 @@ pub struct CheckpointAnswer {
 /// Where a chain broke.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct AuditBreak {
-    /// audit_log, policy_versions, outbox_admin_actions, audit_chain_heads, or
-    /// audit_checkpoints
+    /// audit_log, policy_versions, outbox_admin_actions, space_admin_actions,
+    /// audit_chain_heads, space_audit_log (a space's chain), or audit_checkpoints
     #[schema(example = "audit_log")]
     pub table: &'static str,
     /// The row's id (`name/version` for a policy version); absent where no row is (a
     /// missing tail, a head).
     pub id: Option<String>,
-    /// The document whose chain it is; absent for the admin chain.
+    /// The document whose chain it is; absent for the admin chain and the spaces'.
     pub document_id: Option<Uuid>,
+    /// The space whose chain it is (table space_audit_log); absent for the other chains.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub space: Option<String>,
     /// The position in the chain, from 1; absent for a row that carries no link.
     pub position: Option<i64>,
     /// changed (the row or its link is not what was linked), missing (a row removed),
@@ -86,6 +89,7 @@ impl From<AuditReport> for AuditVerify {
                 table: b.table,
                 id: b.id,
                 document_id: b.document_id,
+                space: b.space,
                 position: b.position,
                 found: b.found.as_str(),
             }),

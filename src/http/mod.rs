@@ -13,11 +13,13 @@ pub(crate) mod documents;
 pub(crate) mod events;
 pub(crate) mod health;
 pub(crate) mod history;
+pub(crate) mod members;
 mod openapi;
 pub(crate) mod policies;
 pub(crate) mod published;
 pub(crate) mod replays;
 pub(crate) mod reviews;
+pub(crate) mod spaces;
 pub(crate) mod submission;
 
 use actix_web::error::{PathError, QueryPayloadError};
@@ -113,6 +115,13 @@ routes! {
     get "/api/v1/admin/replays/{id}" => replays::get,
     delete "/api/v1/admin/replays/{id}" => replays::cancel,
     get "/api/v1/admin/audit/verify" => audit::verify,
+    post "/api/v1/admin/spaces" => spaces::create,
+    get "/api/v1/spaces" => spaces::list,
+    get "/api/v1/spaces/{key}" => spaces::get,
+    patch "/api/v1/spaces/{key}" => spaces::update,
+    get "/api/v1/spaces/{key}/members" => members::members,
+    put "/api/v1/spaces/{key}/members/{subject}" => members::put_member,
+    delete "/api/v1/spaces/{key}/members/{subject}" => members::remove_member,
 }
 
 /// The paths of the pages and files served beside the JSON API, GET and HEAD only. Not in

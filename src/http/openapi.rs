@@ -22,6 +22,7 @@ use crate::web::csp::html_page;
         (name = "documents", description = "Authors' documents"),
         (name = "reviews", description = "Reviewers' votes and claims"),
         (name = "policies", description = "Review policies: stages, approvals, groups, due dates"),
+        (name = "spaces", description = "Spaces (knowledge bases) and their memberships"),
         (name = "admin", description = "Parked outbox rows: list, retry, skip; replays of the events to one queue; the audit chain's check"),
         (name = "operations", description = "Health, metrics, this description")
     )
@@ -58,17 +59,20 @@ impl Modify for BearerAuth {
     }
 }
 
-/// An edit gives at least one field: `minProperties: 1` on UpdateDocument. Set here because
-/// utoipa-gen 5.5's `#[schema(min_properties = 1)]` writes `maxProperties: 1` instead, which
-/// refuses the edit of both fields.
+/// An edit gives at least one field: `minProperties: 1` on UpdateDocument and UpdateSpace.
+/// Set here because utoipa-gen 5.5's `#[schema(min_properties = 1)]` writes
+/// `maxProperties: 1` instead, which refuses the edit of both fields.
 struct UpdateNeedsAField;
 
 impl Modify for UpdateNeedsAField {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let schemas = openapi.components.as_mut().map(|c| &mut c.schemas);
-        if let Some(RefOr::T(Schema::Object(o))) = schemas.and_then(|s| s.get_mut("UpdateDocument"))
-        {
-            o.min_properties = Some(1);
+        let Some(schemas) = openapi.components.as_mut().map(|c| &mut c.schemas) else {
+            return;
+        };
+        for name in ["UpdateDocument", "UpdateSpace"] {
+            if let Some(RefOr::T(Schema::Object(o))) = schemas.get_mut(name) {
+                o.min_properties = Some(1);
+            }
         }
     }
 }
@@ -144,9 +148,11 @@ mod tests {
     #[test]
     fn an_edit_needs_one_field_and_may_give_both() {
         let spec = serde_json::to_value(ApiDoc::openapi()).unwrap();
-        let update = &spec["components"]["schemas"]["UpdateDocument"];
-        assert_eq!(update["minProperties"], 1, "{update}");
-        assert!(update.get("maxProperties").is_none(), "{update}");
+        for name in ["UpdateDocument", "UpdateSpace"] {
+            let update = &spec["components"]["schemas"][name];
+            assert_eq!(update["minProperties"], 1, "{update}");
+            assert!(update.get("maxProperties").is_none(), "{update}");
+        }
     }
 
     /// A header is there or not; utoipa describes an optional one as nullable unless told.

@@ -41,4 +41,5 @@ pub use replays::{ReplayRecord, StoredEvent};
 pub use retention::purges::{cancelled_by_statement_timeout, PurgeSession};
 pub use retention::session_lock::{LockedSession, CHECKPOINT_LOCK, PURGE_LOCK};
 pub use reviews::queue::{QueueFilter, QueueOrder};
+pub use spaces::{SpaceActor, SpaceUpdate, SpaceWriteError};
 pub use tx::{Committed, Uncommitted, WriteContext};

@@ -3,7 +3,8 @@
 //! sweeper; `policies` reads and writes review policies; `documents` creates, edits and
 //! reads, and posts comments; `idempotency` is the policy of `Idempotency-Key`; `probes`
 //! is what operators read; `outbox_admin` what admins do with parked outbox rows;
-//! `replays` how they ask for a replay of the events; `audit` the audit chain's check and
+//! `replays` how they ask for a replay of the events; `spaces` the spaces and their
+//! memberships, and what a caller may do where; `audit` the audit chain's check and
 //! the writer of its checkpoints; `test_hooks` where tests may step in. Every write commits
 //! through `commit`, the one seam.
 //!
@@ -40,6 +41,6 @@ pub use replays::{ReplayError, ReplayService};
 pub use retention::{PurgeRound, Retention, RetentionSettings, RetentionStats};
 pub use reviews::overdue::{sweep_overdue, ReviewSettings};
 pub use reviews::service::ReviewService;
-pub use spaces::SpaceService;
+pub use spaces::{SpaceError, SpaceSeen, SpaceService};
 pub use stats::{ReviewStats, LATENCY_BUCKETS};
 pub use test_hooks::{commit_signalled, Delivery, Point, TestHooks};

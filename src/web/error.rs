@@ -43,6 +43,8 @@ pub enum ErrorCode {
     ReplayRunning,
     /// A replay's target queue is not one `replay.allowed_target_queues` allows.
     ReplayTargetNotAllowed,
+    /// What a create names exists already (a space's key).
+    AlreadyExists,
 }
 
 /// The body of every error response.

@@ -8,7 +8,7 @@
 use utoipa::openapi::schema::{Array, ArrayBuilder, Object, ObjectBuilder, SchemaType, Type};
 
 use crate::domain::{
-    ArchiveReason, Comment, CommentBody, DocumentBody, DocumentTitle, RejectReason,
+    ArchiveReason, Comment, CommentBody, DocumentBody, DocumentTitle, RejectReason, SpaceName,
 };
 
 const LINE: &str = r"^[^\u0000-\u0008\u000A-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u0008\u000A-\u001F\u007F-\u009F]*$";
@@ -69,6 +69,11 @@ pub fn stage_name() -> Object {
     text(1, 64, NAME, false, doc)
 }
 
+pub fn space_name() -> Object {
+    let doc = "A space's name: 1 to 200 characters, not blank, no control characters";
+    text(1, SpaceName::MAX_CHARS, NAME, false, doc)
+}
+
 pub fn groups() -> Array {
     let group = text(
         1,
@@ -103,11 +108,12 @@ mod tests {
     }
 
     fn check(s: &str) -> Result<(), TestCaseError> {
-        let cases: [(Object, bool); 4] = [
+        let cases: [(Object, bool); 5] = [
             (title(), DocumentTitle::parse(s).is_ok()),
             (body(), DocumentBody::parse(s).is_ok()),
             (reason(), RejectReason::parse(s).is_ok()),
             (comment(), Comment::parse(s).is_ok()),
+            (space_name(), SpaceName::parse(s).is_ok()),
         ];
         for (schema, accepted) in cases {
             if admits(&schema, s) {

@@ -3,10 +3,10 @@
 //! use cases' errors (`error.rs`, `service_errors.rs`), request bodies and forms under
 //! their limits (`body.rs`), a POST in its own task under its `Idempotency-Key`
 //! (`post.rs`), the views of typed results both show (`views.rs`, `replay_view.rs`,
-//! `readiness.rs`, the review queue's page: `queue.rs`), paging and cursors, the request
-//! id, the pages' security headers (`csp.rs`), the test-hook headers, the HTTP metrics and
-//! the `[server]`/`[auth]` settings. It imports neither `http` nor `console`;
-//! those two never import each other.
+//! `space_views.rs`, `readiness.rs`, the review queue's page: `queue.rs`), paging and
+//! cursors, the request id, the pages' security headers (`csp.rs`), the test-hook
+//! headers, the HTTP metrics and the `[server]`/`[auth]` settings. It imports neither
+//! `http` nor `console`; those two never import each other.
 
 pub mod auth;
 pub mod body;
@@ -23,6 +23,7 @@ pub mod replay_view;
 pub mod request_id;
 mod service_errors;
 mod settings;
+pub mod space_views;
 pub mod state;
 pub mod test_hooks;
 pub mod views;

@@ -1,10 +1,11 @@
 //! The errors of one service that both the JSON API and the console answer, mapped to the
-//! error envelope: `ReplayError` and `PolicyError`.
+//! error envelope: `ReplayError`, `PolicyError` and `SpaceError`.
 
 use actix_web::http::StatusCode;
 
 use super::error::{ApiError, ErrorCode};
-use crate::usecases::{PolicyError, ReplayError};
+use crate::domain::SpaceRefusal;
+use crate::usecases::{PolicyError, ReplayError, SpaceError};
 
 impl From<ReplayError> for ApiError {
     fn from(e: ReplayError) -> Self {
@@ -42,6 +43,33 @@ impl From<PolicyError> for ApiError {
                 e.to_string(),
             ),
             PolicyError::Store(s) => s.into(),
+        }
+    }
+}
+
+impl From<SpaceError> for ApiError {
+    fn from(e: SpaceError) -> Self {
+        match e {
+            SpaceError::NotFound => ApiError::not_found(e.to_string()),
+            SpaceError::Forbidden(msg) => ApiError::forbidden(msg),
+            SpaceError::Refused(r) => match r {
+                SpaceRefusal::NoSuchSpace | SpaceRefusal::NoSuchMember(_) => {
+                    ApiError::not_found(r.to_string())
+                }
+                SpaceRefusal::Taken(_) => ApiError::new(
+                    StatusCode::CONFLICT,
+                    ErrorCode::AlreadyExists,
+                    r.to_string(),
+                ),
+                SpaceRefusal::UnknownPolicy(_) => {
+                    ApiError::validation(format!("default_policy: {r}"))
+                }
+                SpaceRefusal::LastSpaceAdmin => ApiError::forbidden(r.to_string()),
+            },
+            SpaceError::KeyTakenOver => ApiError::in_flight(
+                "a retry with this Idempotency-Key took over; retry to get its result",
+            ),
+            SpaceError::Store(s) => s.into(),
         }
     }
 }

@@ -17,17 +17,21 @@ pub const DERIVED: Format = 2;
 pub trait Audited: Serialize + DeserializeOwned {
     /// The row's kind in the chain (part of its bytes).
     const KIND: &'static str;
+    /// The first format of the kind: [`LISTED`] for the kinds linked before formats
+    /// existed, [`DERIVED`] for a kind that arrived after (it never had a listed format).
+    const FIRST: Format = LISTED;
     /// The fields added after format 2, each with the format it arrived in. Append only:
     /// an entry changed or removed changes the bytes of rows already linked.
     const ADDED: &'static [(&'static str, Format)] = &[];
 }
 
 /// The format rows of `T` are linked in now: format 1, the one every release reads (those
-/// before formats too), until a field is added; from then on the latest format a field
+/// before formats too), until a field is added (a kind whose first format is derived:
+/// that one); from then on the latest format a field
 /// arrived in. So a release that adds no field links rows its predecessor checks, and a
 /// rolling upgrade or a rollback between two such releases reports nothing `changed`.
 pub const fn current<T: Audited>() -> Format {
-    if T::ADDED.is_empty() {
+    if T::FIRST == LISTED && T::ADDED.is_empty() {
         LISTED
     } else {
         latest::<T>()

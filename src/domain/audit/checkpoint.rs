@@ -21,24 +21,35 @@ pub use super::walk::Anchor;
 use super::walk::Found;
 use super::{AuditKey, Canon, Hash, GENESIS};
 
-/// A chain: the admin chain (policies and outbox admin actions) or a document's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A chain: the admin chain (policies, outbox admin actions, spaces created), a
+/// document's, or a space's (its settings and memberships).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ChainId {
     Admin,
     Document(Uuid),
+    /// The space of this key.
+    Space(String),
 }
 
 impl ChainId {
-    /// `admin`, or the document's id: how a checkpoint names the chain.
-    pub fn name(self) -> String {
+    /// `admin`, the document's id, or `space:<key>`: how a checkpoint names the chain.
+    pub fn name(&self) -> String {
         match self {
             ChainId::Admin => "admin".to_string(),
             ChainId::Document(id) => id.to_string(),
+            ChainId::Space(key) => format!("space:{key}"),
         }
     }
 
     /// The chain a checkpoint names `name`.
     pub fn parse(name: &str) -> Option<Self> {
+        if let Some(key) = name.strip_prefix("space:") {
+            let ok = !key.is_empty()
+                && key
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+            return ok.then(|| ChainId::Space(key.to_string()));
+        }
         match name {
             "admin" => Some(ChainId::Admin),
             id => Uuid::parse_str(id).ok().map(ChainId::Document),
@@ -47,7 +58,7 @@ impl ChainId {
 }
 
 /// One chain in a checkpoint: how many rows it had, and the link of the last one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChainHead {
     pub chain: ChainId,
     pub count: i64,
@@ -63,7 +74,8 @@ pub struct Checkpoint {
     pub taken_at: DateTime<Utc>,
     /// The link of the checkpoint before ([`GENESIS`] before the first).
     pub prev: Hash,
-    /// Every chain, in [`ChainId`] order (the admin chain first, then documents by id).
+    /// Every chain, in [`ChainId`] order (the admin chain first, then documents by id, then
+    /// spaces by key).
     pub chains: Vec<ChainHead>,
     /// This checkpoint's link: its signature, and what the next one links to.
     pub link: Hash,
@@ -89,7 +101,7 @@ impl Checkpoint {
         prev: Hash,
         mut chains: Vec<ChainHead>,
     ) -> Self {
-        chains.sort_by_key(|c| c.chain);
+        chains.sort_by(|a, b| a.chain.cmp(&b.chain));
         let taken_at =
             DateTime::from_timestamp_millis(taken_at.timestamp_millis()).unwrap_or(taken_at);
         let mut cp = Self {
@@ -110,9 +122,12 @@ impl Checkpoint {
         c.int(self.sequence).time(self.taken_at);
         c.int(i64::try_from(self.chains.len()).unwrap_or(i64::MAX));
         for h in &self.chains {
-            match h.chain {
+            // Admin: 0; a document: 1 and its id (as `opt_uuid` writes them, so checkpoints
+            // from before space chains keep their bytes); a space: 2 and its key.
+            match &h.chain {
                 ChainId::Admin => c.opt_uuid(None),
-                ChainId::Document(id) => c.opt_uuid(Some(id)),
+                ChainId::Document(id) => c.opt_uuid(Some(*id)),
+                ChainId::Space(key) => c.variant(2).text(key),
             };
             c.int(h.count);
             c.opt_bytes(h.head.as_ref().map(|h| &h[..]));
@@ -161,6 +176,17 @@ impl Checkpoint {
             .iter()
             .find(|c| c.chain == ChainId::Admin)
             .map(anchor)
+    }
+
+    /// The space chains' entries, by key.
+    pub fn spaces(&self) -> HashMap<String, Anchor> {
+        self.chains
+            .iter()
+            .filter_map(|c| match &c.chain {
+                ChainId::Space(key) => Some((key.clone(), anchor(c))),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The document chains' entries, for a check of every chain (or of `only`).
@@ -225,7 +251,7 @@ impl Anchors {
 /// A chain of the previous checkpoint that the chains now do not extend, kept at its
 /// previous entry: `Rewound` (shorter, or another row at the previous count) or
 /// `ChainMissing` (gone).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Kept {
     pub chain: ChainId,
     pub found: Found,
@@ -234,10 +260,10 @@ pub struct Kept {
 /// The rows whose links tell whether the chains that grew since `prev` still extend it:
 /// each such chain's row at its count in `prev`.
 pub fn to_look_up(prev: &Checkpoint, now: &[ChainHead]) -> Vec<(ChainId, i64)> {
-    let before: HashMap<ChainId, i64> = prev.chains.iter().map(|c| (c.chain, c.count)).collect();
+    let before: HashMap<&ChainId, i64> = prev.chains.iter().map(|c| (&c.chain, c.count)).collect();
     now.iter()
         .filter_map(|c| match before.get(&c.chain) {
-            Some(&n) if n > 0 && c.count > n => Some((c.chain, n)),
+            Some(&n) if n > 0 && c.count > n => Some((c.chain.clone(), n)),
             _ => None,
         })
         .collect()
@@ -252,13 +278,13 @@ pub fn follow(
     now: Vec<ChainHead>,
     linked: &HashMap<ChainId, Hash>,
 ) -> (Vec<ChainHead>, Vec<Kept>) {
-    let before: HashMap<ChainId, &ChainHead> = prev.chains.iter().map(|c| (c.chain, c)).collect();
+    let before: HashMap<&ChainId, &ChainHead> = prev.chains.iter().map(|c| (&c.chain, c)).collect();
     let mut seen = HashSet::with_capacity(now.len());
     let mut kept = Vec::new();
     let mut out: Vec<ChainHead> = now
         .into_iter()
         .map(|c| {
-            seen.insert(c.chain);
+            seen.insert(c.chain.clone());
             let Some(p) = before.get(&c.chain) else {
                 return c;
             };
@@ -276,15 +302,15 @@ pub fn follow(
                 chain: c.chain,
                 found: Found::Rewound,
             });
-            **p
+            (*p).clone()
         })
         .collect();
     for p in prev.chains.iter().filter(|p| !seen.contains(&p.chain)) {
         kept.push(Kept {
-            chain: p.chain,
+            chain: p.chain.clone(),
             found: Found::ChainMissing,
         });
-        out.push(*p);
+        out.push(p.clone());
     }
     (out, kept)
 }

@@ -24,6 +24,7 @@ use uuid::Uuid;
 use super::audited::{current, latest, micros, Audited, Format, DERIVED, LISTED};
 use super::{admin_canonical, Canon};
 use crate::domain::policy::PolicyRecord;
+use crate::domain::space_changes::SpaceActionRecord;
 
 /// Why a row's bytes could not be made.
 #[derive(Debug)]
@@ -112,6 +113,8 @@ pub fn canonical_json(v: &Value, out: &mut String) {
 #[derive(Clone, Copy)]
 pub struct AdminKind {
     kind: &'static str,
+    /// Its first format: 1 for the kinds from before formats, else the first derived one.
+    first: Format,
     format: Format,
     bytes: fn(&mut Vec<u8>, i64, Format, &Value) -> Result<(), Unreadable>,
 }
@@ -127,6 +130,7 @@ impl AdminKind {
     pub fn of<T: Audited>() -> Self {
         Self {
             kind: T::KIND,
+            first: T::FIRST,
             format: current::<T>(),
             bytes: derived::<T>,
         }
@@ -138,11 +142,12 @@ impl AdminKind {
 pub struct AdminKinds(Vec<AdminKind>);
 
 impl Default for AdminKinds {
-    /// The service's: policy versions and outbox admin actions.
+    /// The service's: policy versions, outbox admin actions and spaces created.
     fn default() -> Self {
         Self(vec![
             AdminKind::of::<PolicyRecord>(),
             AdminKind::of::<OutboxActionRecord>(),
+            AdminKind::of::<SpaceActionRecord>(),
         ])
     }
 }
@@ -177,11 +182,16 @@ impl AdminKinds {
         fields: &[Option<String>],
         row: &Value,
     ) -> Result<(), Unreadable> {
+        let of = self.of(kind)?;
+        if format < of.first {
+            // A kind that arrived after formats was never linked in format 1.
+            return Err(Unreadable::Format(format));
+        }
         if format == LISTED {
             admin_canonical(buf, kind, seq, fields);
             return Ok(());
         }
-        (self.of(kind)?.bytes)(buf, seq, format, row)
+        (of.bytes)(buf, seq, format, row)
     }
 }
 

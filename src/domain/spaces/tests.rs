@@ -35,6 +35,9 @@ fn subjects_are_users_or_groups() {
     for bad in ["alice", "user:", "team:x", "group:\u{7}"] {
         assert!(Subject::parse(bad).is_err(), "{bad}");
     }
+    let long = |n: usize| format!("group:{}", "é".repeat(n));
+    assert!(Subject::parse(&long(256)).is_ok(), "256 characters");
+    assert!(Subject::parse(&long(257)).is_err(), "257 characters");
     assert_eq!(Subject::Group("eng".into()).to_string(), "group:eng");
 }
 

@@ -1,12 +1,13 @@
 //! The chains' heads as PostgreSQL keeps them (a document's `audit_count`/`audit_head`, the
-//! admin chain's row of `audit_chain_heads`), read a page at a time in id order: what
-//! `audit verify` walks beside the rows, and what a checkpoint records.
+//! admin chain's row of `audit_chain_heads`, a space's `audit_count`/`audit_head`), the
+//! documents' read a page at a time in id order: what `audit verify` walks beside the rows,
+//! and what a checkpoint records.
 
 use std::collections::{HashMap, VecDeque};
 
 use uuid::Uuid;
 
-use super::admin::admin_rows;
+use super::admin::{admin_rows, Only};
 use crate::domain::audit::checkpoint::{ChainHead, ChainId};
 use crate::domain::audit::{as_hash, Hash};
 use crate::store::error::StoreError;
@@ -29,7 +30,8 @@ pub(crate) struct AdminHead {
 
 impl PgStore {
     /// Every chain's head now, each as its row holds it at the moment it is read: the
-    /// admin chain, then the documents' a page at a time. What a checkpoint records.
+    /// admin chain, then the documents' a page at a time, then the spaces'. What a
+    /// checkpoint records.
     pub async fn chain_heads(&self) -> Result<Vec<ChainHead>, StoreError> {
         let admin = self.admin_head().await?;
         let mut out = vec![ChainHead {
@@ -45,6 +47,7 @@ impl PgStore {
                 head: h.head.as_deref().and_then(as_hash),
             });
         }
+        out.extend(self.space_chain_heads().await?);
         Ok(out)
     }
 
@@ -57,11 +60,21 @@ impl PgStore {
         let mut out = HashMap::with_capacity(rows.len());
         let docs: Vec<(Uuid, i64)> = rows
             .iter()
-            .filter_map(|&(c, n)| match c {
-                ChainId::Document(id) => Some((id, n)),
-                ChainId::Admin => None,
+            .filter_map(|(c, n)| match c {
+                ChainId::Document(id) => Some((*id, *n)),
+                ChainId::Admin | ChainId::Space(_) => None,
             })
             .collect();
+        let spaces: Vec<(String, i64)> = rows
+            .iter()
+            .filter_map(|(c, n)| match c {
+                ChainId::Space(key) => Some((key.clone(), *n)),
+                ChainId::Admin | ChainId::Document(_) => None,
+            })
+            .collect();
+        if !spaces.is_empty() {
+            out.extend(self.space_links_at(&spaces).await?);
+        }
         for page in docs.chunks(PAGE as usize) {
             let (ids, seqs): (Vec<Uuid>, Vec<i64>) = page.iter().copied().unzip();
             let found = sqlx::query!(
@@ -81,7 +94,7 @@ impl PgStore {
         }
         if let Some(&(_, n)) = rows.iter().find(|(c, _)| *c == ChainId::Admin) {
             let mut conn = self.pool.acquire().await.map_err(StoreError::from)?;
-            let row = admin_rows(&mut conn, false, n - 1, None, None, None, 1)
+            let row = admin_rows(&mut conn, false, n - 1, Only::All, 1)
                 .bounded(self)
                 .await?;
             let link = row.first().filter(|r| r.seq == Some(n));

@@ -34,8 +34,9 @@ pub(crate) async fn link_after_migrations(
     Ok(())
 }
 
-/// Links every row not linked yet (of documents and of the admin chain) whose id was
-/// taken before this call; how many it linked. Nothing with the chain off.
+/// Links every row not linked yet (of documents, of the admin chain, of the spaces' chains)
+/// whose id was taken before this call (the documents'); how many it linked. Nothing with
+/// the chain off.
 pub(crate) async fn link_all(conn: &mut PgConnection, chain: &AuditChain) -> anyhow::Result<u64> {
     if !chain.on() {
         return Ok(0);
@@ -51,7 +52,8 @@ pub(crate) async fn link_all(conn: &mut PgConnection, chain: &AuditChain) -> any
             break;
         }
     }
-    linked += link_admin(conn, chain, Only::Unchained).await?;
+    linked += link_admin(conn, chain, Only::All).await?;
+    linked += super::space_links::link_spaces(conn, chain).await?;
     Ok(linked)
 }
 
@@ -183,16 +185,9 @@ fn chain_rows(key: &AuditKey, mut heads: HashMap<Uuid, (i64, Hash)>, rows: &[Unl
     links
 }
 
-/// Which rows of the admin chain to link.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Only<'a> {
-    /// Every row not linked yet.
-    Unchained,
-    /// The policy version just written.
-    Policy(&'a str, i32),
-    /// The action just written on this outbox row (with any other unlinked one on it).
-    OutboxRow(i64),
-}
+/// Which rows of the admin chain to link: every row not linked yet (`All`), or those of
+/// the write just made.
+pub(crate) use super::admin::Only;
 
 /// Links rows of the admin chain after its head, under the head's row lock, in the
 /// transaction (or on the connection) given; how many.
@@ -209,13 +204,7 @@ pub(crate) async fn link_admin(
         sqlx::query!("SELECT count, hash FROM audit_chain_heads WHERE chain = 'admin' FOR UPDATE")
             .fetch_one(&mut *tx)
             .await?;
-    let (policy, version, action) = match only {
-        Only::Unchained => (None, None, None),
-        Only::Policy(name, version) => (Some(name), Some(version), None),
-        Only::OutboxRow(id) => (None, None, Some(id)),
-    };
-    let rows =
-        super::admin::admin_rows(&mut tx, true, 0, policy, version, action, i64::MAX).await?;
+    let rows = super::admin::admin_rows(&mut tx, true, 0, only, i64::MAX).await?;
     let (mut count, mut prev) = (
         head.count,
         head.hash.as_deref().and_then(as_hash).unwrap_or(GENESIS),

@@ -2,15 +2,16 @@
 //! not match. A document's rows are read in chain order by keyset pages on
 //! `audit_log_chain` (document, position), beside the documents' heads in id order (the
 //! same order), so each chain is checked as its rows stream past and ends against its
-//! document's head; then the admin chain against its head row; then any row that carries no
-//! link at all. Each page is one bounded statement on the pool.
+//! document's head; then the admin chain against its head row; then each space's chain
+//! against its space's head (`spaces`); then any row that carries no link at all. Each page
+//! is one bounded statement on the pool.
 //!
 //! Given a checkpoint (checked by its caller), every chain is also checked against its
 //! entry there, and a chain the checkpoint holds that is gone is named.
 
 use uuid::Uuid;
 
-use super::admin::admin_rows;
+use super::admin::{admin_rows, Only};
 use super::heads::{DocHead, Heads};
 use crate::domain::audit::checkpoint::{Anchor, Anchors, Checkpoint, Gone};
 use crate::domain::audit::walk::{Break, Found, Walk};
@@ -31,12 +32,15 @@ pub struct Verified {
 /// The first row (or place) where a chain does not hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BrokenAt {
-    /// `audit_log`, `policy_versions` or `outbox_admin_actions`.
+    /// `audit_log`, `policy_versions`, `outbox_admin_actions`, `space_admin_actions`,
+    /// `audit_chain_heads` or `space_audit_log`.
     pub table: &'static str,
     /// The row's key (an id, or `name/version`), when there is a row there.
     pub id: Option<String>,
-    /// The document whose chain it is (none for the admin chain).
+    /// The document whose chain it is (none for the admin chain and the spaces').
     pub document_id: Option<Uuid>,
+    /// The space whose chain it is (only for a space's chain).
+    pub space: Option<String>,
     /// The position in the chain, from 1 (none for a row that has none).
     pub position: Option<i64>,
     pub found: Found,
@@ -68,6 +72,13 @@ impl PgStore {
         if document.is_none() {
             let anchor = checkpoint.and_then(Checkpoint::admin);
             if let Some(b) = self.verify_admin(&key, anchor, &mut checked).await? {
+                return Ok(Verified {
+                    checked,
+                    broken_at: Some(b),
+                });
+            }
+            let anchors = checkpoint.map(Checkpoint::spaces).unwrap_or_default();
+            if let Some(b) = self.verify_spaces(&key, anchors, &mut checked).await? {
                 return Ok(Verified {
                     checked,
                     broken_at: Some(b),
@@ -183,6 +194,7 @@ impl PgStore {
                 table: "audit_log",
                 id: Some(r.id.to_string()),
                 document_id: Some(r.document_id),
+                space: None,
                 position: None,
                 found: Found::Unchained,
             }));
@@ -191,7 +203,7 @@ impl PgStore {
             return Ok(None);
         }
         let mut conn = self.pool.acquire().await.map_err(StoreError::from)?;
-        let admin = admin_rows(&mut conn, true, 0, None, None, None, 1)
+        let admin = admin_rows(&mut conn, true, 0, Only::All, 1)
             .bounded(self)
             .await?;
         Ok(admin.first().map(|r| {
@@ -200,6 +212,7 @@ impl PgStore {
                 table,
                 id: Some(id),
                 document_id: None,
+                space: None,
                 position: None,
                 found: Found::Unchained,
             }
@@ -220,7 +233,7 @@ impl PgStore {
         let mut buf = Vec::with_capacity(512);
         loop {
             let mut conn = self.pool.acquire().await.map_err(StoreError::from)?;
-            let rows = admin_rows(&mut conn, false, after, None, None, None, PAGE)
+            let rows = admin_rows(&mut conn, false, after, Only::All, PAGE)
                 .bounded(self)
                 .await?;
             for r in &rows {
@@ -231,6 +244,7 @@ impl PgStore {
                     table,
                     id: Some(id.clone()),
                     document_id: None,
+                    space: None,
                     position: Some(b.position),
                     found: b.found,
                 };
@@ -262,6 +276,7 @@ impl PgStore {
             table: "audit_chain_heads",
             id: Some("admin".to_string()),
             document_id: None,
+            space: None,
             position: Some(b.position),
             found: b.found,
         }))
@@ -310,6 +325,7 @@ fn broken(document: Uuid, id: Option<i64>, b: Break) -> BrokenAt {
         table: "audit_log",
         id: id.map(|i| i.to_string()),
         document_id: Some(document),
+        space: None,
         position: Some(b.position),
         found: b.found,
     }
@@ -360,6 +376,7 @@ fn gone(g: Gone) -> BrokenAt {
         table: "audit_log",
         id: None,
         document_id: Some(g.document),
+        space: None,
         position: Some(g.count),
         found: Found::ChainMissing,
     }

@@ -92,6 +92,7 @@ pub async fn against_checkpoint(
             table: "audit_checkpoints",
             id: Some(sequence.to_string()),
             document_id: None,
+            space: None,
             position: None,
             found: *found,
         });

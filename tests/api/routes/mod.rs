@@ -28,5 +28,8 @@ mod routing;
 mod schema_mismatches;
 mod slow_clients;
 mod space_access;
+mod space_audit;
 mod space_events;
+mod space_members;
+pub(crate) mod spaces;
 mod writes;

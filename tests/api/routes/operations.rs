@@ -100,20 +100,26 @@ async fn refused_bodies_get_statuses_their_operations_document() {
     let spec: Value = app.public_json("/openapi.json").await;
     let admin = app.token("fuzz-admin", &[kh_review::web::auth::Role::Admin]);
     let too_large = "x".repeat(app.settings.server.json_limit_bytes + 1);
-    // The operations that read a body: every POST and PUT (the admin's outbox actions and
-    // submit read one only for the Idempotency-Key fingerprint, before the path's id).
+    // The operations that read a body: every POST, PUT and PATCH (the admin's outbox
+    // actions and submit read one only for the Idempotency-Key fingerprint, before the
+    // path's id).
     let bodies: Vec<_> = kh_review::http::ROUTES
         .iter()
-        .filter(|(m, _)| matches!(*m, "post" | "put"))
+        .filter(|(m, _)| matches!(*m, "post" | "put" | "patch"))
         .collect();
     assert_eq!(
         bodies.len(),
-        13,
-        "POST and PUT /documents, submit, withdraw, archive, comment, approve, reject, claim, retry, skip, PUT policy, POST replays"
+        16,
+        "POST and PUT /documents, submit, withdraw, archive, comment, approve, reject, claim, retry, skip, PUT policy, POST replays, POST spaces, PATCH space, PUT member"
     );
     for (method, path) in bodies {
         let id = uuid::Uuid::new_v4().to_string();
-        let url = app.url(&path.replace("{id}", &id).replace("{name}", "fuzz"));
+        let path_of = path.replace("{id}", &id).replace("{name}", "fuzz");
+        let url = app.url(
+            &path_of
+                .replace("{key}", "default")
+                .replace("{subject}", "user:fuzz"),
+        );
         for (content_type, body, status) in [
             (
                 "text/plain",

@@ -8,6 +8,7 @@ use uuid::Uuid;
 use std::collections::HashMap;
 
 use super::*;
+use crate::domain::audit::hex;
 use crate::domain::audit::walk::Walk;
 
 /// A chain of `n` rows of made-up bytes: each row's position, link and bytes.
@@ -143,6 +144,44 @@ fn a_checkpoint_is_signed_and_linked_to_the_one_before() {
     let id = ChainId::Document(Uuid::from_u128(9));
     assert_eq!(ChainId::parse(&id.name()), Some(id));
     assert_eq!(ChainId::parse("nope"), None);
+    let space = ChainId::Space("hr-2".to_string());
+    assert_eq!(space.name(), "space:hr-2");
+    assert_eq!(ChainId::parse("space:hr-2"), Some(space));
+    assert_eq!(ChainId::parse("space:"), None);
+    assert_eq!(ChainId::parse("space:HR"), None);
+}
+
+#[test]
+fn space_chains_are_signed_after_the_documents_and_old_checkpoints_keep_their_bytes() {
+    let key = AuditKey::new(b"k");
+    let at = Utc.timestamp_micros(1_700_000_000_000_000).unwrap();
+    // The link of a checkpoint of the admin chain and document 1 (no space chains) as
+    // releases before space chains made it: its bytes did not change.
+    let old = Checkpoint::seal(&key, 1, at, GENESIS, heads(&[1]));
+    assert_eq!(
+        hex(&old.link),
+        "8de24a1a05e13efaa9502e22a6b53df3783ca2857b4c62bb3892b02612e0e053"
+    );
+    let mut chains = heads(&[1]);
+    chains.push(ChainHead {
+        chain: ChainId::Space("hr".to_string()),
+        count: 3,
+        head: Some([9; 32]),
+    });
+    let cp = Checkpoint::seal(&key, 1, at, GENESIS, chains);
+    assert_eq!(cp.chains[2].chain, ChainId::Space("hr".to_string()), "last");
+    assert_eq!(cp.check(&key, None), Ok(()));
+    assert_eq!(cp.spaces().get("hr").map(|a| a.count), Some(3));
+    assert!(cp.anchors(None).gone().is_some(), "document 1 only");
+    let mut renamed = cp.clone();
+    renamed.chains[2].chain = ChainId::Space("hq".to_string());
+    assert_eq!(
+        renamed.check(&key, None),
+        Err(CheckpointBreak {
+            sequence: 1,
+            found: Found::Changed
+        })
+    );
 }
 
 #[test]
@@ -238,8 +277,9 @@ fn a_later_checkpoint_keeps_the_entries_of_chains_that_went_back() {
     assert_eq!(count_of(doc(4)), Some((3, Some([43; 32]))), "kept");
     assert_eq!(count_of(doc(5)), Some((3, Some([53; 32]))), "gone: kept");
     assert_eq!(count_of(doc(6)), Some((1, Some([61; 32]))), "new");
-    let mut kinds: Vec<(ChainId, Found)> = kept.iter().map(|k| (k.chain, k.found)).collect();
-    kinds.sort_by_key(|(c, _)| *c);
+    let mut kinds: Vec<(ChainId, Found)> =
+        kept.iter().map(|k| (k.chain.clone(), k.found)).collect();
+    kinds.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(
         kinds,
         [

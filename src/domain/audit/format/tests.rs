@@ -118,3 +118,33 @@ fn times_are_microseconds_read_from_either_form() {
     let number: At = serde_json::from_value(json!(1)).unwrap();
     assert_eq!(number.0, text.0);
 }
+
+#[test]
+fn a_kind_that_arrived_after_formats_reads_in_derived_formats_only() {
+    use crate::domain::space_changes::SpaceActionRecord;
+    let kinds = AdminKinds::default();
+    assert_eq!(kinds.current("space_action").unwrap(), DERIVED);
+    assert_eq!(current::<SpaceActionRecord>(), DERIVED);
+    let row = json!({
+        "id": 4, "space_id": "hr", "action": "space.created", "name": "HR",
+        "default_policy": null, "actor_id": "root", "request_id": "r1",
+        "at": "2026-12-12T10:00:00.5+00:00", "chain_seq": 3, "chain_hash": null,
+        "chain_format": 2
+    });
+    let mut buf = Vec::new();
+    kinds
+        .canonical(&mut buf, "space_action", 3, DERIVED, &[], &row)
+        .unwrap();
+    let json = r#"{"action":"space.created","actor_id":"root","at":1797069600500000,"default_policy":null,"name":"HR","request_id":"r1","space_id":"hr"}"#;
+    let mut want = Vec::new();
+    Canon::start(&mut want, "kh-review/admin/2")
+        .text("space_action")
+        .int(3)
+        .text(json);
+    assert_eq!(buf, want);
+    let listed = kinds.canonical(&mut buf, "space_action", 3, LISTED, &[], &row);
+    assert!(
+        matches!(listed, Err(Unreadable::Format(LISTED))),
+        "{listed:?}"
+    );
+}

@@ -21,7 +21,8 @@ pub enum Target {
     Doc(Which),
     /// `{id}`: the document's current review (and `{reviewer_id}` the holder of its claim).
     Review(Which),
-    /// Nothing in the path: the body names the space (or the console's create, `default`).
+    /// Space A: `{key}` names it (`{subject}` one of its members), or, with nothing in the
+    /// path, the body names it (the console's create: `default`).
     Space,
     /// `{id}`: an outbox row of the pending document.
     Outbox,
@@ -87,6 +88,11 @@ const fn doc_with(w: Which, body: Body) -> Expect {
 
 const fn review(body: Body) -> Expect {
     Expect::Hidden(req(Target::Review(Which::Pending), body))
+}
+
+/// `{key}` names space A (and `{subject}` one of its members).
+const fn space(body: Body) -> Expect {
+    Expect::Hidden(req(Target::Space, body))
 }
 
 const fn admin(target: Target, body: Body) -> Expect {
@@ -167,6 +173,17 @@ pub const API: &[Entry] = &[
     e("get", "/api/v1/admin/audit/verify",
         Expect::PlatformAdmin(Req { target: Target::Other, query: "document_id={doc}", body: NONE }),
         "its ?document_id= filter: the platform admin's alone"),
+    e("post", "/api/v1/admin/spaces",
+        admin(Target::Space, Body::Json(r#"{"key": "a2", "name": "Mine"}"#)), ADMIN),
+    e("get", "/api/v1/spaces", Expect::List, "the caller's spaces: routes::spaces lists them per caller"),
+    e("get", "/api/v1/spaces/{key}", space(NONE), "reads space A"),
+    e("patch", "/api/v1/spaces/{key}", space(Body::Json(r#"{"name": "Taken over"}"#)),
+        "renames space A"),
+    e("get", "/api/v1/spaces/{key}/members", space(NONE), "lists space A's members"),
+    e("put", "/api/v1/spaces/{key}/members/{subject}",
+        space(Body::Json(r#"{"roles": ["space_admin"]}"#)), "makes itself an admin of A"),
+    e("delete", "/api/v1/spaces/{key}/members/{subject}", space(NONE),
+        "removes a member of A"),
 ];
 
 const COMMENT: Body = Body::Form(&[("comment", "ok")]);

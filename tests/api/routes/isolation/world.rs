@@ -112,6 +112,8 @@ impl World {
             .replace("{id}", &id)
             .replace("{review}", &review)
             .replace("{reviewer_id}", HOLDER)
+            .replace("{key}", "a")
+            .replace("{subject}", "user:rita")
             .replace("{name}", "default")
             .replace("{type}", "document.submitted")
             .replace("{file}", "console.js");
@@ -190,6 +192,8 @@ pub async fn fingerprint(app: &TestApp) -> String {
         "policy_versions",
         "spaces",
         "space_members",
+        "space_audit_log",
+        "space_admin_actions",
     ]
     .map(|t| format!("'{t} ' || (SELECT count(*) FROM {t})"));
     let parked =
