@@ -12,6 +12,7 @@ mod plan;
 pub mod policy;
 pub mod replay;
 pub mod rules;
+mod search;
 pub mod spaces;
 mod state;
 pub mod votes;
@@ -27,6 +28,7 @@ pub use model::{
 };
 pub use policy::{Policy, PolicyDraft, PolicyName, Stage, DEFAULT_POLICY};
 pub use rules::{Command, Decision, Locked, Plan, Refusal};
+pub use search::TitleQuery;
 pub use spaces::{
     Access, Space, SpaceKey, SpaceRole, SpaceRoles, Subject, TokenRoles, DEFAULT_SPACE,
 };
