@@ -26,4 +26,5 @@ mod reviews;
 mod routing;
 mod schema_mismatches;
 mod slow_clients;
+mod space_lists;
 mod writes;
