@@ -12,7 +12,7 @@ use super::render::{form, rendered, sent_form, when, Shown};
 use crate::domain::{
     DocumentBody, DocumentStatus, DocumentTitle, InputError, PolicyName, SpaceKey,
 };
-use crate::usecases::Context;
+use crate::usecases::{Context, DocumentsPage};
 use crate::web::auth::{Caller, Role};
 use crate::web::error::ApiError;
 use crate::web::post::{self, Ran};
@@ -55,7 +55,8 @@ const GROUPS: [(DocumentStatus, &str); 5] = [
 /// Documents a group shows.
 const GROUP_ROWS: i64 = 25;
 
-/// GET `/console/f/mine`: the caller's documents, newest first, in one group per status.
+/// GET `/console/f/mine`: the caller's documents, newest first, in one group per status
+/// (in the spaces where it still has a role).
 pub async fn mine(
     caller: Result<Caller, ApiError>,
     state: web::Data<AppState>,
@@ -64,9 +65,14 @@ pub async fn mine(
     caller.require(Role::Author)?;
     let mut groups = Vec::new();
     for (status, label) in GROUPS {
+        let page = DocumentsPage {
+            status: Some(status),
+            before: None,
+            limit: GROUP_ROWS + 1,
+        };
         let mut found = state
             .documents
-            .by_author(&caller.id, Some(status), None, GROUP_ROWS + 1)
+            .by_author(caller.reader(), page)
             .await
             .map_err(ApiError::from)?;
         let more = found.len() as i64 > GROUP_ROWS;

@@ -55,7 +55,8 @@ pub struct QueueQuery {
 /// Reviews the queue shows at once.
 const QUEUE_ROWS: i64 = 50;
 
-/// GET `/console/f/queue`: pending reviews in the order they were submitted.
+/// GET `/console/f/queue`: pending reviews in the order they were submitted, in every
+/// space where the caller is a reviewer.
 pub async fn queue(
     query: web::Query<QueueQuery>,
     caller: Result<Caller, ApiError>,
@@ -72,7 +73,7 @@ pub async fn queue(
         after: after.as_deref().map(paging::after_review).transpose()?,
         limit: QUEUE_ROWS,
     };
-    let found = queue::review_page(&state, filter).await?;
+    let found = queue::review_page(&state, &caller.access, None, filter).await?;
     let now = Utc::now();
     let rows = found.items.into_iter().map(|r| queue_row(r, now)).collect();
     rendered(&Queue {

@@ -12,6 +12,7 @@ mod plan;
 pub mod policy;
 pub mod replay;
 pub mod rules;
+mod search;
 pub mod space_changes;
 pub mod spaces;
 mod state;
@@ -28,6 +29,7 @@ pub use model::{
 };
 pub use policy::{Policy, PolicyDraft, PolicyName, Stage, DEFAULT_POLICY};
 pub use rules::{Command, Decision, Locked, Plan, Refusal};
+pub use search::TitleQuery;
 pub use space_changes::{
     check_last_admin, Membership, SpaceAction, SpaceActionRecord, SpaceChangeRecord, SpaceName,
     SpaceRefusal,

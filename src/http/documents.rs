@@ -7,8 +7,10 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{de, Deserialize, Deserializer};
 use uuid::Uuid;
 
-use crate::domain::{Document, DocumentBody, DocumentStatus, DocumentTitle, PolicyName, SpaceKey};
-use crate::usecases::Context;
+use crate::domain::{
+    Document, DocumentBody, DocumentStatus, DocumentTitle, PolicyName, SpaceKey, TitleQuery,
+};
+use crate::usecases::{Context, DocumentsPage};
 use crate::web::auth::{Caller, Role};
 use crate::web::body::{parse_json, read_body};
 use crate::web::error::{ApiError, ErrorEnvelope};
@@ -163,8 +165,10 @@ async fn creation(
 }
 
 #[derive(Deserialize, Default)]
-pub struct MineQuery {
+pub struct ListQuery {
+    pub space: Option<String>,
     pub status: Option<String>,
+    pub q: Option<String>,
     pub limit: Option<i64>,
     pub cursor: Option<String>,
 }
@@ -173,63 +177,87 @@ pub struct MineQuery {
     get,
     path = "/api/v1/documents",
     tag = "documents",
-    summary = "The caller's own documents, newest first, without bodies (author)",
+    summary = "A space's documents the caller may read, or the caller's own; newest first, without bodies",
+    description = "With `space`: the space's documents the caller may read (a document never \
+                   submitted only when it is the caller's own; a space admin's or the platform \
+                   admin's: all), any role in the space; `q` keeps those whose title contains \
+                   it, ignoring case. Without `space`: the caller's own documents (author), in \
+                   every space where it still has a role.",
     params(
+        ("space" = Option<String>, Query, pattern = "^[a-z0-9][a-z0-9-]{0,62}$", max_length = 63, description = "a space's key: its documents (no role there: 404)"),
         ("status" = Option<String>, Query, pattern = "^(DRAFT|PENDING_REVIEW|APPROVED|REJECTED|ARCHIVED)$", description = "only documents in this status"),
+        ("q" = Option<String>, Query, min_length = 1, max_length = 200, description = "with space only: titles that contain this text, ignoring case (`%`, `_` and `\\` match themselves)"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 100, description = "1 to 100, default 20"),
         ("cursor" = Option<String>, Query, pattern = "^[0-9a-f]{32}$", description = "next_cursor of the previous page")
     ),
     responses(
         (status = 200, description = "a page", body = DocumentPage),
         (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
-        (status = 403, description = "FORBIDDEN: not an author", body = ErrorEnvelope),
-        (status = 422, description = "VALIDATION_FAILED: a parameter out of its range, or a cursor this service did not issue", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: without space, not an author", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND: no role in the space, or no such space", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED: a parameter out of its range, q without space, or a cursor this service did not issue", body = ErrorEnvelope),
         (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
     ),
     security(("bearer" = []))
 )]
 pub async fn list(
-    query: web::Query<MineQuery>,
+    query: web::Query<ListQuery>,
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(mine(&state, &caller, &query).await?))
+    Ok(HttpResponse::Ok().json(listed(&state, &caller, &query).await?))
 }
 
-/// A page of the caller's documents.
-async fn mine(
+/// A page of a space's documents, or of the caller's own.
+async fn listed(
     state: &AppState,
     caller: &Caller,
-    query: &MineQuery,
+    query: &ListQuery,
 ) -> Result<DocumentPage, ApiError> {
-    caller.require(Role::Author)?;
-    let status = match query.status.as_deref() {
-        None => None,
-        Some(s) => Some(DocumentStatus::parse(s).ok_or_else(|| {
-            ApiError::validation(
-                "status must be one of DRAFT, PENDING_REVIEW, APPROVED, REJECTED, ARCHIVED",
-            )
-        })?),
-    };
+    if query.space.is_none() {
+        caller.require(Role::Author)?;
+    }
+    let space = query.space.as_deref().map(SpaceKey::parse).transpose();
+    let title = query.q.as_deref().map(TitleQuery::parse).transpose();
+    let (space, title) = (input_ok(space)?, input_ok(title)?);
     let limit = paging::limit(query.limit)?;
-    let before = match query.cursor.as_deref() {
-        None => None,
-        Some(c) => Some(
-            Uuid::try_parse(c)
-                .ok()
-                .filter(|_| c.len() == 32)
-                .ok_or_else(|| ApiError::validation("cursor is not one this service issued"))?,
-        ),
+    let page = DocumentsPage {
+        status: query.status.as_deref().map(document_status).transpose()?,
+        before: query.cursor.as_deref().map(document_cursor).transpose()?,
+        limit: limit + 1,
     };
-    let mut docs = state
-        .documents
-        .by_author(&caller.id, status, before, limit + 1)
-        .await?;
+    let mut docs = match (space, title) {
+        (Some(space), title) => {
+            let reader = caller.reader();
+            let found = state
+                .documents
+                .in_space(reader, &space, title.as_ref(), page);
+            found.await?
+        }
+        (None, Some(_)) => return Err(ApiError::validation("q searches a space: give space too")),
+        (None, None) => state.documents.by_author(caller.reader(), page).await?,
+    };
     let next_cursor = paging::cut(&mut docs, limit, |d| d.id.simple().to_string());
     Ok(DocumentPage {
         items: docs.iter().map(DocumentView::from).collect(),
         next_cursor,
     })
+}
+
+fn document_status(s: &str) -> Result<DocumentStatus, ApiError> {
+    DocumentStatus::parse(s).ok_or_else(|| {
+        ApiError::validation(
+            "status must be one of DRAFT, PENDING_REVIEW, APPROVED, REJECTED, ARCHIVED",
+        )
+    })
+}
+
+/// The document a cursor of this list names (its id, 32 hex digits).
+fn document_cursor(c: &str) -> Result<Uuid, ApiError> {
+    Uuid::try_parse(c)
+        .ok()
+        .filter(|_| c.len() == 32)
+        .ok_or_else(paging::bad_cursor)
 }
 
 #[utoipa::path(

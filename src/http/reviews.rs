@@ -5,7 +5,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::domain::{Comment, Decision, RejectReason, ReviewStatus, Transitioned};
+use crate::domain::{Comment, Decision, RejectReason, ReviewStatus, SpaceKey, Transitioned};
 use crate::store::{QueueFilter, QueueOrder};
 use crate::usecases::Context;
 use crate::web::auth::{Caller, Role};
@@ -34,6 +34,7 @@ pub struct RejectBody {
 
 #[derive(Deserialize, Default)]
 pub struct ReviewQuery {
+    pub space: Option<String>,
     pub status: Option<String>,
     pub limit: Option<i64>,
     pub cursor: Option<String>,
@@ -171,7 +172,10 @@ async fn decision(
     path = "/api/v1/reviews",
     tag = "reviews",
     summary = "Reviews by status, in commit order or by due date (reviewer)",
+    description = "The queue of every space where the caller is a reviewer (the platform admin: \
+                   every space); `space` narrows it to one.",
     params(
+        ("space" = Option<String>, Query, pattern = "^[a-z0-9][a-z0-9-]{0,62}$", max_length = 63, description = "a space's key: its queue alone (no role there: 404; a role but not reviewer: 403)"),
         ("status" = Option<String>, Query, pattern = "^(PENDING|APPROVED|REJECTED|WITHDRAWN)$", description = "PENDING (default), APPROVED, REJECTED or WITHDRAWN"),
         ("overdue" = Option<bool>, Query, description = "true: only reviews still pending past their due date (status PENDING only)"),
         ("eligible" = Option<String>, Query, pattern = "^me$", description = "me: only reviews the caller may approve now (not its own, not voted on, in the stage's groups, a seat free or held by the caller)"),
@@ -182,7 +186,8 @@ async fn decision(
     responses(
         (status = 200, description = "a page", body = ReviewPage),
         (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
-        (status = 403, description = "FORBIDDEN: not a reviewer", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: a reviewer in no space, or not in the space named", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND: no role in the space named, or no such space", body = ErrorEnvelope),
         (status = 422, description = "VALIDATION_FAILED: a parameter out of its range, or a cursor this service did not issue", body = ErrorEnvelope),
         (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
     ),
@@ -203,8 +208,10 @@ async fn review_page(
     query: &ReviewQuery,
 ) -> Result<ReviewPage, ApiError> {
     caller.require(Role::Reviewer)?;
+    let space = query.space.as_deref().map(SpaceKey::parse).transpose();
+    let space = space.map_err(|e| ApiError::validation(e.to_string()))?;
     let filter = queue_filter(caller, query)?;
-    queue::review_page(state, filter).await
+    queue::review_page(state, &caller.access, space.as_ref(), filter).await
 }
 
 fn queue_filter(caller: &Caller, query: &ReviewQuery) -> Result<QueueFilter, ApiError> {

@@ -134,56 +134,6 @@ impl PgStore {
         .await
     }
 
-    /// `author`'s documents, newest first, in `status` when given, created before the
-    /// document `before` when given; without their bodies (`body` is empty). Each form has
-    /// its index: `documents_by_author` and `documents_by_author_status`.
-    pub async fn author_documents(
-        &self,
-        author: &str,
-        status: Option<DocumentStatus>,
-        before: Option<Uuid>,
-        limit: i64,
-    ) -> Result<Vec<Document>, StoreError> {
-        let before = before.unwrap_or(Uuid::max());
-        match status {
-            None => {
-                sqlx::query_as!(
-                    Document,
-                    r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
-                          author_id, space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
-                          created_at, updated_at, published_version,
-                          NULL::text AS published_title, NULL::text AS published_body
-                   FROM documents WHERE author_id = $1 AND id < $2
-                   ORDER BY id DESC LIMIT $3"#,
-                    author,
-                    before,
-                    limit
-                )
-                .fetch_all(&self.pool)
-                .bounded(self)
-                .await
-            }
-            Some(status) => {
-                sqlx::query_as!(
-                    Document,
-                    r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
-                          author_id, space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
-                          created_at, updated_at, published_version,
-                          NULL::text AS published_title, NULL::text AS published_body
-                   FROM documents WHERE author_id = $1 AND status = $2 AND id < $3
-                   ORDER BY id DESC LIMIT $4"#,
-                    author,
-                    status as DocumentStatus,
-                    before,
-                    limit
-                )
-                .fetch_all(&self.pool)
-                .bounded(self)
-                .await
-            }
-        }
-    }
-
     /// The titles of the documents of `ids` (missing ones left out).
     pub async fn document_titles(&self, ids: &[Uuid]) -> Result<Vec<(Uuid, String)>, StoreError> {
         let rows = sqlx::query!("SELECT id, title FROM documents WHERE id = ANY($1)", ids)

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::domain::{
-    preview_of, CommentBody, Commented, Document, DocumentBody, DocumentStatus, DocumentTitle,
-    Guard, PostedComment, Reader, Refusal, Review, SpaceKey, SpaceRole, UserId,
+    preview_of, CommentBody, Commented, Document, DocumentBody, DocumentTitle, Guard,
+    PostedComment, Reader, Refusal, Review, SpaceKey, SpaceRole,
 };
 use crate::outbox::Dispatcher;
 use crate::store::mongo::{MongoProjection, ProjectedDocument, ReadError};
@@ -205,21 +205,6 @@ impl DocumentService {
                 None
             }
         }
-    }
-
-    /// `author`'s documents, newest first (without bodies), optionally in one status and
-    /// after (older than) the document `before`.
-    pub async fn by_author(
-        &self,
-        author: &UserId,
-        status: Option<DocumentStatus>,
-        before: Option<Uuid>,
-        limit: i64,
-    ) -> Result<Vec<Document>, Error> {
-        Ok(self
-            .store
-            .author_documents(author.as_str(), status, before, limit)
-            .await?)
     }
 
     /// The titles of the documents of `ids`, for lists of reviews.

@@ -27,6 +27,13 @@ pub enum QueueOrder {
     Due,
 }
 
+/// Where the page starts: the `queue_seq` and `due_at` of the last review a reader was shown.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct After {
+    pub seq: Option<i64>,
+    pub due: Option<DateTime<Utc>>,
+}
+
 /// Which reviews, in which order, after which one.
 #[derive(Debug, Clone)]
 pub struct QueueFilter {
@@ -43,10 +50,15 @@ pub struct QueueFilter {
 }
 
 impl PgStore {
-    /// A page of the queue; `None` when `after` is no review.
-    pub async fn list_reviews(&self, f: &QueueFilter) -> Result<Option<Vec<Review>>, StoreError> {
-        let (after_seq, after_due) = match f.after {
-            None => (None, None),
+    /// A page of the queue of the spaces `spaces` (`None`: every space, the platform admin's
+    /// queue); `None` when `after` is no review.
+    pub async fn list_reviews(
+        &self,
+        f: &QueueFilter,
+        spaces: Option<&[String]>,
+    ) -> Result<Option<Vec<Review>>, StoreError> {
+        let at = match f.after {
+            None => After::default(),
             Some(id) => {
                 let at = sqlx::query!("SELECT queue_seq, due_at FROM reviews WHERE id = $1", id)
                     .fetch_optional(&self.pool)
@@ -54,7 +66,10 @@ impl PgStore {
                     .await?;
                 match at {
                     None => return Ok(None),
-                    Some(r) => (Some(r.queue_seq), r.due_at),
+                    Some(r) => After {
+                        seq: Some(r.queue_seq),
+                        due: r.due_at,
+                    },
                 }
             }
         };
@@ -62,11 +77,17 @@ impl PgStore {
             Some((v, g)) => (Some(v.as_str()), g.clone()),
             None => (None, Vec::new()),
         };
-        let rows = match f.order {
-            QueueOrder::Queue => self.queue_page(f, after_seq, voter, &groups).await?,
-            QueueOrder::Due => {
-                self.due_page(f, after_seq, after_due, voter, &groups)
+        // Every space: one ordered scan of the status. Some spaces: one per space, each
+        // stopping at the page's end (`queue_spaces`).
+        let rows = match (f.order, spaces) {
+            (QueueOrder::Queue, None) => self.queue_page(f, at.seq, voter, &groups).await?,
+            (QueueOrder::Due, None) => self.due_page(f, at.seq, at.due, voter, &groups).await?,
+            (QueueOrder::Queue, Some(spaces)) => {
+                self.spaces_queue_page(f, spaces, at, voter, &groups)
                     .await?
+            }
+            (QueueOrder::Due, Some(spaces)) => {
+                self.spaces_due_page(f, spaces, at, voter, &groups).await?
             }
         };
         Ok(Some(self.with_flows(rows).await?))

@@ -24,9 +24,7 @@ use crate::domain::{
 use crate::lock::gate::{LockGate, Passage};
 use crate::lock::LockKeys;
 use crate::outbox::Dispatcher;
-use crate::store::{
-    ClaimOp, Committed, PgStore, QueueFilter, Uncommitted, WriteContext, WriteError,
-};
+use crate::store::{ClaimOp, Committed, PgStore, Uncommitted, WriteContext, WriteError};
 
 use super::stage_needs::StageNeeds;
 use crate::usecases::commit::commit;
@@ -282,11 +280,6 @@ impl ReviewService {
 }
 
 impl ReviewService {
-    /// A page of the queue (`None`: the cursor names no review).
-    pub async fn list(&self, filter: &QueueFilter) -> Result<Option<Vec<Review>>, Error> {
-        Ok(self.store.list_reviews(filter).await?)
-    }
-
     /// Claims (or renews) a seat on the review's current stage for the caller.
     pub async fn claim(&self, ctx: Context, review_id: Uuid) -> Result<Review, Error> {
         let op = ClaimOp::Take(ctx.groups.clone());

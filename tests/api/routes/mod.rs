@@ -30,6 +30,7 @@ mod slow_clients;
 mod space_access;
 mod space_audit;
 mod space_events;
+mod space_lists;
 mod space_members;
 pub(crate) mod spaces;
 mod writes;

@@ -30,19 +30,6 @@ const POLICIES: [&str; 2] = [
 const POLICY_OF_G: &str = "CASE g % 7 WHEN 1 THEN 'two-step' WHEN 2 THEN 'legal' \
                            WHEN 3 THEN 'fast' ELSE 'default' END";
 
-/// A document's space, by its number `g`: one of 100 spaces, every tenth in `default`.
-const SPACE_OF_G: &str = "CASE WHEN g % 10 = 0 THEN 'default' ELSE 'space-' || (g % 100) END";
-
-/// 100 spaces beside `default`, and 20,000 memberships in them (users and groups), so that
-/// a caller's memberships are found by key, not by reading the table.
-const SPACES: [&str; 2] = [
-    "INSERT INTO spaces (key, name) SELECT 'space-' || s, 'Space ' || s FROM generate_series(0, 99) AS s",
-    "INSERT INTO space_members (space_id, subject, roles) \
-     SELECT 'space-' || (m % 100), CASE WHEN m % 10 = 0 THEN 'group:team-' || m ELSE 'user:member-' || m END, \
-            CASE WHEN m % 3 = 0 THEN '{author,reviewer}'::text[] ELSE '{reviewer}'::text[] END \
-     FROM generate_series(1, 20000) AS m",
-];
-
 /// Votes and claims: one approval of every approved review (three of a two-step one: two
 /// in its first stage, one in the second), one vote on each pending two-step review, a
 /// live claim on every other pending review plus an expired one on every tenth, and
@@ -67,16 +54,29 @@ const VOTES_AND_CLAIMS: [&str; 5] = [
             now() - interval '90 minutes' FROM ids WHERE g % 5 = 1",
 ];
 
+/// 100 spaces beside `default`, with 10,000 memberships (users and groups): every request
+/// reads its caller's by subject.
+const SPACES: [&str; 2] = [
+    "INSERT INTO spaces (key, name) SELECT 'space-' || i, 'Space ' || i \
+     FROM generate_series(0, 99) AS i",
+    "INSERT INTO space_members (space_id, subject, roles) \
+     SELECT 'space-' || (i % 100), CASE WHEN i % 10 = 0 THEN 'group:g-' ELSE 'user:u-' END || i, \
+            CASE i % 3 WHEN 0 THEN '{author}'::text[] WHEN 1 THEN '{reviewer}' \
+                       ELSE '{author,reviewer,space_admin}' END \
+     FROM generate_series(1, 10000) AS i",
+];
+
 /// `n` approved (and published) documents with their approved review, votes, audit row, delivered outbox
 /// row (one a second, back from now) and replayable idempotency key; plus a few hundred
 /// pending reviews (with votes, claims, due dates, some overdue and some of those marked)
-/// and undelivered rows. Policies as in [`POLICIES`].
+/// and undelivered rows; spread over the 100 spaces of [`SPACES`]. Policies as in
+/// [`POLICIES`].
 async fn fill(pg: &PgPool, n: i64) {
     let documents = format!(
         "INSERT INTO documents (id, title, body, status, version, author_id, policy, audit_count, \
-                               space_id) \
-         SELECT d, 'Filled', 'Body', CASE WHEN g % 200 = 0 THEN 'PENDING_REVIEW' ELSE 'APPROVED' END, \
-                3, 'author-' || (g % 50), {POLICY_OF_G}, 1, {SPACE_OF_G} FROM ids"
+                                space_id) \
+         SELECT d, 'Filled ' || g, 'Body', CASE WHEN g % 200 = 0 THEN 'PENDING_REVIEW' ELSE 'APPROVED' END, \
+                3, 'author-' || (g % 50), {POLICY_OF_G}, 1, 'space-' || (g % 100) FROM ids"
     );
     // Submitted one a second back from now; due a policy's due_after_secs after the submit
     // (so the older pending ones are overdue), and two in three of those marked already.
@@ -102,8 +102,8 @@ async fn fill(pg: &PgPool, n: i64) {
     let ids = "CREATE TEMP TABLE ids AS SELECT gen_random_uuid() AS d, gen_random_uuid() AS r, g \
                FROM generate_series(1, $1) AS g";
     let mut statements: Vec<&str> = vec![ids];
-    statements.extend(POLICIES);
     statements.extend(SPACES);
+    statements.extend(POLICIES);
     statements.extend([documents.as_str(), reviews.as_str()]);
     statements.extend(VOTES_AND_CLAIMS);
     statements.extend([
@@ -166,11 +166,12 @@ fn literal(ty: &str) -> &'static str {
 }
 
 /// Tables that hold a handful of rows by design (an admin writes a policy's versions, acts
-/// on a parked row, asks for a replay and makes a space by hand; one chain head per chain that is not a
-/// document's): scanning them is what the planner should do, and no index would be used.
+/// on a parked row, asks for a replay and creates a space by hand; one chain head per chain
+/// that is not a document's): scanning them is what the planner should do, and no index
+/// would be used.
 const SMALL_TABLES: [&str; 6] = [
-    "policies",
     "spaces",
+    "policies",
     "policy_versions",
     "outbox_admin_actions",
     "replays",
