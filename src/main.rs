@@ -52,7 +52,8 @@ enum Command {
     Token {
         /// The user id (`sub`).
         sub: String,
-        /// Roles: author, reviewer, admin (comma-separated).
+        /// Roles: author, reviewer, admin (comma-separated), or `none` (a member of spaces
+        /// only).
         #[arg(long, default_value = "author")]
         roles: String,
         #[arg(long, default_value_t = 3600)]
@@ -201,11 +202,13 @@ fn token(settings: &Settings, sub: &str, roles: &str, ttl_secs: u64) -> anyhow::
         settings.environment.is_development(),
         "tokens are only minted here in the development environment"
     );
+    // `none`: a token with no roles of its own, for a member of spaces only.
     let roles: Vec<Role> = roles
         .split(',')
+        .filter(|r| !r.trim().is_empty() && r.trim() != "none")
         .map(|r| serde_json::from_value(serde_json::Value::String(r.trim().to_string())))
         .collect::<Result<_, _>>()
-        .map_err(|_| anyhow::anyhow!("roles must be among author, reviewer, admin"))?;
+        .map_err(|_| anyhow::anyhow!("roles must be among author, reviewer, admin, or none"))?;
     println!("{}", sign(&settings.auth.jwt_secret, sub, &roles, ttl_secs));
     Ok(())
 }

@@ -26,6 +26,7 @@ mod revise;
 mod roundtrips;
 mod rows;
 mod service;
+mod space_lists;
 // The floor's stepwise statements: the tests' reference, which `routes::writes` holds the
 // service's combined write to (see `floor.rs`).
 #[path = "../../tests/api/support/stepwise.rs"]
@@ -53,6 +54,7 @@ pub use report::Report;
 pub use roundtrips::round_trip_rows;
 pub use rows::{cost_row, starvation_row};
 pub use service::Service;
+pub use space_lists::space_list_rows;
 pub use sustained::sustained_row;
 pub use trace::trace_rows;
 pub use workflow::{workflow_rows, WorkflowFigures};

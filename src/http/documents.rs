@@ -113,7 +113,8 @@ fn input_ok<T>(r: Result<T, crate::domain::InputError>) -> Result<T, ApiError> {
         (status = 201, description = "created", body = DocumentView),
         (status = 400, description = "VALIDATION_FAILED: malformed JSON", body = ErrorEnvelope),
         (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
-        (status = 403, description = "FORBIDDEN: not an author", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: not an author (in the space)", body = ErrorEnvelope),
+        (status = 404, description = "NOT_FOUND: no role in the space, or no such space", body = ErrorEnvelope),
         (status = 408, description = "REQUEST_TIMEOUT: the request body did not arrive within server.body_timeout_ms", body = ErrorEnvelope),
         (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
         (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
@@ -186,7 +187,7 @@ pub struct ListQuery {
     params(
         ("space" = Option<String>, Query, pattern = "^[a-z0-9][a-z0-9-]{0,62}$", max_length = 63, description = "a space's key: its documents (no role there: 404)"),
         ("status" = Option<String>, Query, pattern = "^(DRAFT|PENDING_REVIEW|APPROVED|REJECTED|ARCHIVED)$", description = "only documents in this status"),
-        ("q" = Option<String>, Query, min_length = 1, max_length = 200, description = "with space only: titles that contain this text, ignoring case (`%`, `_` and `\\` match themselves)"),
+        ("q" = Option<String>, Query, min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$", description = "with space only: titles that contain this text, ignoring case (`%`, `_` and `\\` match themselves)"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 100, description = "1 to 100, default 20"),
         ("cursor" = Option<String>, Query, pattern = "^[0-9a-f]{32}$", description = "next_cursor of the previous page")
     ),

@@ -27,7 +27,11 @@ pub struct DocumentsPage {
 
 /// The caller's roles in `space`; not found when it has none there, or (the platform
 /// admin, who has every role in every space) when no space has this key.
-async fn roles_in(store: &PgStore, access: &Access, space: &SpaceKey) -> Result<SpaceRoles, Error> {
+async fn space_roles(
+    store: &PgStore,
+    access: &Access,
+    space: &SpaceKey,
+) -> Result<SpaceRoles, Error> {
     let roles = access.roles_in(space.as_str());
     let exists = !roles.is_empty()
         && (!access.is_platform_admin() || store.space_exists(space.as_str()).await?);
@@ -75,7 +79,7 @@ impl DocumentService {
         title: Option<&TitleQuery>,
         page: DocumentsPage,
     ) -> Result<Vec<Document>, Error> {
-        roles_in(&self.store, reader.access, space).await?;
+        space_roles(&self.store, reader.access, space).await?;
         let listing = SpaceDocuments {
             space: space.as_str(),
             reader: reader.id.as_str(),
@@ -101,7 +105,7 @@ impl ReviewService {
     ) -> Result<Option<Vec<Review>>, Error> {
         let spaces = match space {
             Some(key) => {
-                let roles = roles_in(&self.store, access, key).await?;
+                let roles = space_roles(&self.store, access, key).await?;
                 if !roles.contains(SpaceRole::Reviewer) {
                     return Err(Refusal::Forbidden(
                         "the review queue of a space needs the reviewer role there",

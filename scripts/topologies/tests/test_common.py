@@ -152,8 +152,10 @@ class Pids(unittest.TestCase):
         marker = f"kh-topology-test-{os.getpid()}"
         ps = []
         for _ in range(2):
-            ps.append(subprocess.Popen(["sh", "-c", "sleep 30", marker],
-                                        start_new_session=True))
+            # One process that never forks: a shell's child, between its fork and its
+            # exec, carries the shell's command line (the marker) for a moment.
+            ps.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)",
+                                        marker], start_new_session=True))
             time.sleep(0.02)  # start times are in clock ticks
         try:
             self.assertEqual(common.find_pids(marker), [p.pid for p in ps])
