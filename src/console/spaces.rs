@@ -11,7 +11,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::render::{rendered, Shown};
-use crate::domain::{Access, SpaceKey, SpaceRole, DEFAULT_SPACE};
+use crate::domain::{Access, SpaceKey, SpaceRole, SpaceRoles, DEFAULT_SPACE};
 use crate::web::auth::Caller;
 use crate::web::error::ApiError;
 use crate::web::state::AppState;
@@ -39,7 +39,7 @@ pub fn current(
     if let Some(key) = named.filter(|s| !s.is_empty()) {
         return key_of(key);
     }
-    let holds = |roles: crate::domain::SpaceRoles| match role {
+    let holds = |roles: SpaceRoles| match role {
         Some(r) => roles.contains(r),
         None => !roles.is_empty(),
     };
@@ -118,7 +118,7 @@ pub async fn switcher(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{SpaceRoles, TokenRoles};
+    use crate::domain::TokenRoles;
 
     fn member_of(spaces: &[(&str, &[SpaceRole])]) -> Access {
         let memberships = spaces
