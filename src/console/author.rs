@@ -1,5 +1,6 @@
-//! The author's pages: my documents by status; create (with a review policy), edit (an
-//! approved document's edit starts a revision), submit, resubmit and withdraw.
+//! The author's pages: my documents by status; create (in a space where the caller is an
+//! author, with a review policy), edit (an approved document's edit starts a revision),
+//! submit, resubmit and withdraw.
 
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -10,7 +11,8 @@ use uuid::Uuid;
 use super::document;
 use super::render::{form, rendered, sent_form, when, Shown};
 use crate::domain::{
-    DocumentBody, DocumentStatus, DocumentTitle, InputError, PolicyName, SpaceKey,
+    DocumentBody, DocumentStatus, DocumentTitle, InputError, PolicyName, SpaceKey, SpaceRole,
+    DEFAULT_SPACE,
 };
 use crate::usecases::{Context, DocumentsPage};
 use crate::web::auth::{Caller, Role};
@@ -39,9 +41,47 @@ pub struct Group {
 #[template(path = "console/mine.html")]
 struct Mine {
     groups: Vec<Group>,
+    create: NewDocument,
+}
+
+/// The form of a new document (`create_form.html`).
+pub struct NewDocument {
+    /// The spaces it may be created in (where the caller is an author): (key, label).
+    pub spaces: Vec<(String, String)>,
+    /// The space preselected.
+    pub space: String,
     /// The policies a new document may follow, by name.
-    policies: Vec<String>,
-    key_create: Uuid,
+    pub policies: Vec<String>,
+    pub key_create: Uuid,
+}
+
+impl NewDocument {
+    /// The form for `spaces`, with `space` preselected (the first when it is not one).
+    pub async fn of(
+        state: &AppState,
+        spaces: Vec<(String, String)>,
+        space: &str,
+    ) -> Result<Self, ApiError> {
+        let mut policies: Vec<String> = state
+            .policies
+            .list()
+            .await?
+            .into_iter()
+            .map(|p| p.name)
+            .collect();
+        policies.sort();
+        let known = spaces.iter().any(|(k, _)| k == space);
+        let space = match spaces.first() {
+            Some((first, _)) if !known => first.clone(),
+            _ => space.to_string(),
+        };
+        Ok(Self {
+            spaces,
+            space,
+            policies,
+            key_create: Uuid::new_v4(),
+        })
+    }
 }
 
 const GROUPS: [(DocumentStatus, &str); 5] = [
@@ -93,20 +133,22 @@ pub async fn mine(
             more,
         });
     }
-    let mut policies: Vec<String> = state
-        .policies
-        .list()
+    let authoring: Vec<(String, String)> = state
+        .spaces
+        .list(&caller.access)
         .await
         .map_err(ApiError::from)?
         .into_iter()
-        .map(|p| p.name)
+        .filter(|s| s.roles.contains(SpaceRole::Author))
+        .map(|s| {
+            (
+                s.space.key.clone(),
+                format!("{} ({})", s.space.name, s.space.key),
+            )
+        })
         .collect();
-    policies.sort();
-    rendered(&Mine {
-        groups,
-        policies,
-        key_create: Uuid::new_v4(),
-    })
+    let create = NewDocument::of(&state, authoring, DEFAULT_SPACE).await?;
+    rendered(&Mine { groups, create })
 }
 
 #[derive(Deserialize)]
@@ -115,9 +157,12 @@ pub struct DocumentForm {
     title: String,
     #[serde(default)]
     body: String,
-    /// The review policy (create only); left out: the configured default.
+    /// The review policy (create only); left out: the space's default, else the setting.
     #[serde(default)]
     policy: String,
+    /// The space (create only); left out: `default`.
+    #[serde(default)]
+    space: String,
 }
 
 impl DocumentForm {
@@ -136,13 +181,23 @@ impl DocumentForm {
         let name = input(PolicyName::parse(&self.policy))?;
         Ok(Some(name.as_str().to_string()))
     }
+
+    /// The space a new document goes to: the one named, else `default`.
+    fn space(&self) -> Result<SpaceKey, ApiError> {
+        match self.space.as_str() {
+            "" => Ok(SpaceKey::default_space()),
+            key => input(SpaceKey::parse(key)),
+        }
+    }
 }
 
 fn input<T>(r: Result<T, InputError>) -> Result<T, ApiError> {
     r.map_err(|e| ApiError::validation(e.to_string()))
 }
 
-/// POST `/console/f/documents`: the JSON API's create; then the new document's page.
+/// POST `/console/f/documents`: the JSON API's create, in the space the form names
+/// (`default` when none: no role there 404, not an author there 403); then the new
+/// document's page.
 pub async fn create(
     req: HttpRequest,
     payload: web::Payload,
@@ -156,8 +211,8 @@ pub async fn create(
     let created = post::run(&req, &state, &caller, &bytes, move |held_key| async move {
         let (title, text) = f.text()?;
         let policy = f.policy()?;
+        let space = f.space()?;
         let ctx = Context { held_key, ..ctx };
-        let space = SpaceKey::default_space();
         Ok(st.documents.create(ctx, space, title, text, policy).await?)
     })
     .await;

@@ -56,6 +56,8 @@ struct DocumentFragment {
     /// Never submitted: its author's and the admins' alone.
     private: bool,
     author: String,
+    /// The key of its space.
+    space: String,
     /// The policy its next review follows.
     policy: String,
     updated_at: String,
@@ -195,6 +197,7 @@ pub async fn render(
         pending,
         private: !d.ever_submitted(),
         author: d.author_id.clone(),
+        space: d.space.clone(),
         policy: d.policy.clone(),
         updated_at: when(d.updated_at),
         preview,

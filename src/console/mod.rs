@@ -16,7 +16,9 @@ mod comments;
 mod diff;
 mod document;
 mod history;
+mod library;
 mod lifecycle;
+mod members;
 mod operator;
 mod policies;
 mod render;
@@ -24,6 +26,7 @@ mod replays;
 mod review;
 mod reviewer;
 mod revision;
+mod spaces;
 
 use actix_web::http::header;
 use actix_web::{guard, web, HttpResponse, Route};
@@ -31,6 +34,7 @@ use askama::Template;
 
 use crate::web::auth::{Caller, Role};
 use crate::web::error::{self, ApiError};
+use crate::web::state::AppState;
 use render::{rendered, Shown};
 
 /// Declares the console's routes once: [`PATHS`] lists them (for the metrics' labels and
@@ -50,14 +54,21 @@ macro_rules! routes {
 routes! {
     get "/console" => home,
     get "/console/queue" => shell_queue,
+    get "/console/documents" => shell_documents,
     get "/console/mine" => shell_mine,
+    get "/console/spaces/{key}/members" => shell_members,
     get "/console/operator" => shell_operator,
     get "/console/policies" => shell_policies,
     get "/console/documents/{id}" => shell_document,
     get "/console/static/{file}" => static_file,
     get "/console/f/me" => me,
+    get "/console/f/spaces" => spaces::switcher,
     get "/console/f/queue" => reviewer::queue,
+    get "/console/f/documents" => library::page,
     get "/console/f/mine" => author::mine,
+    get "/console/f/spaces/{key}/members" => members::page,
+    post "/console/f/spaces/{key}/members/save" => members::save,
+    post "/console/f/spaces/{key}/members/remove" => members::remove,
     get "/console/f/operator" => operator::overview,
     get "/console/f/policies" => policies::page,
     post "/console/f/policies/save" => policies::write,
@@ -79,27 +90,41 @@ routes! {
     post "/console/f/replays/{id}/cancel" => replays::cancel,
 }
 
-/// The methods served on a console path (`GET, HEAD` or `POST`), as an `Allow` value.
-fn allowed(method: &str) -> &'static str {
-    if method == "get" {
-        "GET, HEAD"
-    } else {
-        "POST"
+/// The methods served on a console path that has a GET route, a POST route or both, as an
+/// `Allow` value.
+fn allowed(get: bool, post: bool) -> &'static str {
+    match (get, post) {
+        (true, true) => "GET, HEAD, POST",
+        (true, false) => "GET, HEAD",
+        _ => "POST",
     }
 }
 
-/// Registers the console: one resource per path; a GET path answers HEAD too, and any
-/// other method is 405 with `Allow`.
+/// Registers the console: one resource per path, holding its routes; a GET route answers
+/// HEAD too, and any other method is 405 with `Allow`.
 pub fn configure(cfg: &mut web::ServiceConfig) {
+    let mut paths: Vec<(&'static str, Vec<&'static str>, Vec<Route>)> = Vec::new();
     for (method, path, route) in routes() {
         let route = if method == "get" {
             route.guard(guard::Any(guard::Get()).or(guard::Head()))
         } else {
             route.guard(guard::Post())
         };
-        let allow = allowed(method);
+        match paths.iter_mut().find(|(p, ..)| *p == path) {
+            Some((_, methods, routes)) => {
+                methods.push(method);
+                routes.push(route);
+            }
+            None => paths.push((path, vec![method], vec![route])),
+        }
+    }
+    for (path, methods, routes) in paths {
+        let allow = allowed(methods.contains(&"get"), methods.contains(&"post"));
         let refuse = web::to(move || async move { error::method_not_allowed(allow) });
-        cfg.service(web::resource(path).route(route).default_service(refuse));
+        let resource = routes
+            .into_iter()
+            .fold(web::resource(path), |r, route| r.route(route));
+        cfg.service(resource.default_service(refuse));
     }
 }
 
@@ -113,6 +138,8 @@ struct Home {
 #[template(path = "console/page.html")]
 struct Shell {
     title: String,
+    /// The space switcher's fragment, on the pages about one space.
+    switcher: Option<String>,
     /// The fragment the page shows.
     load: String,
     /// When it loads (htmx `hx-trigger`): once, or also every few seconds.
@@ -126,13 +153,49 @@ async fn home() -> Result<HttpResponse, Shown> {
 fn shell(title: &str, load: String, trigger: &'static str) -> Result<HttpResponse, Shown> {
     rendered(&Shell {
         title: title.to_string(),
+        switcher: None,
         load,
         trigger,
     })
 }
 
-async fn shell_queue() -> Result<HttpResponse, Shown> {
-    shell("Review queue", "/console/f/queue".into(), "load")
+/// A page about one space (`?space=K`; none: [`spaces::current`] picks it), with the
+/// space switcher above its fragment; the URL's `q` goes to the fragment too.
+fn space_shell(title: &str, page: &str, query: &spaces::SpaceQuery) -> Result<HttpResponse, Shown> {
+    fn query_of<'a>(mut pairs: Vec<(&'a str, &'a str)>, query: &'a spaces::SpaceQuery) -> String {
+        pairs.extend(query.space.as_deref().map(|s| ("space", s)));
+        pairs.extend(query.q.as_deref().map(|q| ("q", q)));
+        match serde_urlencoded::to_string(&pairs) {
+            Ok(q) if !q.is_empty() => format!("?{q}"),
+            _ => String::new(),
+        }
+    }
+    rendered(&Shell {
+        title: title.to_string(),
+        switcher: Some(format!(
+            "/console/f/spaces{}",
+            query_of(vec![("to", page)], query)
+        )),
+        load: format!("/console/f/{page}{}", query_of(Vec::new(), query)),
+        trigger: "load",
+    })
+}
+
+async fn shell_queue(query: web::Query<spaces::SpaceQuery>) -> Result<HttpResponse, Shown> {
+    space_shell("Review queue", "queue", &query)
+}
+
+async fn shell_documents(query: web::Query<spaces::SpaceQuery>) -> Result<HttpResponse, Shown> {
+    space_shell("Documents", "documents", &query)
+}
+
+async fn shell_members(path: web::Path<String>) -> Result<HttpResponse, Shown> {
+    let key = spaces::key_of(&path)?;
+    shell(
+        "Members",
+        format!("/console/f/spaces/{key}/members"),
+        "load",
+    )
 }
 
 async fn shell_mine() -> Result<HttpResponse, Shown> {
@@ -183,9 +246,14 @@ struct Me {
     author: bool,
     reviewer: bool,
     admin: bool,
+    /// The spaces where the caller holds a role: (key, name, its roles there).
+    spaces: Vec<(String, String, String)>,
 }
 
-async fn me(caller: Result<Caller, ApiError>) -> Result<HttpResponse, Shown> {
+async fn me(
+    caller: Result<Caller, ApiError>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, Shown> {
     let caller = caller?;
     let roles: Vec<&str> = caller
         .roles
@@ -196,11 +264,18 @@ async fn me(caller: Result<Caller, ApiError>) -> Result<HttpResponse, Shown> {
             Role::Admin => "admin",
         })
         .collect();
+    let spaces = state.spaces.list(&caller.access).await;
+    let spaces = spaces
+        .map_err(ApiError::from)?
+        .into_iter()
+        .map(|s| (s.space.key, s.space.name, s.roles.names().join(", ")))
+        .collect();
     rendered(&Me {
         sub: caller.id.as_str().to_string(),
         roles: roles.join(", "),
         author: caller.has(Role::Author),
         reviewer: caller.has(Role::Reviewer),
         admin: caller.has(Role::Admin),
+        spaces,
     })
 }

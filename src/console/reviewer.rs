@@ -11,7 +11,10 @@ use super::document;
 use super::history::Rounds;
 use super::render::{clock, rendered, sent_form, waited, when, Shown};
 use super::review::sentence;
-use crate::domain::{Comment, Decision, RejectReason, Review, ReviewStatus, Transitioned};
+use super::spaces;
+use crate::domain::{
+    Comment, Decision, RejectReason, Review, ReviewStatus, SpaceRole, Transitioned,
+};
 use crate::store::{QueueFilter, QueueOrder};
 use crate::usecases::Context;
 use crate::web::auth::{Caller, Role};
@@ -43,20 +46,23 @@ pub struct QueueRow {
 #[derive(Template)]
 #[template(path = "console/queue.html")]
 struct Queue {
+    /// The space whose queue this is.
+    space: String,
     rows: Vec<QueueRow>,
     next_cursor: Option<String>,
 }
 
 #[derive(Deserialize)]
 pub struct QueueQuery {
+    space: Option<String>,
     cursor: Option<String>,
 }
 
 /// Reviews the queue shows at once.
 const QUEUE_ROWS: i64 = 50;
 
-/// GET `/console/f/queue`: pending reviews in the order they were submitted, in every
-/// space where the caller is a reviewer.
+/// GET `/console/f/queue?space=K`: the pending reviews of the space, in the order they were
+/// submitted (no role there: 404; roles there but not reviewer: 403, as `GET /reviews`).
 pub async fn queue(
     query: web::Query<QueueQuery>,
     caller: Result<Caller, ApiError>,
@@ -64,7 +70,11 @@ pub async fn queue(
 ) -> Result<HttpResponse, Shown> {
     let caller = caller?;
     caller.require(Role::Reviewer)?;
-    let after = query.into_inner().cursor;
+    let QueueQuery {
+        space,
+        cursor: after,
+    } = query.into_inner();
+    let space = spaces::current(&caller.access, space.as_deref(), Some(SpaceRole::Reviewer))?;
     let filter = QueueFilter {
         status: ReviewStatus::Pending,
         overdue: false,
@@ -73,10 +83,11 @@ pub async fn queue(
         after: after.as_deref().map(paging::after_review).transpose()?,
         limit: QUEUE_ROWS,
     };
-    let found = queue::review_page(&state, &caller.access, None, filter).await?;
+    let found = queue::review_page(&state, &caller.access, Some(&space), filter).await?;
     let now = Utc::now();
     let rows = found.items.into_iter().map(|r| queue_row(r, now)).collect();
     rendered(&Queue {
+        space: space.to_string(),
         rows,
         next_cursor: found.next_cursor,
     })

@@ -8,4 +8,5 @@ mod lifecycle_lists;
 mod operator;
 mod operator_charts;
 mod replays;
+mod spaces;
 mod workflow;

@@ -10,6 +10,7 @@ mod claims;
 mod comments;
 pub(crate) mod concurrency;
 mod console;
+mod console_spaces;
 mod documents;
 mod drain;
 mod events;

@@ -35,13 +35,13 @@ pub async fn text(b: &Browser, css: &str) -> Value {
 }
 
 /// Fails when the page is wider than the window (something overflows sideways) or a form
-/// control has no label.
+/// control has no label (a hidden input, which cannot have one, aside).
 pub async fn fits_and_is_labelled(b: &Browser, page: &str) {
     let v = b
         .eval(
             "return { wide: document.documentElement.scrollWidth > window.innerWidth + 1,
                       width: document.documentElement.scrollWidth, window: window.innerWidth,
-                      unlabelled: [...document.querySelectorAll('input, textarea, select')]
+                      unlabelled: [...document.querySelectorAll('input:not([type=hidden]), textarea, select')]
                           .filter(e => e.labels.length === 0).map(e => e.id || e.name),
                       unnamed: [...document.querySelectorAll('button, a')]
                           .filter(e => !(e.innerText.trim() || e.getAttribute('aria-label')))

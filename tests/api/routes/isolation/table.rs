@@ -22,7 +22,7 @@ pub enum Target {
     /// `{id}`: the document's current review (and `{reviewer_id}` the holder of its claim).
     Review(Which),
     /// Space A: `{key}` names it (`{subject}` one of its members), or, with nothing in the
-    /// path, the body names it (the console's create: `default`).
+    /// path, the body or the query names it.
     Space,
     /// `{id}`: an outbox row of the pending document.
     Outbox,
@@ -93,6 +93,15 @@ const fn review(body: Body) -> Expect {
 /// `{key}` names space A (and `{subject}` one of its members).
 const fn space(body: Body) -> Expect {
     Expect::Hidden(req(Target::Space, body))
+}
+
+/// A page of space A's, named by its query (`space=a`).
+const fn in_a(query: &'static str) -> Expect {
+    Expect::Hidden(Req {
+        target: Target::Space,
+        query,
+        body: Body::None,
+    })
 }
 
 const fn admin(target: Target, body: Body) -> Expect {
@@ -193,22 +202,34 @@ const COMMENT: Body = Body::Form(&[("comment", "ok")]);
 pub const CONSOLE: &[Entry] = &[
     e("get", "/console", Expect::NamesNothing, SHELL),
     e("get", "/console/queue", Expect::NamesNothing, SHELL),
+    e("get", "/console/documents", Expect::NamesNothing, SHELL),
     e("get", "/console/mine", Expect::NamesNothing, SHELL),
+    e("get", "/console/spaces/{key}/members", Expect::NamesNothing,
+        "a shell: the same HTML for any well-formed key, no token, nothing read; its fragment decides"),
     e("get", "/console/operator", Expect::NamesNothing, SHELL),
     e("get", "/console/policies", Expect::NamesNothing, SHELL),
     e("get", "/console/documents/{id}", Expect::NamesNothing,
         "a shell: the same HTML for any id, no token, nothing read; its fragment decides"),
     e("get", "/console/static/{file}", Expect::NamesNothing, "the console's script and style"),
     e("get", "/console/f/me", Expect::NamesNothing, "the caller's own name and roles"),
-    e("get", "/console/f/queue", Expect::List, LIST),
+    e("get", "/console/f/spaces", Expect::List,
+        "the caller's spaces (the switcher): routes::console_spaces lists them per caller"),
+    e("get", "/console/f/queue", in_a("space=a"), "space A's review queue"),
+    e("get", "/console/f/documents", in_a("space=a&q=secret"), "space A's documents, searched"),
     e("get", "/console/f/mine", Expect::List, LIST),
+    e("get", "/console/f/spaces/{key}/members", space(NONE), "lists space A's members"),
+    e("post", "/console/f/spaces/{key}/members/save",
+        space(Body::Form(&[("kind", "user"), ("name", "olga"), ("roles", "space_admin")])),
+        "makes itself an admin of A"),
+    e("post", "/console/f/spaces/{key}/members/remove", space(Body::Form(&[("subject", "user:rita")])),
+        "removes a member of A"),
     e("get", "/console/f/operator", ADMIN_PLAIN, ADMIN),
     e("get", "/console/f/policies", ADMIN_PLAIN, ADMIN),
     e("post", "/console/f/policies/save", admin(Target::Other, Body::Form(&[("name", "x")])), ADMIN),
     e("get", "/console/f/documents/{id}", doc(P), "the document page"),
     e("post", "/console/f/documents",
-        Expect::Hidden(req(Target::Space, Body::Form(&[("title", "Mine"), ("body", "x")]))),
-        "creates in default (the form names no space): no role there is 404"),
+        Expect::Hidden(req(Target::Space, Body::Form(&[("title", "Mine"), ("body", "x"), ("space", "a")]))),
+        "creates in the space its form names (none: default): no role there is 404"),
     e("post", "/console/f/documents/{id}/edit",
         doc_with(Which::Rejected, Body::Form(&[("title", "Taken over"), ("body", "x")])), "edits it"),
     e("post", "/console/f/documents/{id}/submit", doc(Which::Rejected), "submits it"),
