@@ -90,7 +90,10 @@ impl PgStore {
     /// Claims up to `limit` projected, due rows, at most one per document: the oldest undone
     /// row of each document, and only when no older row of that document is undone (taken
     /// by another dispatcher or a committing request, or waiting for its retry). That keeps
-    /// per-document order. Half the oldest such rows, half the newest.
+    /// per-document order. Half the oldest such rows, half the newest. A row written by a
+    /// release from before spaces (still undelivered, or written by an instance of it during
+    /// a rolling upgrade) has no `space` in its body: it is taken with its document's, so
+    /// every message this release publishes carries it.
     pub async fn take_publishable(
         &self,
         only_document: Option<Uuid>,
@@ -120,7 +123,11 @@ impl PgStore {
                UPDATE outbox SET claimed_until = now() + make_interval(secs => $3), claim_token = $4
                WHERE id IN (SELECT id FROM due UNION SELECT id FROM fresh)
                RETURNING id, event_id, document_id, document_version, event_type, routing_key,
-                         payload, attempts, claim_token AS "ticket!",
+                         CASE WHEN payload ? 'space' THEN payload
+                              ELSE payload || jsonb_build_object('space',
+                                     (SELECT d.space_id FROM documents d
+                                      WHERE d.id = outbox.document_id)) END AS "payload!",
+                         attempts, claim_token AS "ticket!",
                          projected_at IS NOT NULL AS "projected!", traceparent, tracestate"#,
             only_document,
             limit,

@@ -56,7 +56,7 @@ const VOTES_AND_CLAIMS: [&str; 5] = [
 
 /// 100 spaces beside `default`, with 10,000 memberships (users and groups): every request
 /// reads its caller's by subject.
-const SPACES: [&str; 2] = [
+const SPACES: [&str; 4] = [
     "INSERT INTO spaces (key, name) SELECT 'space-' || i, 'Space ' || i \
      FROM generate_series(0, 99) AS i",
     "INSERT INTO space_members (space_id, subject, roles) \
@@ -64,6 +64,15 @@ const SPACES: [&str; 2] = [
             CASE i % 3 WHEN 0 THEN '{author}'::text[] WHEN 1 THEN '{reviewer}' \
                        ELSE '{author,reviewer,space_admin}' END \
      FROM generate_series(1, 10000) AS i",
+    // Each membership's put in its space's chain, linked (the hash's value is no matter
+    // here), and each space's head after its last row.
+    "INSERT INTO space_audit_log (space_id, action, subject, roles, actor_id, seq, hash) \
+     SELECT space_id, 'member.put', subject, roles, 'root', \
+            row_number() OVER (PARTITION BY space_id ORDER BY subject), \
+            decode(repeat('00', 32), 'hex') FROM space_members",
+    "UPDATE spaces SET audit_count = c.n, audit_head = decode(repeat('00', 32), 'hex') \
+     FROM (SELECT space_id, count(*) AS n FROM space_audit_log GROUP BY space_id) c \
+     WHERE spaces.key = c.space_id",
 ];
 
 /// `n` approved (and published) documents with their approved review, votes, audit row, delivered outbox
@@ -169,8 +178,9 @@ fn literal(ty: &str) -> &'static str {
 /// on a parked row, asks for a replay and creates a space by hand; one chain head per chain
 /// that is not a document's): scanning them is what the planner should do, and no index
 /// would be used.
-const SMALL_TABLES: [&str; 6] = [
+const SMALL_TABLES: [&str; 7] = [
     "spaces",
+    "space_admin_actions",
     "policies",
     "policy_versions",
     "outbox_admin_actions",
