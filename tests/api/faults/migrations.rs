@@ -11,6 +11,7 @@ use serde_json::Value;
 use sqlx::{Connection, PgConnection};
 
 use crate::support::app::{spawn_app, spawn_app_with, AppOptions};
+use crate::support::binary::Build;
 use crate::support::inspect::{each_migration_applied_once, wait_for};
 use kh_review_testkit::database::{create_database, test_database_name};
 use kh_review_testkit::stores::pg_url;
@@ -83,7 +84,7 @@ async fn three_instances_started_at_once_on_a_fresh_database_all_come_up() {
         let v: Value = r.json().await.unwrap();
         assert_eq!(v["checks"]["postgresql"]["status"], "up", "{v}");
     }
-    each_migration_applied_once(&mut holder).await;
+    each_migration_applied_once(&mut holder, &Build::this().migrations).await;
     holder.close().await.unwrap();
     for app in [a, b, c] {
         app.stop().await;

@@ -45,6 +45,8 @@ impl Drop for KillOnDrop {
 pub struct Build {
     pub binary: PathBuf,
     pub config: PathBuf,
+    /// The migrations it applies.
+    pub migrations: PathBuf,
 }
 
 impl Build {
@@ -53,6 +55,7 @@ impl Build {
         Self {
             binary: PathBuf::from(env!("CARGO_BIN_EXE_kh-review")),
             config: PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/config")),
+            migrations: PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations")),
         }
     }
 
@@ -62,6 +65,7 @@ impl Build {
         Self {
             binary: dir.join("bin/kh-review"),
             config: dir.join("config"),
+            migrations: dir.join("migrations"),
         }
     }
 }

@@ -61,7 +61,7 @@ async fn after_failover(
     );
     outbox_drained(pg).await;
     let mut events = HashMap::new();
-    events_of_outbox(&apps[0], pg, &mut events).await;
+    events_of_outbox(&apps[0], pg, &mut events, false).await;
     let duplicates =
         committed_state_holds(pg, MONGO, &apps[0].shared.mongo_db, outcomes, &events).await;
     println!(
