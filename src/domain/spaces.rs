@@ -128,8 +128,17 @@ impl SpaceRoles {
         Ok(roles)
     }
 
-    /// A membership's roles: a non-empty set.
+    /// The most role names a membership's request may list (a name given twice counts once).
+    pub const MAX_NAMES: usize = 16;
+
+    /// A membership's roles: a non-empty set, from at most [`Self::MAX_NAMES`] names.
     pub fn parse_membership<S: AsRef<str>>(names: &[S]) -> Result<Self, InputError> {
+        if names.len() > Self::MAX_NAMES {
+            return Err(InputError {
+                field: "roles",
+                problem: format!("must list at most {} names", Self::MAX_NAMES),
+            });
+        }
         let roles = Self::parse(names)?;
         if roles.is_empty() {
             return Err(InputError {

@@ -34,7 +34,7 @@ fn role_names() -> Array {
     ArrayBuilder::new()
         .items(item)
         .min_items(Some(1))
-        .max_items(Some(16))
+        .max_items(Some(SpaceRoles::MAX_NAMES))
         .description(Some(
             "The subject's roles in the space (exactly these; a name given twice counts once)",
         ))

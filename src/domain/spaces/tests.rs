@@ -16,6 +16,16 @@ fn roles_parse_by_name_and_a_membership_needs_one() {
     assert_eq!(roles.names(), ["author", "reviewer"]);
     assert!(SpaceRoles::parse(&["owner"]).is_err());
     assert!(SpaceRoles::parse_membership::<&str>(&[]).is_err());
+    let many = ["author"; SpaceRoles::MAX_NAMES];
+    assert_eq!(
+        SpaceRoles::parse_membership(&many).unwrap().names(),
+        ["author"]
+    );
+    let too_many = ["author"; SpaceRoles::MAX_NAMES + 1];
+    assert_eq!(
+        SpaceRoles::parse_membership(&too_many).unwrap_err().field,
+        "roles"
+    );
     assert!(
         SpaceRoles::parse(&["admin"]).is_err(),
         "admin is the token's, not a space role"
