@@ -82,6 +82,10 @@ impl PgStore {
         let rows = match (f.order, spaces) {
             (QueueOrder::Queue, None) => self.queue_page(f, at.seq, voter, &groups).await?,
             (QueueOrder::Due, None) => self.due_page(f, at.seq, at.due, voter, &groups).await?,
+            (QueueOrder::Queue, Some([space])) => {
+                self.space_queue_page(f, space, at.seq, voter, &groups)
+                    .await?
+            }
             (QueueOrder::Queue, Some(spaces)) => {
                 self.spaces_queue_page(f, spaces, at, voter, &groups)
                     .await?

@@ -18,6 +18,61 @@ use crate::store::error::StoreError;
 use crate::store::pg::{PgStore, Statement};
 
 impl PgStore {
+    /// A page of one space's queue in commit order: `queue`'s statement with the space as
+    /// the index's first column. The lateral form over one space let the generic plan read
+    /// every pending review of the space and sort them when `eligible` filters (26 ms at
+    /// 10,000 pending against 2 ms without the filter); this one keeps the ordered scan that
+    /// stops at the page's end.
+    pub(super) async fn space_queue_page(
+        &self,
+        f: &QueueFilter,
+        space: &str,
+        after_seq: Option<i64>,
+        voter: Option<&str>,
+        groups: &[String],
+    ) -> Result<Vec<ReviewRow>, StoreError> {
+        sqlx::query_as!(
+            ReviewRow,
+            r#"SELECT r.id, r.document_id, r.status AS "status: ReviewStatus", r.document_version,
+                      r.submitted_by, r.submitted_at, r.decided_by, r.decided_at, r.comment,
+                      r.reason, r.fence_token AS "fence_token: FencingToken", r.policy,
+                      r.policy_version, r.stage, r.due_at
+               FROM reviews r
+               CROSS JOIN LATERAL (
+                 SELECT v.stages -> r.stage AS st FROM policy_versions v
+                 WHERE v.name = r.policy AND v.version = r.policy_version OFFSET 0) pv
+               WHERE r.space_id = $7 AND r.status = $1 AND r.queue_seq > COALESCE($2::int8, 0)
+                 AND (NOT $3::bool OR r.due_at <= now())
+                 AND ($4::text IS NULL OR (
+                   r.submitted_by <> $4
+                   AND NOT EXISTS (SELECT 1 FROM review_votes v
+                                   WHERE v.review_id = r.id AND v.voter_id = $4)
+                   AND (jsonb_array_length(pv.st -> 'eligible_groups') = 0
+                        OR (pv.st -> 'eligible_groups') ?| $5::text[])
+                   AND (EXISTS (SELECT 1 FROM review_claims c
+                                WHERE c.review_id = r.id AND c.reviewer_id = $4
+                                  AND c.stage = r.stage AND c.expires_at > now())
+                        OR (SELECT count(*) FROM review_claims c
+                            WHERE c.review_id = r.id AND c.stage = r.stage
+                              AND c.expires_at > now())
+                           < (pv.st ->> 'required_approvals')::int8
+                             - (SELECT count(*) FROM review_votes v
+                                WHERE v.review_id = r.id AND v.stage = r.stage
+                                  AND v.vote = 'APPROVE'))))
+               ORDER BY r.queue_seq LIMIT $6"#,
+            f.status as ReviewStatus,
+            after_seq,
+            f.overdue,
+            voter,
+            groups,
+            f.limit,
+            space
+        )
+        .fetch_all(&self.pool)
+        .bounded(self)
+        .await
+    }
+
     /// A page of the spaces' queue in commit order.
     pub(super) async fn spaces_queue_page(
         &self,
