@@ -8,6 +8,10 @@ WITH_ENV := eval "$$(scripts/services.sh env)" &&
 # The built-in environment is production, which refuses the public development JWT secret
 # of config/default.toml: local runs say development (an APP__ENVIRONMENT already set wins).
 DEV_ENV := APP__ENVIRONMENT=$${APP__ENVIRONMENT:-development}
+# The service as production runs it: its sessions as kh_app, which owns nothing and lacks
+# BYPASSRLS (row-level security holds), its migrations as kh, the tables' owner.
+TWO_ROLES := APP__DATABASE__MIGRATE_URL=$${APP__DATABASE__MIGRATE_URL:-$$APP__DATABASE__URL} \
+	APP__DATABASE__URL=$$KH_SERVICE_DATABASE_URL
 TEST_THREADS ?= 8
 
 .PHONY: help services services-down services-status jaeger run test test-parallel test-volume test-topologies test-upgrade test-ui fuzz lint deps fmt migrate build token bench bench-smoke sqlx-prepare image test-image compose-config
@@ -35,7 +39,7 @@ build:
 	cargo build --workspace --all-targets
 
 run: services
-	$(WITH_ENV) $(DEV_ENV) cargo run --bin kh-review -- serve
+	$(WITH_ENV) $(DEV_ENV) $(TWO_ROLES) cargo run --bin kh-review -- serve
 
 migrate: services
 	$(WITH_ENV) $(DEV_ENV) cargo run --bin kh-review -- migrate

@@ -95,6 +95,7 @@ eval "$(scripts/services.sh env)"
 WORK=$(mktemp -d /tmp/kh-fuzz.XXXXXX)
 DB_NAME="kh_review_fuzz${TAG}"
 DB_URL="${APP__DATABASE__URL%/*}/$DB_NAME"
+SERVICE_DB_URL="${KH_SERVICE_DATABASE_URL%/*}/$DB_NAME"
 ADMIN_URL="${APP__DATABASE__URL%/*}/postgres"
 MONGO_DB="kh_review_fuzz${TAG}"
 REDIS_PREFIX="kh-fuzz${TAG}:"
@@ -125,7 +126,8 @@ BASE="http://127.0.0.1:$PORT"
 # The environment of the server and of `kh-review token`. Development explicitly: tokens are
 # only minted there (whatever the built-in default). serve migrates the new database on start.
 export APP_CONFIG_DIR="$PWD/config" APP__ENVIRONMENT=development APP__SERVER__PORT="$PORT" \
-  APP__DATABASE__URL="$DB_URL" APP__REDIS__KEY_PREFIX="$REDIS_PREFIX" \
+  APP__DATABASE__URL="$SERVICE_DB_URL" APP__DATABASE__MIGRATE_URL="$DB_URL" \
+  APP__REDIS__KEY_PREFIX="$REDIS_PREFIX" \
   APP__MONGO__DATABASE="$MONGO_DB" APP__AMQP__EXCHANGE="kh.fuzz${TAG}.events" \
   APP__AMQP__BIND_QUEUE="" APP__LOG__LEVEL=error APP__LOG__FORMAT=json
 

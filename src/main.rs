@@ -151,7 +151,9 @@ async fn migrate(settings: &Settings) -> anyhow::Result<()> {
 /// and checked against the latest checkpoint. Exits 1 when a chain is broken, and when the
 /// check could not look for rewound or deleted chains (no silent pass).
 async fn audit_verify(settings: &Settings, document: Option<uuid::Uuid>) -> anyhow::Result<()> {
-    let store = PgStore::from_settings(&settings.database)?.with_audit(&settings.audit);
+    let store = PgStore::from_settings(&settings.database)?
+        .with_audit(&settings.audit)
+        .background();
     let checkpoints = CheckpointStore::from_settings(&settings.mongo, &settings.audit).await?;
     let started = std::time::Instant::now();
     let report = AuditService::new(store.clone(), checkpoints)

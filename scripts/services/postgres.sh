@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/services/postgres.sh — PostgreSQL (Debian's cluster tools) on 127.0.0.1:5432,
-# with the role kh and the database kh_review. Run by scripts/services.sh:
+# with the role kh and the database kh_review, and the service's role kh_app. Run by scripts/services.sh:
 #   packages   the Debian packages to install first, one a line (none when it runs)
 #   up | down | status | env
 #   sql DB FILE [PSQL_ARGS...]   run FILE as the superuser in DB (for ferretdb.sh)
@@ -14,6 +14,8 @@ source "$here/../lib/common.sh"
 PORT=5432
 DEADLINE=60
 URL="postgres://kh:kh@127.0.0.1:$PORT/kh_review"
+# The service's own role (scripts/sql/service-role.sql): owns nothing, lacks BYPASSRLS.
+SERVICE_URL="postgres://kh_app:kh_app@127.0.0.1:$PORT/kh_review"
 ADMIN_LOG="$STATE/postgres-admin.log"
 
 # The server answers (or, without pg_isready, its port is open).
@@ -60,7 +62,8 @@ sql() { # sql DB FILE [PSQL_ARGS...] — as the superuser, over the local socket
 
 role_and_db() {
   sql postgres "$here/../sql/role-and-database.sql" \
-    -v role=kh -v password=kh -v options=CREATEDB -v db=kh_review
+    -v role=kh -v password=kh -v options=CREATEDB -v db=kh_review &&
+    sql postgres "$here/../sql/service-role.sql" -v role=kh_app -v password=kh_app -v owner=kh
 }
 
 # Test/CI tuning, NOT for production: no durability (fsync / synchronous_commit /
@@ -154,7 +157,8 @@ case ${1:-} in
   up)       mkdir -p "$STATE"; up ;;
   down)     down ;;
   status)   status_line postgres KH_DATABASE_URL "127.0.0.1:$PORT" external_up local_up ;;
-  env)      printf 'export APP__DATABASE__URL=%q\n' "${KH_DATABASE_URL:-$URL}" ;;
+  env)      printf 'export APP__DATABASE__URL=%q\n' "${KH_DATABASE_URL:-$URL}"
+            printf 'export KH_SERVICE_DATABASE_URL=%q\n' "${KH_SERVICE_DATABASE_URL:-${KH_DATABASE_URL:-$SERVICE_URL}}" ;;
   sql)      shift; sql "$@" ;;
   *)        echo "usage: $0 packages|up|down|status|env|sql DB FILE [PSQL_ARGS...]" >&2; exit 2 ;;
 esac

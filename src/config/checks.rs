@@ -8,8 +8,9 @@ use crate::lock::RedisMode;
 
 pub(super) fn check_urls(s: &Settings, bad: &mut impl FnMut(&'static str, &str)) {
     const REDIS: &[&str] = &["redis", "rediss"];
+    const PG: &[&str] = &["postgres", "postgresql"];
     let mut urls: Vec<(&'static str, &SecretString, &[&str])> = vec![
-        ("database.url", &s.database.url, &["postgres", "postgresql"]),
+        ("database.url", &s.database.url, PG),
         ("mongo.url", &s.mongo.url, &["mongodb", "mongodb+srv"]),
     ];
     urls.extend(
@@ -49,6 +50,14 @@ pub(super) fn check_urls(s: &Settings, bad: &mut impl FnMut(&'static str, &str))
                     .iter()
                     .map(|u| ("redis.sentinels", u, REDIS)),
             );
+        }
+    }
+    if let Some(owner) = &s.database.migrate_url {
+        urls.push(("database.migrate_url", owner, PG));
+        if server_and_database(owner) != server_and_database(&s.database.url) {
+            let problem =
+                "must name the server and database of database.url (only the role differs)";
+            bad("database.migrate_url", problem);
         }
     }
     for (key, url, schemes) in urls {
@@ -168,4 +177,13 @@ pub(super) fn check_rest(s: &Settings, bad: &mut impl FnMut(&'static str, &str))
         bad("log.format", "must be \"pretty\" or \"json\"");
     }
     s.telemetry.check(bad);
+}
+
+/// The server and database a PostgreSQL URL names (`host:port/db`, without its user,
+/// password and parameters).
+fn server_and_database(url: &SecretString) -> &str {
+    let url = url.expose_secret();
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, at)| at);
+    rest.split('?').next().unwrap_or(rest)
 }

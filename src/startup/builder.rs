@@ -87,6 +87,8 @@ impl<'a> CoreBuilder<'a> {
         if s.database.migrate_on_start {
             store.migrate().await?;
         }
+        store.say_whether_walled().await;
+        let background = store.background(); // every space's rows (`store::scope`)
         let tasks = Arc::new(Supervisor::new(
             self.shutdown.clone(),
             Backoff::default(),
@@ -94,14 +96,14 @@ impl<'a> CoreBuilder<'a> {
         ));
         let gate = self.lock_gate(&tasks).await?;
         let mongo = MongoProjection::from_settings(&s.mongo).await?;
-        let dispatcher = self.dispatcher(&store, &mongo).await;
+        let dispatcher = self.dispatcher(&background, &mongo).await;
         let stats = Arc::new(ReviewStats::new());
         let metrics = HttpMetrics::new(&stats);
-        spawn_purger(&tasks, &store, &s.outbox, &metrics);
+        spawn_purger(&tasks, &background, &s.outbox, &metrics);
         let checkpoints = CheckpointStore::from_settings(&s.mongo, &s.audit).await?;
-        let audit = AuditService::new(store.clone(), checkpoints.clone());
+        let audit = AuditService::new(background.clone(), checkpoints.clone());
         metrics.register(audit.collectors());
-        self.spawn_checkpointer(&tasks, &store, checkpoints, &dispatcher);
+        self.spawn_checkpointer(&tasks, &background, checkpoints, &dispatcher);
         let keys = LockKeys::new(s.redis.key_prefix.clone());
         let state = AppState {
             documents: DocumentService::new(
@@ -120,7 +122,7 @@ impl<'a> CoreBuilder<'a> {
             ),
             idempotency: Idempotency::from_settings(store.clone(), &s.idempotency),
             probes: Probes::new(
-                store.clone(),
+                background.clone(),
                 gate,
                 mongo,
                 dispatcher.clone(),
@@ -128,7 +130,7 @@ impl<'a> CoreBuilder<'a> {
                 s.server.probe_cache,
             ),
             outbox_admin: OutboxAdmin::new(store.clone()),
-            replays: ReplayService::new(store.clone(), self.replay_runner(&store, &tasks)),
+            replays: ReplayService::new(store.clone(), self.replay_runner(&background, &tasks)),
             audit,
             spaces: std::sync::Arc::new(SpaceService::new(store.clone())),
             metrics,
@@ -140,11 +142,7 @@ impl<'a> CoreBuilder<'a> {
             test_hooks: s.test_hooks(),
             events: EventDocs::new(&s.amqp.exchange, &s.events),
         };
-        let (swept, every, batch) = (
-            store.clone(),
-            s.review.overdue_sweep,
-            s.review.overdue_batch,
-        );
+        let (swept, every, batch) = (background, s.review.overdue_sweep, s.review.overdue_batch);
         tasks.spawn("overdue.sweeper", move |stop| {
             sweep_overdue(swept.clone(), every, batch, stop)
         });

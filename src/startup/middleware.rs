@@ -73,8 +73,10 @@ pub async fn middleware(
     let started = Instant::now();
     let method = method_label(req.method());
     let state = req.app_data::<actix_web::web::Data<AppState>>().cloned();
+    // The request declares no space to the database until its caller is known
+    // (`store::scope`; the `Caller` extractor grants the caller's).
     let result = CURRENT
-        .scope(id.clone(), next.call(req))
+        .scope(id.clone(), crate::store::scope::serve(next.call(req)))
         .instrument(span.clone())
         .await;
     let mut res = result?;

@@ -70,14 +70,12 @@ impl PgStore {
             body: c.body,
             created_at: row.created_at,
         };
-        Ok(Uncommitted::new(
-            tx,
-            Commented {
-                comment,
-                document: doc,
-            },
-            owned,
-        ))
+        let space = doc.space.clone();
+        let commented = Commented {
+            comment,
+            document: doc,
+        };
+        Ok(Uncommitted::new(tx, commented, owned).in_space(&space))
     }
 
     /// The document's comments after number `after`, oldest first, at most `limit`.
@@ -95,7 +93,7 @@ impl PgStore {
             after,
             limit
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.scoped().await?)
         .bounded(self)
         .await
     }

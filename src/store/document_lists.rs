@@ -62,7 +62,7 @@ impl PgStore {
                     limit,
                     spaces
                 )
-                .fetch_all(&self.pool)
+                .fetch_all(&mut *self.scoped().await?)
                 .bounded(self)
                 .await
             }
@@ -83,7 +83,7 @@ impl PgStore {
                     limit,
                     spaces
                 )
-                .fetch_all(&self.pool)
+                .fetch_all(&mut *self.scoped().await?)
                 .bounded(self)
                 .await
             }
@@ -126,7 +126,7 @@ impl PgStore {
             l.limit,
             q.map(TitleQuery::as_str)
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.scoped().await?)
         .bounded(self)
         .await
     }
@@ -157,7 +157,7 @@ impl PgStore {
             q.map(TitleQuery::as_str),
             status as DocumentStatus
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.scoped().await?)
         .bounded(self)
         .await
     }
@@ -190,7 +190,7 @@ impl PgStore {
             q.like_pattern(),
             status as Option<DocumentStatus>
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.scoped().await?)
         .bounded(self)
         .await
     }

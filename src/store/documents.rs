@@ -46,7 +46,7 @@ impl PgStore {
         ctx: &WriteContext<'_>,
     ) -> Result<Uncommitted<Document>, WriteError> {
         let new = rules::plan_create(id, title, body);
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin().await?;
         // The policy named, else the space's default policy, else the setting's.
         let row = sqlx::query!(
             "INSERT INTO documents (id, title, body, status, version, author_id, space_id, policy) \
@@ -101,7 +101,8 @@ impl PgStore {
         let at = doc.updated_at;
         let owned =
             write_audit_and_event(&mut tx, &doc, &new.audit, &new.outbox, ctx, at, &link).await?;
-        Ok(Uncommitted::new(tx, doc, owned))
+        let space = doc.space.clone();
+        Ok(Uncommitted::new(tx, doc, owned).in_space(&space))
     }
 
     /// The document as committed, if it exists.
@@ -114,7 +115,7 @@ impl PgStore {
                FROM documents WHERE id = $1"#,
             id
         )
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.scoped().await?)
         .bounded(self)
         .await
     }
@@ -129,7 +130,7 @@ impl PgStore {
                FROM documents WHERE id = ANY($1)"#,
             ids
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.scoped().await?)
         .bounded(self)
         .await
     }
@@ -137,7 +138,7 @@ impl PgStore {
     /// The titles of the documents of `ids` (missing ones left out).
     pub async fn document_titles(&self, ids: &[Uuid]) -> Result<Vec<(Uuid, String)>, StoreError> {
         let rows = sqlx::query!("SELECT id, title FROM documents WHERE id = ANY($1)", ids)
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *self.scoped().await?)
             .bounded(self)
             .await?;
         Ok(rows.into_iter().map(|r| (r.id, r.title)).collect())
@@ -182,7 +183,8 @@ impl PgStore {
         let at = doc.updated_at;
         let owned =
             write_audit_and_event(&mut tx, &doc, &plan.audit, &plan.outbox, ctx, at, &link).await?;
-        Ok(Uncommitted::new(tx, doc, owned))
+        let space = doc.space.clone();
+        Ok(Uncommitted::new(tx, doc, owned).in_space(&space))
     }
 }
 
@@ -333,7 +335,7 @@ impl PgStore {
                FROM documents WHERE id = $1"#,
             id
         )
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.scoped().await?)
         .bounded(self)
         .await?;
         Ok(row.map(|r| crate::domain::readable(&r.author_id, r.submitted, &r.space_id, reader)))

@@ -43,7 +43,9 @@ pub enum KeyState {
 }
 
 impl PgStore {
-    /// Deletes the record of (owner, key) if it has expired.
+    /// Deletes the record of (owner, key) if it has expired and is tied to no space (the
+    /// statements on records still running need no scope: such a record is in none until
+    /// its result is saved; `find_key` deletes the others).
     pub async fn delete_expired_key(&self, owner: &str, key: &str) -> Result<(), StoreError> {
         sqlx::query!(
             "DELETE FROM idempotency_keys WHERE owner_id = $1 AND key = $2 AND expires_at < now()",
@@ -83,18 +85,27 @@ impl PgStore {
         Ok(inserted.is_some())
     }
 
+    /// The record of (owner, key), if any and not expired. Runs in the caller's scope: a
+    /// record of a write's result is in that write's space, and hidden (as if absent) from
+    /// a caller no longer in it. An expired record is deleted here, in the same scope (the
+    /// unscoped `delete_expired_key` only reaches records tied to no space).
     pub async fn find_key(&self, owner: &str, key: &str) -> Result<Option<KeyRecord>, StoreError> {
-        let Some(row) = sqlx::query!(
-            r#"SELECT fingerprint, state, response_status, response_body, result,
+        let mut tx = self.scoped().await?;
+        let found = sqlx::query!(
+            r#"WITH gone AS (
+                 DELETE FROM idempotency_keys
+                 WHERE owner_id = $1 AND key = $2 AND expires_at < now())
+               SELECT fingerprint, state, response_status, response_body, result,
                       locked_until < now() AS "stale!"
-               FROM idempotency_keys WHERE owner_id = $1 AND key = $2"#,
+               FROM idempotency_keys WHERE owner_id = $1 AND key = $2 AND expires_at >= now()"#,
             owner,
             key
         )
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *tx)
         .bounded(self)
-        .await?
-        else {
+        .await?;
+        self.commit(tx).await?;
+        let Some(row) = found else {
             return Ok(None);
         };
         let state = match (row.state.as_str(), row.result) {
@@ -187,12 +198,14 @@ impl<T> Uncommitted<T> {
         result: &serde_json::Value,
     ) -> Result<bool, StoreError> {
         let saved = sqlx::query!(
-            "UPDATE idempotency_keys SET state = 'SUCCEEDED', result = $3, locked_until = now() \
+            "UPDATE idempotency_keys SET state = 'SUCCEEDED', result = $3, locked_until = now(), \
+             space_id = COALESCE($5, space_id) \
              WHERE owner_id = $1 AND key = $2 AND claim = $4",
             held.owner,
             held.key,
             result,
-            held.token
+            held.token,
+            self.space.as_deref(),
         )
         .execute(&mut *self.tx)
         .await?;

@@ -33,7 +33,14 @@ const FRESH: Duration = Duration::from_secs(1);
 #[serde_as]
 #[derive(Debug, Clone, Deserialize)]
 pub struct DatabaseSettings {
+    /// The service's sessions: a role that owns no table and lacks BYPASSRLS, so that
+    /// row-level security holds for it (docs/operations.md, "Two database roles").
     pub url: SecretString,
+    /// The migrations' sessions: the tables' owner (the same server and database as
+    /// `url`). Unset: `url`'s, whose role must then own the tables, and row-level security
+    /// does not hold for the service (it logs a warning at start).
+    #[serde(default)]
+    pub migrate_url: Option<SecretString>,
     pub max_connections: u32,
     /// The connections of the access pool: the one read every request makes before
     /// anything else (the caller's memberships) takes one of these, never one of the
@@ -96,6 +103,11 @@ pub struct PgStore {
     read_only: Arc<ReadOnlySeen>,
     /// The key audit rows are linked with (`[audit]`; see `with_audit`).
     pub(super) audit: AuditChain,
+    /// Background work's store: its transactions declare `kh.background` (see `scope`).
+    pub(super) background: bool,
+    /// Where the migrations run (`database.migrate_url`, the tables' owner); None: the
+    /// pool's own URL.
+    migrate_with: Option<Arc<PgConnectOptions>>,
 }
 
 impl PgStore {
@@ -119,7 +131,14 @@ impl PgStore {
             acquired,
             read_only,
             audit: AuditChain::default(),
+            background: false,
+            migrate_with: None,
         }
+    }
+
+    /// The client-side bound of a transaction, or of a statement outside one.
+    pub(super) fn tx_timeout(&self) -> Duration {
+        self.tx_timeout
     }
 
     /// The store linking audit rows as `[audit]` says (without it: the development key).
@@ -221,12 +240,15 @@ impl PgStore {
             pool(settings.max_connections),
             pool(settings.access_connections),
         );
-        Ok(Self::over(
-            pools,
-            settings.tx_timeout(),
-            acquired,
-            read_only,
-        ))
+        let mut store = Self::over(pools, settings.tx_timeout(), acquired, read_only);
+        if let Some(url) = &settings.migrate_url {
+            let owner: PgConnectOptions = url
+                .expose_secret()
+                .parse()
+                .context("database.migrate_url is not a valid PostgreSQL URL")?;
+            store.migrate_with = Some(Arc::new(owner));
+        }
+        Ok(store)
     }
 
     /// Runs a write transaction (begin to COMMIT) under the client-side bound; on timeout
@@ -250,13 +272,16 @@ impl PgStore {
     /// make the instance fail and restart in a loop. Then, under the same lock, links the
     /// audit rows that carry no link yet (`audit::linking`).
     pub async fn migrate(&self) -> anyhow::Result<()> {
-        let opts = (*self.pool.connect_options()).clone();
+        let opts = match &self.migrate_with {
+            Some(owner) => (**owner).clone(),
+            None => (*self.pool.connect_options()).clone(),
+        };
         let dial = self.pool.options().get_acquire_timeout();
         let mut conn = tokio::time::timeout(dial, PgConnection::connect_with(&opts))
             .await
             .map_err(|_| anyhow::anyhow!("PostgreSQL did not answer within {dial:?}"))?
             .context("could not reach PostgreSQL")?;
-        let ran = run_migrations(&mut conn, Some(&self.audit)).await;
+        let ran = super::migrations::run_migrations(&mut conn, Some(&self.audit)).await;
         let _ = conn.close().await;
         ran
     }
@@ -295,106 +320,3 @@ pub(super) trait Statement<T>: Future<Output = Result<T, sqlx::Error>> + Sized {
 }
 
 impl<T, F: Future<Output = Result<T, sqlx::Error>>> Statement<T> for F {}
-
-/// Applies the migrations in `migrations/` to `pool`'s database, on one of its connections
-/// (given back with its session settings as they were). The service itself migrates with
-/// [`PgStore::migrate`], on a connection of its own.
-pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
-    let mut conn = pool.acquire().await.context("could not reach PostgreSQL")?;
-    let ran = run_migrations(&mut conn, None).await;
-    sqlx::query!("RESET lock_timeout")
-        .execute(&mut *conn)
-        .await?;
-    sqlx::query!("RESET statement_timeout")
-        .execute(&mut *conn)
-        .await?;
-    sqlx::query!("RESET idle_in_transaction_session_timeout")
-        .execute(&mut *conn)
-        .await?;
-    ran
-}
-
-/// How often an instance asks again for the migration lock while another one migrates.
-const MIGRATION_LOCK_POLL: Duration = Duration::from_millis(200);
-
-/// Applies the migrations on `conn` with no `statement_timeout` and no `lock_timeout`: a
-/// migration takes as long as it takes, and another instance's migration is waited for
-/// however long it runs.
-///
-/// The migration lock is sqlx's advisory lock (the same key, so older instances, which let
-/// sqlx take it, still exclude this one), but taken with `pg_try_advisory_lock` at
-/// intervals rather than sqlx's blocking `pg_advisory_lock`: a session blocked in a
-/// statement holds a snapshot, which a `CREATE INDEX CONCURRENTLY` of the migrating
-/// instance waits for while the blocked one waits for its lock: a deadlock. Between tries
-/// a waiting session is idle and holds nothing.
-///
-/// With `chain`, the audit rows not linked yet are linked next, still under the lock, so
-/// instances starting together do it once.
-async fn run_migrations(conn: &mut PgConnection, chain: Option<&AuditChain>) -> anyhow::Result<()> {
-    sqlx::query!(
-        "SELECT set_config('lock_timeout', '0', false) AS lock_timeout, \
-         set_config('statement_timeout', '0', false) AS statement_timeout, \
-         set_config('idle_in_transaction_session_timeout', '0', false) AS idle"
-    )
-    .fetch_one(&mut *conn)
-    .await?;
-    let database = sqlx::query_scalar!(r#"SELECT current_database() AS "name!""#)
-        .fetch_one(&mut *conn)
-        .await?;
-    let lock = migration_lock_id(&database);
-    let mut logged = false;
-    while !sqlx::query_scalar!(r#"SELECT pg_try_advisory_lock($1) AS "taken!""#, lock)
-        .fetch_one(&mut *conn)
-        .await?
-    {
-        if !std::mem::replace(&mut logged, true) {
-            tracing::info!("another instance is migrating the database: waiting for it");
-        }
-        tokio::time::sleep(MIGRATION_LOCK_POLL).await;
-    }
-    let mut migrator = sqlx::migrate!("./migrations");
-    migrator.set_locking(false); // held above
-                                 // A newer release may have migrated the database already (a rolling upgrade, or a
-                                 // rollback of the binary): its migrations only add (expand/contract), so this release
-                                 // runs on that schema instead of refusing to start over versions it does not know.
-    migrator.set_ignore_missing(true);
-    let mut ran = migrator
-        .run(&mut *conn)
-        .await
-        .context("could not apply database migrations");
-    if let (Ok(()), Some(chain)) = (&ran, chain) {
-        ran = crate::store::audit::linking::link_after_migrations(conn, chain).await;
-    }
-    sqlx::query!("SELECT pg_advisory_unlock($1)", lock)
-        .fetch_one(&mut *conn)
-        .await?;
-    ran
-}
-
-/// The advisory lock key sqlx's PostgreSQL migrator uses for `database` (sqlx-postgres
-/// `generate_lock_id`: 0x3d32ad9e times the CRC-32/ISO-HDLC of the name).
-pub fn migration_lock_id(database: &str) -> i64 {
-    let mut crc = 0xFFFF_FFFFu32;
-    for byte in database.bytes() {
-        crc ^= u32::from(byte);
-        for _ in 0..8 {
-            let carry = crc & 1 == 1;
-            crc >>= 1;
-            if carry {
-                crc ^= 0xEDB8_8320;
-            }
-        }
-    }
-    0x3d32_ad9e * i64::from(!crc)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_migration_lock_is_sqlx_s() {
-        // CRC-32/ISO-HDLC of "123456789" is 0xCBF43926 (the catalogue's check value).
-        assert_eq!(migration_lock_id("123456789"), 0x3d32_ad9e * 0xCBF4_3926);
-    }
-}

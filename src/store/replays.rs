@@ -333,7 +333,7 @@ impl PgStore {
             limit,
             r.spaces.as_deref(),
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.scoped().await?)
         .bounded(self)
         .await
     }
@@ -360,7 +360,7 @@ impl PgStore {
             limit,
             r.spaces.as_deref(),
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.scoped().await?)
         .bounded(self)
         .await
     }
@@ -376,7 +376,7 @@ impl PgStore {
                ORDER BY id DESC LIMIT 1"#,
             window.as_secs_f64()
         )
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.scoped().await?)
         .bounded(self)
         .await?;
         Ok(row.is_some_and(|r| r.waiting))

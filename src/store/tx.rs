@@ -57,6 +57,9 @@ pub struct Uncommitted<T> {
     pub(super) tx: Transaction<'static, Postgres>,
     value: T,
     owned: Option<OutboxRow>,
+    /// The space the write is in (its document's), which the request's idempotency
+    /// record takes when it records the result (`save_result`).
+    pub(super) space: Option<String>,
 }
 
 /// A committed write, and the outbox row its request owns (see
@@ -73,7 +76,18 @@ impl<T> Uncommitted<T> {
         value: T,
         owned: Option<OutboxRow>,
     ) -> Self {
-        Self { tx, value, owned }
+        Self {
+            tx,
+            value,
+            owned,
+            space: None,
+        }
+    }
+
+    /// The write, in `space` (its document's).
+    pub(super) fn in_space(mut self, space: &str) -> Self {
+        self.space = Some(space.to_string());
+        self
     }
 
     /// What the write will be once committed.
@@ -106,10 +120,11 @@ impl WriteContext<'_> {
 }
 
 impl PgStore {
-    /// Opens a write transaction. Its row locks wait at most `lock_timeout`, a setting of
-    /// every pooled session (see `PgStore::from_settings`), so it costs no statement here.
+    /// Opens a write transaction, in the store's scope of spaces (`scope`). Its row locks
+    /// wait at most `lock_timeout`, a setting of every pooled session (see
+    /// `PgStore::from_settings`), so it costs no statement here.
     pub(super) async fn begin(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
-        Ok(self.pool.begin().await?)
+        self.scoped().await
     }
 }
 

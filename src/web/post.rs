@@ -108,7 +108,7 @@ where
         }
     };
     let task = runtime.spawn(tracing::Instrument::instrument(
-        request_id::scope(request_id::current(), task),
+        request_id::scope(request_id::current(), crate::store::scope::carry(task)),
         tracing::Span::current(),
     ));
     task.await

@@ -172,6 +172,8 @@ def roles(port, logfile):
     trigger, as postgres.sh and ferretdb.sh make them on 5432 (idempotent)."""
     runs = [("postgres", ["-f", f"{SQL}/role-and-database.sql", "-v", "role=kh", "-v",
                           "password=kh", "-v", "options=CREATEDB", "-v", "db=kh_review"]),
+            ("postgres", ["-f", f"{SQL}/service-role.sql", "-v", "role=kh_app", "-v",
+                          "password=kh_app", "-v", "owner=kh"]),
             ("postgres", ["-f", f"{SQL}/role-and-database.sql", "-v", "role=ferretdb", "-v",
                           "password=ferretdb", "-v", "options=", "-v", "db=ferretdb"]),
             ("ferretdb", ["-f", f"{SQL}/ferretdb-id-gin.sql"])]

@@ -84,7 +84,7 @@ impl PgStore {
                 &ids,
                 &seqs
             )
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *self.scoped().await?)
             .bounded(self)
             .await?;
             out.extend(found.into_iter().filter_map(|r| {
@@ -148,7 +148,7 @@ impl Heads {
                 inclusive,
                 limit
             )
-            .fetch_all(&store.pool)
+            .fetch_all(&mut *store.scoped().await?)
             .bounded(store)
             .await?;
             self.done = self.only.is_some() || (page.len() as i64) < PAGE;

@@ -172,7 +172,7 @@ impl PgStore {
             after.1,
             PAGE
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.scoped().await?)
         .bounded(self)
         .await
     }
@@ -185,7 +185,7 @@ impl PgStore {
              ORDER BY document_id, id LIMIT 1",
             document.unwrap_or(Uuid::nil())
         )
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.scoped().await?)
         .bounded(self)
         .await?
         .filter(|r| document.is_none_or(|d| d == r.document_id));

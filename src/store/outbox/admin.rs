@@ -90,7 +90,7 @@ impl PgStore {
                     after,
                     limit
                 )
-                .fetch_all(&self.pool)
+                .fetch_all(&mut *self.scoped().await?)
                 .bounded(self)
                 .await?
             }
@@ -104,7 +104,7 @@ impl PgStore {
                     after,
                     limit
                 )
-                .fetch_all(&self.pool)
+                .fetch_all(&mut *self.scoped().await?)
                 .bounded(self)
                 .await?
             }
@@ -121,7 +121,7 @@ impl PgStore {
              FROM outbox WHERE id = $1",
             id
         )
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.scoped().await?)
         .bounded(self)
         .await
     }
@@ -195,7 +195,7 @@ impl PgStore {
                       EXTRACT(EPOCH FROM now() - min(parked_at))::float8 AS age
                FROM outbox WHERE parked_at IS NOT NULL AND done_at IS NULL"#
         )
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *self.scoped().await?)
         .bounded(self)
         .await?;
         Ok((row.rows, row.age.unwrap_or(0.0)))
@@ -207,7 +207,7 @@ impl PgStore {
             r#"SELECT count(*) AS "rows!" FROM outbox
                WHERE done_at > now() - interval '1 minute' AND skipped_at IS NULL"#
         )
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *self.scoped().await?)
         .bounded(self)
         .await?;
         Ok(row.rows)

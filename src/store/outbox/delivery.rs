@@ -48,7 +48,8 @@ impl PgStore {
         limit: i64,
         take_for: Duration,
     ) -> Result<Vec<OutboxRow>, StoreError> {
-        sqlx::query_as!(
+        let mut tx = self.scoped().await?;
+        let done = sqlx::query_as!(
             OutboxRow,
             r#"WITH due AS (
                  SELECT o.id FROM outbox o
@@ -82,9 +83,11 @@ impl PgStore {
             take_for.as_secs_f64(),
             Uuid::new_v4(),
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *tx)
         .bounded(self)
-        .await
+        .await?;
+        self.commit(tx).await?;
+        Ok(done)
     }
 
     /// Claims up to `limit` projected, due rows, at most one per document: the oldest undone
@@ -100,6 +103,7 @@ impl PgStore {
         limit: i64,
         take_for: Duration,
     ) -> Result<Vec<OutboxRow>, StoreError> {
+        let mut tx = self.scoped().await?;
         let mut rows = sqlx::query_as!(
             OutboxRow,
             r#"WITH due AS (
@@ -134,9 +138,10 @@ impl PgStore {
             take_for.as_secs_f64(),
             Uuid::new_v4(),
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *tx)
         .bounded(self)
         .await?;
+        self.commit(tx).await?;
         rows.sort_by_key(|r| r.id);
         Ok(rows)
     }
@@ -145,15 +150,17 @@ impl PgStore {
         if ids.is_empty() {
             return Ok(());
         }
+        let mut tx = self.scoped().await?;
         sqlx::query!(
             "UPDATE outbox SET projected_at = now(), claimed_until = NULL, last_error = NULL \
              WHERE id = ANY($1) AND claim_token = $2",
             ids,
             token
         )
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .bounded(self)
         .await?;
+        self.commit(tx).await?;
         Ok(())
     }
 
@@ -164,6 +171,7 @@ impl PgStore {
         if ids.is_empty() {
             return Ok(());
         }
+        let mut tx = self.scoped().await?;
         sqlx::query!(
             "UPDATE outbox SET done_at = now(), claimed_until = NULL, \
              projected_at = COALESCE(projected_at, now()), \
@@ -171,9 +179,10 @@ impl PgStore {
              last_error = NULL WHERE id = ANY($1)",
             ids
         )
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .bounded(self)
         .await?;
+        self.commit(tx).await?;
         Ok(())
     }
 
@@ -191,6 +200,7 @@ impl PgStore {
         projected: bool,
         max_attempts: i32,
     ) -> Result<bool, StoreError> {
+        let mut tx = self.scoped().await?;
         let row = sqlx::query!(
             r#"UPDATE outbox SET attempts = attempts + 1, claimed_until = NULL,
                  next_attempt_at = CASE WHEN attempts + 1 >= $6 THEN 'infinity'::timestamptz
@@ -210,9 +220,10 @@ impl PgStore {
             projected,
             max_attempts,
         )
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *tx)
         .bounded(self)
         .await?;
+        self.commit(tx).await?;
         Ok(row.is_some_and(|r| r.parked))
     }
 
@@ -226,6 +237,7 @@ impl PgStore {
         error: &str,
         projected: bool,
     ) -> Result<(), StoreError> {
+        let mut tx = self.scoped().await?;
         sqlx::query!(
             "UPDATE outbox SET claimed_until = NULL, last_error = left($3, 500), \
              projected_at = CASE WHEN $4 THEN COALESCE(projected_at, now()) ELSE projected_at END \
@@ -235,9 +247,10 @@ impl PgStore {
             error,
             projected
         )
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .bounded(self)
         .await?;
+        self.commit(tx).await?;
         Ok(())
     }
 
@@ -246,14 +259,16 @@ impl PgStore {
         if ids.is_empty() {
             return Ok(());
         }
+        let mut tx = self.scoped().await?;
         sqlx::query!(
             "UPDATE outbox SET claimed_until = NULL WHERE id = ANY($1) AND claim_token = $2",
             ids,
             token
         )
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .bounded(self)
         .await?;
+        self.commit(tx).await?;
         Ok(())
     }
 
@@ -264,7 +279,7 @@ impl PgStore {
                       EXTRACT(EPOCH FROM now() - min(created_at))::float8 AS age
                FROM outbox WHERE done_at IS NULL"#
         )
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *self.scoped().await?)
         .bounded(self)
         .await?;
         Ok((row.rows, row.age.unwrap_or(0.0)))

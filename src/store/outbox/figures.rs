@@ -35,7 +35,7 @@ impl PgStore {
             minutes,
             from
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.scoped().await?)
         .bounded(self)
         .await?;
         Ok(rows.into_iter().map(|r| (r.minute, r.events)).collect())

@@ -33,6 +33,13 @@ impl PgStore {
             .await
             .map_err(|_| StoreError::TimedOut(dial))?
             .map_err(StoreError::from)?;
+        if self.background {
+            // The whole session is background work's (`store::scope`).
+            sqlx::query!("SELECT set_config('kh.background', 'on', false)")
+                .fetch_one(&mut conn)
+                .bounded(self)
+                .await?;
+        }
         let held = sqlx::query_scalar!(
             r#"SELECT pg_try_advisory_lock($1, $2) AS "held!""#,
             lock.0,

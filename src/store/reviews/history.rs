@@ -27,7 +27,7 @@ impl PgStore {
             after,
             limit
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.scoped().await?)
         .bounded(self)
         .await?;
         let seqs: Vec<i64> = rows.iter().map(|r| r.queue_seq).collect();

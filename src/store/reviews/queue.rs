@@ -61,7 +61,7 @@ impl PgStore {
             None => After::default(),
             Some(id) => {
                 let at = sqlx::query!("SELECT queue_seq, due_at FROM reviews WHERE id = $1", id)
-                    .fetch_optional(&self.pool)
+                    .fetch_optional(&mut *self.scoped().await?)
                     .bounded(self)
                     .await?;
                 match at {
@@ -140,7 +140,7 @@ impl PgStore {
             groups,
             f.limit
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.scoped().await?)
         .bounded(self)
         .await
     }
@@ -195,7 +195,7 @@ impl PgStore {
             f.limit,
             after_due
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.scoped().await?)
         .bounded(self)
         .await
     }

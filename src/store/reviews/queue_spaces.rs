@@ -68,7 +68,7 @@ impl PgStore {
             f.limit,
             space
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.scoped().await?)
         .bounded(self)
         .await
     }
@@ -128,7 +128,7 @@ impl PgStore {
             f.limit,
             spaces
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.scoped().await?)
         .bounded(self)
         .await
     }
@@ -193,7 +193,7 @@ impl PgStore {
             at.due,
             spaces
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.scoped().await?)
         .bounded(self)
         .await
     }

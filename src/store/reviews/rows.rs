@@ -89,7 +89,7 @@ impl PgStore {
                WHERE r.id = ANY($1)"#,
             ids
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.scoped().await?)
         .bounded(self)
         .await?;
         Ok(rows

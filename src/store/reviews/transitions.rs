@@ -146,7 +146,7 @@ impl PgStore {
                WHERE r.id = $1"#,
             review_id
         )
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.scoped().await?)
         .bounded(self)
         .await?;
         Ok(needs.flatten())
@@ -169,11 +169,8 @@ impl PgStore {
         }
         let (tx, document, review, owned) = self.write_planned(tx, locked, head, plan, ctx).await?;
         let review = review.ok_or_else(|| anyhow::anyhow!("a transition without a review"))?;
-        Ok(Uncommitted::new(
-            tx,
-            Transitioned { document, review },
-            owned,
-        ))
+        let space = document.space.clone();
+        Ok(Uncommitted::new(tx, Transitioned { document, review }, owned).in_space(&space))
     }
 }
 

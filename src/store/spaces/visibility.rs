@@ -20,7 +20,7 @@ impl PgStore {
                FROM documents WHERE id = $1"#,
             id
         )
-        .fetch_optional(&self.access_pool)
+        .fetch_optional(&mut *self.scoped_access().await?)
         .bounded(self)
         .await?;
         Ok(row.map(|r| readable(&r.author_id, r.submitted, &r.space_id, reader)))
@@ -38,7 +38,7 @@ impl PgStore {
                FROM reviews r JOIN documents d ON d.id = r.document_id WHERE r.id = $1"#,
             id
         )
-        .fetch_optional(&self.access_pool)
+        .fetch_optional(&mut *self.scoped_access().await?)
         .bounded(self)
         .await?;
         Ok(row.map(|r| readable(&r.author_id, r.submitted, &r.space_id, reader)))

@@ -126,6 +126,8 @@ impl FromRequest for Caller {
                      subject is a member of no space",
                 ));
             }
+            // From here on, this request's transactions see the rows of the caller's spaces.
+            crate::store::scope::grant(&access);
             caller.access = Arc::new(access);
             Ok(caller)
         })

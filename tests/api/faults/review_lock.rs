@@ -14,7 +14,7 @@ use sqlx::{Connection, PgConnection};
 
 use kh_review::web::test_hooks::SKIP_DISPATCH_HEADER;
 
-use crate::support::app::{expose, spawn_app, spawn_app_with, AppOptions, TestApp};
+use crate::support::app::{spawn_app, spawn_app_with, AppOptions, TestApp};
 use crate::support::inspect::wait_for;
 
 /// The review row's current version (its `xmin`).
@@ -72,9 +72,7 @@ async fn whatever_changes_a_reviews_votes_or_claims_writes_its_row() {
 
 /// Another writer's session holding `document`'s row lock, and its backend's pid.
 async fn hold_document(app: &TestApp, document: &str) -> (PgConnection, i32) {
-    let mut c = PgConnection::connect(expose(&app.settings.database.url))
-        .await
-        .unwrap();
+    let mut c = PgConnection::connect(app.owner_url()).await.unwrap();
     sqlx::query("BEGIN").execute(&mut c).await.unwrap();
     sqlx::query("SELECT 1 FROM documents WHERE id = $1::uuid FOR UPDATE")
         .bind(document)
@@ -185,9 +183,7 @@ async fn a_row_locked_after_a_concurrent_update_differs_from_the_statements_snap
         .await
         .unwrap();
     assert!(alone, "a row nobody touched is the snapshot's");
-    let mut writer = PgConnection::connect(expose(&app.settings.database.url))
-        .await
-        .unwrap();
+    let mut writer = PgConnection::connect(app.owner_url()).await.unwrap();
     let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
         .fetch_one(&mut writer)
         .await

@@ -26,6 +26,7 @@ mod repeats;
 mod review_queue;
 mod reviews;
 mod routing;
+mod row_security;
 mod schema_mismatches;
 mod slow_clients;
 mod space_access;

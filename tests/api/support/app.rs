@@ -20,7 +20,9 @@ use sqlx::PgPool;
 
 use super::stores::{Shared, StoreClients};
 use super::views::Document;
-use kh_review_testkit::stores::{amqp_url, env_or, mongo_url, pg_url, redis_url, with_db};
+use kh_review_testkit::stores::{
+    amqp_url, env_or, mongo_url, pg_service_url, pg_url, redis_url, with_db,
+};
 
 /// A last change to a test app's settings.
 pub type Configure = Box<dyn Fn(&mut Settings) + Send + Sync>;
@@ -149,9 +151,14 @@ fn settings_for(opts: &AppOptions, shared: &Shared) -> Settings {
     s.server.port = 0;
     s.server.test_hooks = true;
     s.server.probe_cache = ms(opts.probe_cache_ms);
+    // As production runs: the service's role (row-level security holds), the owner to
+    // migrate. A test that names its own URL (through a proxy) runs as the owner.
     let db_url = opts.database_url.clone();
+    s.database.migrate_url = db_url
+        .is_none()
+        .then(|| SecretString::from(with_db(&pg_url(), &shared.db_name)));
     s.database.url =
-        SecretString::from(db_url.unwrap_or_else(|| with_db(&pg_url(), &shared.db_name)));
+        SecretString::from(db_url.unwrap_or_else(|| with_db(&pg_service_url(), &shared.db_name)));
     s.database.max_connections = opts.db_pool;
     s.database.migrate_on_start = opts.database_url.is_none();
     s.redis.url = url(&opts.redis_url, redis_url);
@@ -194,6 +201,13 @@ pub const REVIEWER: &str = "bob";
 pub const REVIEWER2: &str = "carol";
 
 impl TestApp {
+    /// The URL of the tables' owner on the app's database (its migrate URL), which row-level
+    /// security does not wall in: for sessions of a test that stand in for another writer.
+    pub fn owner_url(&self) -> &str {
+        let db = &self.settings.database;
+        expose(db.migrate_url.as_ref().unwrap_or(&db.url))
+    }
+
     pub fn token(&self, sub: &str, roles: &[Role]) -> String {
         sign(&self.settings.auth.jwt_secret, sub, roles, 600)
     }

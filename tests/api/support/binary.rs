@@ -84,6 +84,13 @@ pub fn serve_build(build: &Build, app: &TestApp, port: u16, envs: &[(&str, Strin
         .env("APP__ENVIRONMENT", "development")
         .env("APP__SERVER__TEST_HOOKS", "true")
         .env("APP__DATABASE__URL", expose(&app.settings.database.url))
+        .envs(
+            app.settings
+                .database
+                .migrate_url
+                .as_ref()
+                .map(|owner| ("APP__DATABASE__MIGRATE_URL", expose(owner))),
+        )
         .env("APP__REDIS__KEY_PREFIX", &app.shared.prefix)
         .env("APP__MONGO__DATABASE", &app.shared.mongo_db)
         .env("APP__AMQP__EXCHANGE", &app.shared.exchange)

@@ -29,6 +29,16 @@ pub fn pg_url() -> String {
     )
 }
 
+/// The URL of the service's own role on that server (`KH_SERVICE_DATABASE_URL`): kh_app,
+/// a member of kh_service that owns nothing and lacks BYPASSRLS, so row-level security
+/// holds for it (scripts/sql/service-role.sql).
+pub fn pg_service_url() -> String {
+    env_or(
+        "KH_SERVICE_DATABASE_URL",
+        "postgres://kh_app:kh_app@127.0.0.1:5432/kh_review",
+    )
+}
+
 pub fn redis_url() -> String {
     env_or("APP__REDIS__URL", "redis://127.0.0.1:6379")
 }

@@ -1,0 +1,187 @@
+//! The second wall: which spaces' rows a transaction may see and change. PostgreSQL's
+//! row-level security admits a row of a space only when the transaction declared that space
+//! (migration `20261213000003`); this module makes the declaration, in the same round trip
+//! as the transaction's `BEGIN`, from the scope of the task that runs it:
+//!
+//! - a request's task holds the spaces where its caller has a role ([`serve`], then
+//!   [`grant`] once the caller is known; `*` for the platform admin), and a request
+//!   whose caller is not known yet, or that forgot to say, declares none and sees nothing;
+//! - a store made for background work ([`PgStore::background`]) declares `kh.background`,
+//!   which nothing on a request's path sets.
+//!
+//! A statement outside a transaction runs in one all the same ([`PgStore::scoped`]): a
+//! setting made with `set_config(..., true)` lasts one transaction, so it stays right behind
+//! a transaction pooler.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::sync::Arc;
+
+use sqlx::{AssertSqlSafe, PgPool, Postgres, Transaction};
+
+use super::error::StoreError;
+use super::pg::{PgStore, Statement};
+use crate::domain::Access;
+
+tokio::task_local! {
+    static SPACES: RefCell<Option<Arc<str>>>;
+}
+
+/// The spaces `access` may touch, as `kh.spaces` takes them: `*` for the platform admin,
+/// else the keys where it holds a role, comma-separated.
+pub fn spaces_of(access: &Access) -> String {
+    if access.is_platform_admin() {
+        return "*".to_string();
+    }
+    let keys: Vec<&str> = access.memberships().map(|(space, _)| space).collect();
+    keys.join(",")
+}
+
+/// Runs a request's `fut` with a scope that declares no space until [`grant`] says which.
+pub async fn serve<F: Future>(fut: F) -> F::Output {
+    SPACES.scope(RefCell::new(None), fut).await
+}
+
+/// Declares, for the rest of the current request's task, the spaces `access` may touch.
+/// Outside a request's task (no [`serve`]) it does nothing.
+pub fn grant(access: &Access) {
+    let spaces: Arc<str> = spaces_of(access).into();
+    let _ = SPACES.try_with(|cell| *cell.borrow_mut() = Some(spaces));
+}
+
+/// `fut` (work a request moves to another task) with the scope of the task that calls
+/// this, read now.
+pub fn carry<F: Future>(fut: F) -> impl Future<Output = F::Output> {
+    SPACES.scope(RefCell::new(declared()), fut)
+}
+
+/// The current task's declared spaces (None: none declared).
+fn declared() -> Option<Arc<str>> {
+    SPACES.try_with(|cell| cell.borrow().clone()).ok().flatten()
+}
+
+/// The statement that opens a transaction in `background` or in the current task's
+/// scope. Space keys are `[a-z0-9-]` (the `spaces_key_shape` check, `SpaceKey`), so the
+/// literal needs no escaping; a quote is doubled all the same.
+pub(super) fn begin_statement(background: bool) -> String {
+    if background {
+        return "BEGIN; SELECT set_config('kh.background', 'on', true)".to_string();
+    }
+    match declared() {
+        Some(spaces) => format!(
+            "BEGIN; SELECT set_config('kh.spaces', '{}', true)",
+            spaces.replace('\'', "''")
+        ),
+        None => "BEGIN".to_string(),
+    }
+}
+
+impl PgStore {
+    /// Opens a transaction in this store's scope (see the module's doc), under the store's
+    /// client-side bound: `BEGIN` and the scope's `set_config` go in one round trip.
+    pub(super) async fn scoped(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
+        self.scoped_in(&self.pool).await
+    }
+
+    /// [`PgStore::scoped`] on the access pool (the reads every request may make before it
+    /// takes one of the transactions' connections).
+    pub(super) async fn scoped_access(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
+        self.scoped_in(&self.access_pool).await
+    }
+
+    async fn scoped_in(&self, pool: &PgPool) -> Result<Transaction<'static, Postgres>, StoreError> {
+        let begin = begin_statement(self.background);
+        let bound = self.tx_timeout();
+        match tokio::time::timeout(bound, pool.begin_with(AssertSqlSafe(begin))).await {
+            Ok(tx) => Ok(tx?),
+            Err(_) => Err(StoreError::TimedOut(bound)),
+        }
+    }
+
+    /// Commits `tx` under the store's client-side bound.
+    pub(super) async fn commit(
+        &self,
+        tx: Transaction<'static, Postgres>,
+    ) -> Result<(), StoreError> {
+        let bound = self.tx_timeout();
+        match tokio::time::timeout(bound, tx.commit()).await {
+            Ok(done) => Ok(done?),
+            Err(_) => Err(StoreError::TimedOut(bound)),
+        }
+    }
+
+    /// Says at start whether the wall holds for the service's sessions: not when their role
+    /// is a superuser, bypasses row-level security, or owns the tables (a single URL).
+    pub async fn say_whether_walled(&self) {
+        let open = sqlx::query_scalar!(
+            r#"SELECT (r.rolsuper OR r.rolbypassrls
+                       OR EXISTS (SELECT 1 FROM pg_tables t
+                                  WHERE t.tablename = 'documents' AND t.tableowner = current_user))
+                      AS "open!"
+               FROM pg_roles r WHERE r.rolname = current_user"#
+        )
+        .fetch_one(&self.pool)
+        .bounded(self)
+        .await;
+        match open {
+            Ok(false) => tracing::info!("row-level security holds for database.url's role"),
+            Ok(true) => tracing::warn!(
+                "database.url's role owns the tables or bypasses row-level security: the \
+                 spaces' second wall does not hold (set database.migrate_url to the owner and \
+                 database.url to a role of kh_service: docs/operations.md)"
+            ),
+            Err(e) => tracing::warn!(error = %e, "could not tell whether row-level security holds"),
+        }
+    }
+
+    /// This store, for background work (the dispatcher, the sweeper, replays, audit
+    /// scans, the purge): its transactions see every space's rows. Never on a request's
+    /// path.
+    pub fn background(&self) -> Self {
+        let mut store = self.clone();
+        store.background = true;
+        store
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{SpaceRole, SpaceRoles, TokenRoles};
+
+    #[tokio::test]
+    async fn a_request_declares_the_spaces_of_its_caller_and_nothing_before() {
+        let access = Access::new(
+            TokenRoles::default(),
+            [
+                ("hr".to_string(), SpaceRoles::NONE.with(SpaceRole::Author)),
+                (
+                    "eng".to_string(),
+                    SpaceRoles::NONE.with(SpaceRole::Reviewer),
+                ),
+            ],
+        );
+        let statements = serve(async {
+            let before = begin_statement(false);
+            grant(&access);
+            let carried = carry(async { begin_statement(false) });
+            let after = tokio::spawn(carried).await.unwrap();
+            (before, after)
+        })
+        .await;
+        assert_eq!(statements.0, "BEGIN");
+        assert_eq!(
+            statements.1,
+            "BEGIN; SELECT set_config('kh.spaces', 'eng,hr', true)"
+        );
+        // Outside a request nothing is declared, and grant has nowhere to write.
+        grant(&access);
+        assert_eq!(begin_statement(false), "BEGIN");
+        assert!(begin_statement(true).contains("'kh.background', 'on'"));
+    }
+
+    #[test]
+    fn the_platform_admin_declares_every_space() {
+        assert_eq!(spaces_of(&Access::platform_admin()), "*");
+    }
+}
