@@ -50,7 +50,10 @@ pub async fn instance(url: String, share_with: Option<&TestApp>) -> TestApp {
     spawn_app_with(AppOptions {
         share_with: share_with.map(|a| a.shared.clone()),
         configure: Some(Box::new(move |s| {
+            // As the owner, through the proxy (the wall of row-level security is proven
+            // on the single server: routes::row_security).
             s.database.url = url.clone().into();
+            s.database.migrate_url = None;
             s.mongo.url = MONGO.to_string().into();
         })),
         ..Default::default()

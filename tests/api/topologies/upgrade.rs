@@ -33,7 +33,7 @@ use crate::support::load::{steady_load_to, tally, Outcome, Progress, Target};
 use crate::support::topology::{profile_up, take_turn};
 use kh_review_testkit::database::{create_database, test_database_name};
 use kh_review_testkit::proxy::dead_port;
-use kh_review_testkit::stores::pg_url;
+use kh_review_testkit::stores::{pg_service_url, pg_url, with_db};
 
 const INSTANCES: usize = 3;
 const LOAD: Duration = Duration::from_secs(60);
@@ -46,6 +46,9 @@ const GRACE_SECS: u64 = 12;
 struct Fleet<'a> {
     app: &'a TestApp,
     database_url: String,
+    /// The same database as the service's own role (kh_app), whom row-level security holds:
+    /// this build's instances connect so, an older release's as the owner (as it did).
+    service_url: String,
     ports: Vec<u16>,
     processes: Vec<Option<KillOnDrop>>,
     /// Whether the first generation drains on SIGTERM (this build does; a release before
@@ -55,8 +58,15 @@ struct Fleet<'a> {
 
 impl Fleet<'_> {
     fn start(&self, build: &Build, port: u16) -> KillOnDrop {
+        let this = build.binary == Build::this().binary;
+        let url = if this {
+            &self.service_url
+        } else {
+            &self.database_url
+        };
         let envs = [
-            ("APP__DATABASE__URL", self.database_url.clone()),
+            ("APP__DATABASE__URL", url.clone()),
+            ("APP__DATABASE__MIGRATE_URL", self.database_url.clone()),
             ("APP__SHUTDOWN__DRAIN_SECS", DRAIN_SECS.to_string()),
             ("APP__SHUTDOWN__GRACE_SECS", GRACE_SECS.to_string()),
         ];
@@ -137,6 +147,7 @@ async fn a_rolling_upgrade_under_load_fails_no_request_and_loses_no_event() {
     let mut fleet = Fleet {
         app: &app,
         database_url: database_url.clone(),
+        service_url: with_db(&pg_service_url(), &name),
         ports: ports.clone(),
         processes: Vec::new(),
         first_drains,

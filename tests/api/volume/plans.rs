@@ -194,7 +194,8 @@ fn scans_big_table(line: &str) -> bool {
         return false;
     };
     let table = rest.split_whitespace().next().unwrap_or_default();
-    !SMALL_TABLES.contains(&table)
+    // The system catalogs (the start-up check of the service's role reads pg_authid).
+    !SMALL_TABLES.contains(&table) && !table.starts_with("pg_")
 }
 
 /// (query, parameter types) of every statement in `.sqlx/` that can be planned.

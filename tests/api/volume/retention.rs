@@ -60,11 +60,12 @@ async fn expired_keys(pg: &PgPool, n: i64) {
     .unwrap();
 }
 
-/// A store like the app's, with the `statement_timeout` `bound`.
+/// A store like the app's purger's (background work's), with the `statement_timeout`
+/// `bound`.
 fn short_store(app: &TestApp, bound: Duration) -> PgStore {
     let mut db = app.settings.database.clone();
     db.statement_timeout = bound;
-    PgStore::from_settings(&db).unwrap()
+    PgStore::from_settings(&db).unwrap().background()
 }
 
 fn retention(store: PgStore, pause: Duration) -> Retention {
