@@ -154,7 +154,11 @@ impl<'e> Run<'e> {
             "approve" => {
                 let dead = [("APP__REDIS__URL", env.dead_redis_url())];
                 let down = env.spawn_service("redis-down", &dead).await?;
-                g.approve = approve_rows(r, env, the_up(env, up).await?, &down).await?;
+                // The same service as the tables' owner: row-level security does not hold.
+                let owner = [("APP__DATABASE__URL", env.pg_url.clone())];
+                let owner = env.spawn_service("owner", &owner).await?;
+                let services = (the_up(env, up).await?, &down, &owner);
+                g.approve = approve_rows(r, env, services).await?;
             }
             "trace" => _ = trace_rows(r, env).await?,
             "contention" => {
@@ -205,8 +209,7 @@ async fn the_up<'s>(env: &BenchEnv, up: &'s mut Option<Service>) -> anyhow::Resu
 async fn approve_rows(
     report: &mut Report,
     env: &BenchEnv,
-    up: &Service,
-    down: &Service,
+    (up, down, owner): (&Service, &Service, &Service),
 ) -> anyhow::Result<ApproveFigures> {
     let mut out = ApproveFigures::default();
     // The floors' clients, kept for every round and concurrency.
@@ -224,10 +227,25 @@ async fn approve_rows(
         let without: Measure = Box::new(|| Box::pin(approve_load(env, down, conc, n)));
         let floor: Measure = Box::new(|| Box::pin(review_floor(env, &old, conc, n)));
         let new_floor: Measure = Box::new(|| Box::pin(review_floor(env, &new, conc, n)));
-        let rows = vec![with_redis, without, floor, new_floor];
-        let [with_redis, without, floor, new_floor] =
-            interleaved(rows).await?.try_into().expect("four rows");
+        let as_owner: Measure = Box::new(|| Box::pin(approve_load(env, owner, conc, n)));
+        let rows = vec![with_redis, without, floor, new_floor, as_owner];
+        let [with_redis, without, floor, new_floor, as_owner] =
+            interleaved(rows).await?.try_into().expect("five rows");
         report.row("approve over HTTP, Redis up", conc, &with_redis, None);
+        let walled = (
+            with_redis.p50_ms / as_owner.p50_ms,
+            with_redis.ops_per_sec / as_owner.ops_per_sec,
+        );
+        report.row(
+            "approve over HTTP, Redis up, as the tables' owner (no row-level security)",
+            conc,
+            &as_owner,
+            Some(("p50 with the wall / without", walled.0)),
+        );
+        report.ratio(
+            &format!("throughput with the wall / without at {conc}"),
+            walled.1,
+        );
         report.row(
             "approve over HTTP, Redis down (circuit open)",
             conc,
@@ -252,11 +270,15 @@ async fn approve_rows(
         report.ratio(&format!("throughput service / new floor at {conc}"), vs_new);
         match conc {
             1 => {
+                out.walled_c1 = walled;
                 out.p50_c1 = with_redis.p50_ms;
                 out.p50_vs_floor_c1 = with_redis.p50_ms / floor.p50_ms;
                 out.degraded_c1 = without.p50_ms / with_redis.p50_ms;
             }
-            16 => (out.throughput_c16, out.vs_new_floor_c16) = (throughput, vs_new),
+            16 => {
+                out.walled_c16 = walled;
+                (out.throughput_c16, out.vs_new_floor_c16) = (throughput, vs_new);
+            }
             _ => {
                 (out.throughput_c64, out.vs_new_floor_c64) = (throughput, vs_new);
                 out.p99_c64 = with_redis.p99_ms;

@@ -88,7 +88,14 @@ CREATE POLICY space_rows ON idempotency_keys
 GRANT USAGE ON SCHEMA public TO kh_service;
 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO kh_service;
 GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO kh_service;
-REVOKE INSERT, UPDATE, DELETE ON _sqlx_migrations FROM kh_service;
+DO $$
+BEGIN
+    -- (sqlx's own table; absent where the migrations are applied by hand, as scripts/sqlx.sh does)
+    IF to_regclass('_sqlx_migrations') IS NOT NULL THEN
+        REVOKE INSERT, UPDATE, DELETE ON _sqlx_migrations FROM kh_service;
+    END IF;
+END
+$$;
 -- And on what later migrations create.
 ALTER DEFAULT PRIVILEGES IN SCHEMA public
     GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO kh_service;

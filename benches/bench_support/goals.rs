@@ -17,6 +17,10 @@ pub struct ApproveFigures {
     pub vs_new_floor_c64: f64,
     pub p99_c64: f64,
     pub degraded_c1: f64,
+    /// The service as its own role (row-level security) ÷ as the tables' owner (none),
+    /// (p50, throughput), at concurrency 1 and 16.
+    pub walled_c1: (f64, f64),
+    pub walled_c16: (f64, f64),
 }
 
 /// PostgreSQL round trips of one approval over HTTP before the one-statement lock and
@@ -80,6 +84,16 @@ impl Goals {
             "approve p99 at concurrency 64: {:.1} ms",
             a.p99_c64
         ));
+        for (conc, (p50, throughput)) in [(1, a.walled_c1), (16, a.walled_c16)] {
+            r.goal(
+                &format!(
+                    "approve with row-level security ÷ as the tables' owner (none), concurrency {conc}: p50; throughput"
+                ),
+                format!("{p50:.2}x; {throughput:.2}x"),
+                "p50 ≤ 1.05x; throughput ≥ 0.95x",
+                p50 <= 1.05 && throughput >= 0.95,
+            );
+        }
         r.goal(
             "lock acquire + release p50 ÷ raw SET NX PX + DEL, concurrency 1",
             x(self.lock_ratio),

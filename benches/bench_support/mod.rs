@@ -66,7 +66,9 @@ use kh_review::web::auth::{sign, Role};
 use kh_review_testkit::amqp::{amqp_connection, declare_exchange_and_queue, Lasting};
 use kh_review_testkit::database::{create_database, drop_database};
 use kh_review_testkit::proxy::dead_port;
-use kh_review_testkit::stores::{amqp_url, mongo_database, mongo_url, pg_url, redis_url};
+use kh_review_testkit::stores::{
+    amqp_url, mongo_database, mongo_url, pg_service_url, pg_url, redis_url, with_db,
+};
 use lapin::options::{QueueBindOptions, QueueDeclareOptions, QueuePurgeOptions};
 use lapin::types::FieldTable;
 use lapin::{Channel, Connection};
@@ -95,7 +97,11 @@ fn bench_settings(pg_url: &str) -> anyhow::Result<Settings> {
 pub struct BenchEnv {
     /// The service's settings, pointed at the benchmark's stores (see `bench_settings`).
     pub settings: Settings,
+    /// The benchmark's database as the tables' owner (migrations, fixtures, the floors).
     pub pg_url: String,
+    /// The same database as the service's own role (kh_app): the service connects so, and
+    /// row-level security holds for it.
+    pub service_pg_url: String,
     /// A pool on another database than the benchmark's (its statistics are read from
     /// there, so that reading them does not count).
     pub admin: PgPool,
@@ -148,6 +154,7 @@ impl BenchEnv {
         );
         Ok(Self {
             settings,
+            service_pg_url: with_db(&pg_service_url(), &names.db),
             pg_url: url,
             redis_url: redis_url(),
             amqp_url: amqp_url(),

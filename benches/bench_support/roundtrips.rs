@@ -109,7 +109,14 @@ async fn service_turns(env: &BenchEnv, proxies: &Proxies) -> anyhow::Result<PerS
     let extra = [
         ("APP__OUTBOX__RUN_DISPATCHER", "false".to_string()),
         ("APP__REPLAY__RUN", "false".to_string()),
-        ("APP__DATABASE__URL", through(&env.pg_url, &proxies.pg)?),
+        (
+            "APP__DATABASE__URL",
+            through(&env.service_pg_url, &proxies.pg)?,
+        ),
+        (
+            "APP__DATABASE__MIGRATE_URL",
+            through(&env.pg_url, &proxies.pg)?,
+        ),
         ("APP__REDIS__URL", through(&env.redis_url, &proxies.redis)?),
         ("APP__MONGO__URL", through(&env.mongo_url, &proxies.mongo)?),
         ("APP__AMQP__URLS", through(&env.amqp_url, &proxies.amqp)?),

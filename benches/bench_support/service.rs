@@ -33,7 +33,9 @@ impl BenchEnv {
                 concat!(env!("CARGO_MANIFEST_DIR"), "/config"),
             )
             .env("APP__SERVER__PORT", port.to_string())
-            .env("APP__DATABASE__URL", &self.pg_url)
+            // As production runs: the service's role, walled by row-level security.
+            .env("APP__DATABASE__URL", &self.service_pg_url)
+            .env("APP__DATABASE__MIGRATE_URL", &self.pg_url)
             .env("APP__DATABASE__MAX_CONNECTIONS", "40")
             .env("APP__DATABASE__MIGRATE_ON_START", "false")
             .env("APP__REDIS__URL", &self.redis_url)

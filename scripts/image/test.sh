@@ -29,6 +29,8 @@ trap 'podman rm -f -t 0 "$NAME" >/dev/null 2>&1 || true' EXIT
 
 scripts/services.sh up >/dev/null
 eval "$(scripts/services.sh env)"
+# As production runs it: the service's role (kh_app) and the owner's for the migrations.
+export APP__DATABASE__MIGRATE_URL=$APP__DATABASE__URL APP__DATABASE__URL=$KH_SERVICE_DATABASE_URL
 PY=$(scripts/events_venv.sh)
 say "services up, event venv ready"
 

@@ -5,7 +5,8 @@
 //! Each statement keeps to one index whatever its values, since prepared statements run on
 //! a generic plan: an author's list reads `documents_by_author(_status)`; a space's reads
 //! `documents_by_space(_status)` backwards and stops at the page's end; a title search
-//! that holds a trigram intersects `documents_title_trgm` with `documents_by_space`. A
+//! that holds a trigram reads `documents_title_trgm` (through `kh_title_matches`, which
+//! row-level security needs), then the rows found by key. A
 //! query without a trigram is matched with `strpos`, which no index serves, so that the
 //! trigram index is never asked to read every entry it holds (see `domain::search`).
 
@@ -162,8 +163,11 @@ impl PgStore {
         .await
     }
 
-    /// The titles that contain `q` (which holds a trigram), by `documents_title_trgm` and
-    /// `documents_by_space` together; `\` escapes `LIKE`'s wildcards in the pattern.
+    /// The titles that contain `q` (which holds a trigram): their ids by
+    /// `documents_title_trgm`, through `kh_title_matches` (under row-level security a
+    /// `LIKE` may not use the index: the function runs it as the owner, for a space the
+    /// transaction declared only), then their rows by key; `\` escapes `LIKE`'s
+    /// wildcards in the pattern.
     async fn space_title_search(
         &self,
         l: SpaceDocuments<'_>,
@@ -177,9 +181,9 @@ impl PgStore {
                       created_at, updated_at, published_version,
                       NULL::text AS published_title, NULL::text AS published_body
                FROM documents
-               WHERE space_id = $1 AND id < $2
+               WHERE id = ANY(ARRAY(SELECT kh_title_matches($1, $6)))
+                 AND space_id = $1 AND id < $2
                  AND ($3::bool OR current_review_id IS NOT NULL OR author_id = $4)
-                 AND lower(title) LIKE lower($6) ESCAPE '\'
                  AND ($7::text IS NULL OR status = $7)
                ORDER BY id DESC LIMIT $5"#,
             l.space,

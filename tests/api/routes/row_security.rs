@@ -133,6 +133,19 @@ async fn a_transaction_of_space_a_neither_sees_nor_changes_a_row_of_space_b() {
             "{table} unfiltered"
         );
     }
+    // The title search's function (it runs as the owner) answers for declared spaces only.
+    for (space, found) in [("eng", 0), ("hr", 1)] {
+        let ids: Vec<Uuid> = sqlx::query_scalar("SELECT kh_title_matches($1, '%handbook%')")
+            .bind(space)
+            .fetch_all(&mut hr)
+            .await
+            .unwrap();
+        assert_eq!(
+            ids.len(),
+            found,
+            "hr's transaction searched {space}'s titles"
+        );
+    }
     // Changes aimed at eng's rows, by id and by space, change nothing.
     let updated = sqlx::query("UPDATE documents SET title = 'taken' WHERE id = $1::uuid")
         .bind(&eng_doc)
