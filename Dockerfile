@@ -53,6 +53,10 @@ USER 10001
 # -e APP__AUTH__ALGORITHMS=RS256 -e APP__AUTH__JWKS_URL=<its JWKS> (docs/operations.md) or
 # -e APP__AUTH__JWT_SECRET=<an HS256 secret of your own, at least 32 bytes>; and
 # -e APP__AUDIT__KEY=<a secret of your own, at least 32 bytes> (the audit chain's key).
+# The database as two roles (docs/operations.md, "Two database roles"):
+# -e APP__DATABASE__URL=postgres://<a login role of kh_service>:<password>@<host>:5432/<db>
+# (every session of the service, which row-level security walls into its callers' spaces)
+# -e APP__DATABASE__MIGRATE_URL=postgres://<the tables' owner>:<password>@<host>:5432/<db>.
 ENV APP__SERVER__HOST=0.0.0.0 \
     APP__ENVIRONMENT=production \
     APP__LOG__FORMAT=json
