@@ -35,6 +35,26 @@ fn the_defaults_are_valid() {
 }
 
 #[test]
+fn the_migrations_url_names_the_services_database_as_another_role() {
+    let mut s = defaults();
+    s.database.url = SecretString::from("postgres://kh_app:a@db.example:5432/kb?sslmode=require");
+    s.database.migrate_url = Some(SecretString::from("postgres://kh:b@db.example:5432/kb"));
+    assert!(
+        problems(&s).is_empty(),
+        "only the role (and parameters) differ"
+    );
+    for other in [
+        "postgres://kh:b@db.example:5432/another",
+        "postgres://kh:b@replica.example:5432/kb",
+        "postgres://kh:b@db.example:6432/kb",
+        "mysql://kh:b@db.example:5432/kb",
+    ] {
+        s.database.migrate_url = Some(SecretString::from(other));
+        assert_eq!(problems(&s), ["database.migrate_url"], "{other}");
+    }
+}
+
+#[test]
 fn each_problem_names_its_key() {
     let mut s = defaults();
     s.database.url = SecretString::from("mysql://x");

@@ -310,11 +310,23 @@ async fn a_key_of_a_space_the_caller_left_repeats_nothing() {
     app.grant("hr", "user:ann", &["author"]).await;
     let ann = app.member("ann");
     let body = json!({"title": "Salary bands", "body": "Confidential.", "space": "hr"});
-    let send = || keyed(&app, "/api/v1/documents", &ann, "create-bands", body.clone());
+    let send = || {
+        keyed(
+            &app,
+            "/api/v1/documents",
+            &ann,
+            "create-bands",
+            body.clone(),
+        )
+    };
     let first = send().send().await.unwrap();
     assert_eq!(first.status(), StatusCode::CREATED);
     let again = send().send().await.unwrap();
-    assert_eq!(again.status(), StatusCode::CREATED, "a member gets its answer again");
+    assert_eq!(
+        again.status(),
+        StatusCode::CREATED,
+        "a member gets its answer again"
+    );
     assert_eq!(again.headers()["idempotent-replayed"], "true");
     app.revoke("hr", "user:ann").await;
     app.grant("default", "user:ann", &["author"]).await; // still someone, elsewhere
@@ -323,6 +335,9 @@ async fn a_key_of_a_space_the_caller_left_repeats_nothing() {
     let text = after.text().await.unwrap();
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{text}");
     assert!(text.contains("IDEMPOTENCY_KEY_REUSED"), "{text}");
-    assert!(!text.contains("Salary"), "the earlier answer leaked: {text}");
+    assert!(
+        !text.contains("Salary"),
+        "the earlier answer leaked: {text}"
+    );
     app.finish().await;
 }
