@@ -221,8 +221,7 @@ async fn approve_rows(
             16 => sized(480, 32),
             _ => sized(960, 64),
         };
-        // 4. The floor: the same statements, MongoDB update and confirmed publish, direct,
-        // measured in turns with the service.
+        // 4. The floor (the same statements, MongoDB update and confirmed publish), in turns.
         let with_redis: Measure = Box::new(|| Box::pin(approve_load(env, up, conc, n)));
         let without: Measure = Box::new(|| Box::pin(approve_load(env, down, conc, n)));
         let floor: Measure = Box::new(|| Box::pin(review_floor(env, &old, conc, n)));

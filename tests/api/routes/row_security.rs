@@ -133,19 +133,7 @@ async fn a_transaction_of_space_a_neither_sees_nor_changes_a_row_of_space_b() {
             "{table} unfiltered"
         );
     }
-    // The title search's function (it runs as the owner) answers for declared spaces only.
-    for (space, found) in [("eng", 0), ("hr", 1)] {
-        let ids: Vec<Uuid> = sqlx::query_scalar("SELECT kh_title_matches($1, '%handbook%')")
-            .bind(space)
-            .fetch_all(&mut hr)
-            .await
-            .unwrap();
-        assert_eq!(
-            ids.len(),
-            found,
-            "hr's transaction searched {space}'s titles"
-        );
-    }
+    titles_of_declared_spaces_only(&mut hr).await;
     // Changes aimed at eng's rows, by id and by space, change nothing.
     let updated = sqlx::query("UPDATE documents SET title = 'taken' WHERE id = $1::uuid")
         .bind(&eng_doc)
@@ -186,6 +174,22 @@ async fn a_transaction_of_space_a_neither_sees_nor_changes_a_row_of_space_b() {
         .unwrap();
     assert_eq!(title, "Handbook of eng");
     app.finish().await;
+}
+
+/// The title search's function (it runs as the owner) answers for declared spaces only.
+async fn titles_of_declared_spaces_only(hr: &mut PgConnection) {
+    for (space, found) in [("eng", 0), ("hr", 1)] {
+        let ids: Vec<Uuid> = sqlx::query_scalar("SELECT kh_title_matches($1, '%handbook%')")
+            .bind(space)
+            .fetch_all(&mut *hr)
+            .await
+            .unwrap();
+        assert_eq!(
+            ids.len(),
+            found,
+            "hr's transaction searched {space}'s titles"
+        );
+    }
 }
 
 #[tokio::test]
