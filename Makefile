@@ -72,8 +72,11 @@ test-volume: services
 
 # The topology tests alone (tests/api/topologies/); they print how long each failover
 # took.
+# Their databases carry a tag of their own (KH_TEST_TAG + topo): the test kit drops and makes
+# its template once per process, and two processes of one tag (make test runs this lane
+# beside the parallel one) would drop each other's.
 test-topologies: services
-	$(WITH_ENV) cargo test --test api -- --test-threads=1 --nocapture $(TOPOLOGY_TESTS)
+	$(WITH_ENV) KH_TEST_TAG=$${KH_TEST_TAG:-}topo cargo test --test api -- --test-threads=1 --nocapture $(TOPOLOGY_TESTS)
 
 # The rolling upgrade alone (tests/api/topologies/upgrade.rs; test-topologies runs it too):
 # three instances behind HAProxy under a minute of load, each replaced in turn; it prints
