@@ -1,11 +1,12 @@
-//! Every SQL statement of the service, planned on a database of a realistic size: none may
-//! scan a table (but the few tables that hold a handful of rows: `SMALL_TABLES`). The statements are
+//! Every SQL statement of the service, planned on a database of a realistic size as the
+//! service's own role, under row-level security with a few spaces declared: none may scan
+//! a table (but the few tables that hold a handful of rows: `SMALL_TABLES`). The statements are
 //! the ones the build checks (`.sqlx/`), so a new query is covered the day it is written.
 
 use serde_json::Value;
-use sqlx::PgPool;
+use sqlx::{Connection, PgConnection, PgPool};
 
-use crate::support::app::{spawn_app_with, AppOptions};
+use crate::support::app::{expose, spawn_app_with, AppOptions};
 
 const DOCUMENTS: i64 = 100_000;
 
@@ -188,6 +189,30 @@ const SMALL_TABLES: [&str; 7] = [
     "audit_chain_heads",
 ];
 
+/// The lines of `plan` that can run: not those under a node whose `One-Time Filter` is
+/// `false` (a branch its parameters switch off, e.g. the snapshot count of a history
+/// replay), which the planner leaves unplanned in detail.
+fn live_lines(plan: &[String]) -> impl Iterator<Item = &str> {
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let mut dead_below: Option<usize> = None;
+    let mut node = 0;
+    plan.iter().filter_map(move |line| {
+        let at = indent(line);
+        if dead_below.is_some_and(|d| at > d) {
+            return None;
+        }
+        dead_below = None;
+        if line.trim_start().starts_with("One-Time Filter: false") {
+            dead_below = Some(node);
+            return None;
+        }
+        if line.contains("(cost=") {
+            node = at;
+        }
+        Some(line.as_str())
+    })
+}
+
 /// A plan line that scans a table other than the small ones.
 fn scans_big_table(line: &str) -> bool {
     let Some((_, rest)) = line.split_once("Seq Scan on ") else {
@@ -224,6 +249,26 @@ fn statements() -> Vec<(String, Vec<String>)> {
     out
 }
 
+#[test]
+fn a_branch_switched_off_is_not_a_scan() {
+    let plan: Vec<String> = [
+        "Nested Loop  (cost=1..2 rows=1 width=4)",
+        "  ->  Result  (cost=0.00..9380.00 rows=1 width=0)",
+        "        One-Time Filter: false",
+        "        ->  Seq Scan on documents d  (cost=0.00..9380.00 rows=1 width=0)",
+        "  ->  Seq Scan on reviews r  (cost=0.00..1.00 rows=1 width=0)",
+    ]
+    .map(String::from)
+    .to_vec();
+    let live: Vec<&str> = live_lines(&plan).collect();
+    assert_eq!(live.len(), 3, "{live:?}");
+    assert!(!live.iter().any(|l| l.contains("documents")));
+    assert!(
+        live.iter().any(|l| scans_big_table(l)),
+        "the live scan of reviews"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_statement_scans_a_table_at_100k_documents() {
     let app = spawn_app_with(AppOptions {
@@ -232,7 +277,16 @@ async fn no_statement_scans_a_table_at_100k_documents() {
     })
     .await;
     fill(&app.pg, DOCUMENTS).await;
-    let mut conn = app.pg.acquire().await.unwrap();
+    // Planned as the service runs them: as its own role, under row-level security, in a
+    // session that declared a few spaces (a policy's condition comes before every condition
+    // of the query that is not leakproof, which can cost a statement its index).
+    let mut conn = PgConnection::connect(expose(&app.settings.database.url))
+        .await
+        .unwrap();
+    sqlx::query("SELECT set_config('kh.spaces', 'default,space-1,space-2', false)")
+        .execute(&mut conn)
+        .await
+        .unwrap();
     let all = statements();
     assert!(
         all.len() >= 25,
@@ -242,7 +296,7 @@ async fn no_statement_scans_a_table_at_100k_documents() {
     let mut scans = Vec::new();
     for (query, params) in &all {
         sqlx::raw_sql(sqlx::AssertSqlSafe(format!("PREPARE planned AS {query}")))
-            .execute(&mut *conn)
+            .execute(&mut conn)
             .await
             .unwrap();
         let args: Vec<&str> = params.iter().map(|p| literal(p)).collect();
@@ -252,14 +306,14 @@ async fn no_statement_scans_a_table_at_100k_documents() {
             format!("EXPLAIN EXECUTE planned({})", args.join(", "))
         };
         let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(execute))
-            .fetch_all(&mut *conn)
+            .fetch_all(&mut conn)
             .await
             .unwrap();
         sqlx::raw_sql("DEALLOCATE planned")
-            .execute(&mut *conn)
+            .execute(&mut conn)
             .await
             .unwrap();
-        if plan.iter().any(|line| scans_big_table(line)) {
+        if live_lines(&plan).any(scans_big_table) {
             scans.push(format!("{query}\n{}", plan.join("\n")));
         }
     }
@@ -268,6 +322,6 @@ async fn no_statement_scans_a_table_at_100k_documents() {
         "statements that scan a table:\n\n{}",
         scans.join("\n\n")
     );
-    drop(conn);
+    conn.close().await.unwrap();
     app.stop().await;
 }
