@@ -44,7 +44,7 @@ impl PgStore {
         };
         let plan = rules::plan(&locked, ctx.reader(), command, ctx.guard)?;
         let (tx, document, review, owned) = self.write_planned(tx, locked, head, plan, ctx).await?;
-        let space = document.space.clone();
-        Ok(Uncommitted::new(tx, Archived { document, review }, owned).in_space(&space))
+        let archived = Archived { document, review };
+        Ok(Uncommitted::new(tx, archived, owned).in_space(|a| a.document.space.clone()))
     }
 }

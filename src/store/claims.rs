@@ -75,7 +75,7 @@ impl PgStore {
             .claims
             .retain(|c| c.expires_at > now && c.stage == after.stage);
         after.claims.sort_by_key(|c| c.expires_at);
-        Ok(Uncommitted::new(tx, after, None).in_space(&doc.space))
+        Ok(Uncommitted::new(tx, after, None).in_space(|_| doc.space.clone()))
     }
 
     /// Marks up to `limit` pending reviews past their due date, each with one

@@ -70,12 +70,11 @@ impl PgStore {
             body: c.body,
             created_at: row.created_at,
         };
-        let space = doc.space.clone();
         let commented = Commented {
             comment,
             document: doc,
         };
-        Ok(Uncommitted::new(tx, commented, owned).in_space(&space))
+        Ok(Uncommitted::new(tx, commented, owned).in_space(|c| c.document.space.clone()))
     }
 
     /// The document's comments after number `after`, oldest first, at most `limit`.

@@ -101,8 +101,7 @@ impl PgStore {
         let at = doc.updated_at;
         let owned =
             write_audit_and_event(&mut tx, &doc, &new.audit, &new.outbox, ctx, at, &link).await?;
-        let space = doc.space.clone();
-        Ok(Uncommitted::new(tx, doc, owned).in_space(&space))
+        Ok(Uncommitted::new(tx, doc, owned).in_space(|d| d.space.clone()))
     }
 
     /// The document as committed, if it exists.
@@ -183,8 +182,7 @@ impl PgStore {
         let at = doc.updated_at;
         let owned =
             write_audit_and_event(&mut tx, &doc, &plan.audit, &plan.outbox, ctx, at, &link).await?;
-        let space = doc.space.clone();
-        Ok(Uncommitted::new(tx, doc, owned).in_space(&space))
+        Ok(Uncommitted::new(tx, doc, owned).in_space(|d| d.space.clone()))
     }
 }
 

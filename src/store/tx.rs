@@ -84,9 +84,9 @@ impl<T> Uncommitted<T> {
         }
     }
 
-    /// The write, in `space` (its document's).
-    pub(super) fn in_space(mut self, space: &str) -> Self {
-        self.space = Some(space.to_string());
+    /// The write, in the space `of` its value says (its document's).
+    pub(super) fn in_space(mut self, of: impl FnOnce(&T) -> String) -> Self {
+        self.space = Some(of(&self.value));
         self
     }
 

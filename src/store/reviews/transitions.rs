@@ -169,8 +169,8 @@ impl PgStore {
         }
         let (tx, document, review, owned) = self.write_planned(tx, locked, head, plan, ctx).await?;
         let review = review.ok_or_else(|| anyhow::anyhow!("a transition without a review"))?;
-        let space = document.space.clone();
-        Ok(Uncommitted::new(tx, Transitioned { document, review }, owned).in_space(&space))
+        let done = Transitioned { document, review };
+        Ok(Uncommitted::new(tx, done, owned).in_space(|t| t.document.space.clone()))
     }
 }
 
