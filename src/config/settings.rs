@@ -14,7 +14,7 @@ use crate::store::mongo::MongoSettings;
 use crate::store::{AuditSettings, DatabaseSettings};
 use crate::telemetry::{LogSettings, TelemetrySettings};
 use crate::usecases::{IdempotencySettings, ReviewSettings};
-use crate::web::{AuthSettings, ServerSettings};
+use crate::web::{AuthSettings, HttpSettings, ServerSettings};
 
 /// Every setting; each layer owns its section's type; durations from `_ms`/`_secs` keys.
 #[derive(Debug, Clone, Deserialize)]
@@ -24,6 +24,9 @@ pub struct Settings {
     #[serde(default)]
     pub environment: Environment,
     pub server: ServerSettings,
+    /// `[http]`: conditional requests (`require_if_match`); defaulted.
+    #[serde(default)]
+    pub http: HttpSettings,
     pub database: DatabaseSettings,
     pub redis: RedisSettings,
     pub lock: LockSettings,

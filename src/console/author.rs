@@ -11,8 +11,8 @@ use uuid::Uuid;
 use super::document;
 use super::render::{form, rendered, sent_form, when, Shown};
 use crate::domain::{
-    DocumentBody, DocumentStatus, DocumentTitle, InputError, PolicyName, SpaceKey, SpaceRole,
-    DEFAULT_SPACE,
+    DocumentBody, DocumentStatus, DocumentTitle, IfMatch, InputError, PolicyName, SpaceKey,
+    SpaceRole, DEFAULT_SPACE,
 };
 use crate::usecases::{Context, DocumentsPage};
 use crate::web::auth::{Caller, Role};
@@ -163,6 +163,10 @@ pub struct DocumentForm {
     /// The space (create only); left out: `default`.
     #[serde(default)]
     space: String,
+    /// The version the edit form showed (edit only): the edit is refused if another one
+    /// saved since, instead of overwriting it.
+    #[serde(default)]
+    version: Option<i64>,
 }
 
 impl DocumentForm {
@@ -258,10 +262,15 @@ async fn edited(
     f: &DocumentForm,
 ) -> Result<crate::domain::Document, ApiError> {
     let (title, text) = f.text()?;
-    let policy = f.policy()?;
+    let change = crate::usecases::EditChange {
+        title: Some(title),
+        body: Some(text),
+        policy: f.policy()?,
+    };
+    let shown = f.version.map(|v| IfMatch::Versions(vec![v]));
     let request_id = crate::web::request_id::current();
     let (reader, documents) = (caller.reader(), &state.documents);
-    let doc = documents.edit(reader, &request_id, id, Some(title), Some(text), policy);
+    let doc = documents.edit(reader, &request_id, id, change, shown.as_ref());
     Ok(doc.await?)
 }
 

@@ -102,7 +102,8 @@ pub async fn fragment(
 /// The forms `caller` may use on `d`.
 fn forms(d: &Document, caller: &Caller) -> Forms {
     let mine = d.author_id == caller.id.as_str();
-    let author = mine && caller.access.has(&d.space, SpaceRole::Author);
+    // Co-editing: once submitted, every author of the space edits, submits and withdraws.
+    let author = (mine || d.ever_submitted()) && caller.access.has(&d.space, SpaceRole::Author);
     let status = d.status;
     Forms {
         editable: author

@@ -12,7 +12,7 @@ use super::plan::{
 };
 use super::state::{Action, ReviewStatus};
 
-/// Archives `doc` (its author or an admin): ARCHIVED, nothing published any more, and
+/// Archives `doc` (its author or an admin: `rules::plan` checks): ARCHIVED, nothing published any more, and
 /// `pending` (the document's pending review, if it has one) withdrawn, its claims ended.
 /// The archive of a document never submitted moves the projection and is audited, but
 /// publishes no `document.archived`: nobody else ever heard of the document.
@@ -26,11 +26,6 @@ pub(super) fn plan_archive(
     expected_version: Option<i64>,
     guard: Guard,
 ) -> Result<Plan, Refusal> {
-    if doc.author_id != actor.id.as_str() && !actor.administers(&doc.space) {
-        return Err(Refusal::Forbidden(
-            "only the author or an admin may archive a document",
-        ));
-    }
     check_fence(doc.fence_token, guard, LockScope::Document)?;
     let status = doc.status.apply(Action::Archive)?;
     if let Some(expected) = expected_version.filter(|v| *v != doc.version) {

@@ -16,6 +16,7 @@ mod search;
 pub mod space_changes;
 pub mod spaces;
 mod state;
+mod versions;
 pub mod votes;
 
 pub use events::{EventData, EventType, OutboxEntry};
@@ -38,6 +39,7 @@ pub use spaces::{
     Access, Space, SpaceKey, SpaceRole, SpaceRoles, Subject, TokenRoles, DEFAULT_SPACE,
 };
 pub use state::{Action, DocumentStatus, InvalidTransition, ReviewStatus};
+pub use versions::IfMatch;
 
 /// How much of the body the preview keeps, in characters.
 pub const PREVIEW_CHARS: usize = 280;

@@ -42,6 +42,9 @@ pub struct Document {
     pub published_title: Option<String>,
     #[serde(default)]
     pub published_body: Option<String>,
+    /// Everyone who edited it since its last approval, in the order of their first edit.
+    #[serde(default)]
+    pub contributors: Vec<String>,
 }
 
 impl Document {
@@ -59,6 +62,12 @@ impl Document {
     /// `reader` may see the document at all (to anyone else it does not exist).
     pub fn readable_by(&self, reader: Reader<'_>) -> bool {
         readable(&self.author_id, self.ever_submitted(), &self.space, reader)
+    }
+
+    /// `user` wrote the working copy: its author, or one who edited it since its last
+    /// approval. Four eyes: such a person may not vote on the version under review.
+    pub fn written_by(&self, user: &str) -> bool {
+        self.author_id == user || self.contributors.iter().any(|c| c == user)
     }
 
     /// The roles `reader` holds in the document's space.

@@ -92,7 +92,8 @@ pub enum Refusal {
     NotFound,
     #[error("{0}")]
     Forbidden(&'static str),
-    #[error("the author of a document may not review it")]
+    /// Four eyes: the author, or a contributor of the version under review.
+    #[error("the author or a contributor of a document's version may not review it")]
     SelfReview,
     #[error(transparent)]
     InvalidState(#[from] InvalidTransition),
@@ -124,6 +125,12 @@ pub enum Refusal {
     VersionMoved {
         expected: i64,
         actual: i64,
+        status: DocumentStatus,
+    },
+    /// The caller's `If-Match` names a version the document is no longer at.
+    #[error("the document is at version {current} now ({}): the version your If-Match names is not current; read it again", .status.as_str())]
+    VersionMismatch {
+        current: i64,
         status: DocumentStatus,
     },
     #[error("review {0} is not a review of this document")]
@@ -176,6 +183,9 @@ pub struct DocumentChange {
     pub policy: Option<String>,
     pub fence_token: Option<FencingToken>,
     pub published: Publication,
+    /// Everyone who edited the document since its last approval, when the change moves the
+    /// list (an edit adds its editor, an approval empties it); `None`: unchanged.
+    pub contributors: Option<Vec<String>>,
 }
 
 /// What a change does to the published revision.
@@ -308,6 +318,7 @@ pub fn transitioned(
         policy: None,
         fence_token: doc.fence_token.max(guard.fence_of(LockScope::Document)),
         published: Publication::Keep,
+        contributors: None,
     }
 }
 

@@ -17,6 +17,7 @@ use super::model::{Document, Guard, LockScope, Reader, Review};
 use super::policy::Policy;
 use super::spaces::SpaceRole;
 use super::state::{Action, DocumentStatus};
+use super::versions::{check_if_match, IfMatch};
 
 pub use super::comments::{plan_comment, CommentPlan, NewComment};
 pub use super::plan::{
@@ -56,6 +57,18 @@ pub fn plan<'a>(
     command: Command,
     guard: Guard,
 ) -> Result<Plan, Refusal> {
+    plan_conditional(locked, actor, command, guard, None)
+}
+
+/// As [`plan`], with the write's `if_match` (an edit's, submit's, withdrawal's or archive's;
+/// a vote has none), judged once the actor may act and before the command itself.
+pub fn plan_conditional<'a>(
+    locked: &Locked,
+    actor: impl Into<Reader<'a>>,
+    command: Command,
+    guard: Guard,
+    if_match: Option<&IfMatch>,
+) -> Result<Plan, Refusal> {
     let reader = actor.into();
     let actor = reader.id;
     let doc = locked.document.as_ref().ok_or(Refusal::NotFound)?;
@@ -63,6 +76,10 @@ pub fn plan<'a>(
         return Err(Refusal::NotFound);
     }
     check_role(doc, reader, &command)?;
+    check_actor(doc, reader, &command)?;
+    if !matches!(command, Command::Decide { .. }) {
+        check_if_match(doc, if_match)?;
+    }
     match command {
         Command::Edit {
             title,
@@ -117,6 +134,26 @@ fn check_role(doc: &Document, reader: Reader<'_>, command: &Command) -> Result<(
     }
 }
 
+/// Who may act on the document. Co-editing: once a document has been submitted, every
+/// author of its space edits, submits and withdraws it; before, it is its author's alone.
+/// An archive is its author's, a space admin's or an admin's.
+fn check_actor(doc: &Document, reader: Reader<'_>, command: &Command) -> Result<(), Refusal> {
+    let own = doc.author_id == reader.id.as_str();
+    match command {
+        Command::Edit { .. } | Command::Submit { .. } | Command::Withdraw
+            if !own && !doc.ever_submitted() =>
+        {
+            Err(Refusal::Forbidden(
+                "a document never submitted is its author's alone; its space's authors edit it once it is submitted",
+            ))
+        }
+        Command::Archive { .. } if !own && !reader.administers(&doc.space) => Err(
+            Refusal::Forbidden("only the author or an admin may archive a document"),
+        ),
+        _ => Ok(()),
+    }
+}
+
 fn plan_edit(
     doc: &Document,
     actor: &UserId,
@@ -124,11 +161,12 @@ fn plan_edit(
     body: Option<DocumentBody>,
     policy: Option<String>,
 ) -> Result<Plan, Refusal> {
-    if doc.author_id != actor.as_str() {
-        return Err(Refusal::Forbidden("only the author may edit a document"));
-    }
     let status = doc.status.apply(Action::Edit)?;
     let version = doc.version + 1;
+    let mut contributors = doc.contributors.clone();
+    if !contributors.iter().any(|c| c == actor.as_str()) {
+        contributors.push(actor.as_str().to_string());
+    }
     Ok(Plan {
         document: Some(DocumentChange {
             id: doc.id,
@@ -140,6 +178,7 @@ fn plan_edit(
             policy,
             fence_token: doc.fence_token,
             published: Publication::Keep,
+            contributors: Some(contributors),
         }),
         review: None,
         audit: audit("edit", None, doc, status, Guard::Unlocked),
@@ -154,9 +193,6 @@ fn plan_submit(
     review_id: Uuid,
     guard: Guard,
 ) -> Result<Plan, Refusal> {
-    if doc.author_id != actor.as_str() {
-        return Err(Refusal::Forbidden("only the author may submit a document"));
-    }
     let status = doc.status.apply(Action::Submit)?;
     check_fence(doc.fence_token, guard, LockScope::Document)?;
     let version = doc.version + 1;
@@ -187,11 +223,6 @@ fn plan_withdraw(
     actor: &UserId,
     guard: Guard,
 ) -> Result<Plan, Refusal> {
-    if doc.author_id != actor.as_str() {
-        return Err(Refusal::Forbidden(
-            "only the author may withdraw a document's review",
-        ));
-    }
     check_fence(doc.fence_token, guard, LockScope::Document)?;
     let status = doc.status.apply(Action::Withdraw)?;
     let review = review.ok_or(Refusal::NotFound)?;
@@ -225,5 +256,7 @@ fn plan_withdraw(
     })
 }
 
+#[cfg(test)]
+mod coediting;
 #[cfg(test)]
 mod tests;

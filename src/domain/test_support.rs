@@ -42,6 +42,7 @@ pub fn doc(status: DocumentStatus, fence: Option<i64>) -> Document {
         published_version: None,
         published_title: None,
         published_body: None,
+        contributors: Vec::new(),
     }
 }
 

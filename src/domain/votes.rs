@@ -50,7 +50,7 @@ pub fn seats(review: &Review) -> usize {
 /// Refuses `voter` on `review` for the first reason that applies to any vote (or claim):
 /// self-review, not pending, already voted, not eligible.
 pub fn check_voter(doc: &Document, review: &Review, voter: Voter<'_>) -> Result<(), Refusal> {
-    if doc.author_id == voter.id.as_str() {
+    if doc.written_by(voter.id.as_str()) {
         return Err(Refusal::SelfReview);
     }
     let _ = review
@@ -172,13 +172,15 @@ fn decide(
             reason: r.clone(),
         },
     };
-    let published = match decided {
-        super::state::ReviewStatus::Approved => Publication::Publish,
-        _ => Publication::Keep,
+    // An approval publishes the working copy: its contributors start anew.
+    let (published, contributors) = match decided {
+        super::state::ReviewStatus::Approved => (Publication::Publish, Some(Vec::new())),
+        _ => (Publication::Keep, None),
     };
     Plan {
         document: Some(DocumentChange {
             published,
+            contributors,
             ..transitioned(doc, status, doc.current_review_id, guard)
         }),
         review: Some(ReviewChange::Write(ReviewWrite {

@@ -58,10 +58,10 @@ pub async fn archive(
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
+    let ctx = state.conditional_context(&req, &caller)?;
     let bytes = read_body(&req, payload, state.body).await?;
     let document_id = *path;
     let (st, body) = (state.clone(), bytes.clone());
-    let ctx = state.context(&req, &caller);
     let ran = post::run(&req, &state, &caller, &bytes, move |held_key| async move {
         let input: ArchiveBody = parse_json(&body, true)?;
         let reason = input
@@ -80,5 +80,10 @@ pub async fn archive(
             .await?)
     })
     .await?;
-    Ok(post::respond(ran, StatusCode::OK, ArchiveView::of))
+    Ok(post::respond_document(
+        ran,
+        StatusCode::OK,
+        ArchiveView::of,
+        |a| a.document.version,
+    ))
 }

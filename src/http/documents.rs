@@ -8,15 +8,17 @@ use serde::{de, Deserialize, Deserializer};
 use uuid::Uuid;
 
 use crate::domain::{
-    Document, DocumentBody, DocumentStatus, DocumentTitle, PolicyName, SpaceKey, TitleQuery,
+    Document, DocumentBody, DocumentStatus, DocumentTitle, IfMatch, PolicyName, SpaceKey,
+    TitleQuery,
 };
-use crate::usecases::{Context, DocumentsPage};
+use crate::usecases::{Context, DocumentsPage, EditChange};
 use crate::web::auth::{Caller, Role};
 use crate::web::body::{parse_json, read_body};
 use crate::web::error::{ApiError, ErrorEnvelope};
 use crate::web::fields;
 use crate::web::paging;
 use crate::web::post;
+use crate::web::preconditions;
 use crate::web::request_id;
 use crate::web::state::AppState;
 use crate::web::views::{DocumentPage, DocumentView};
@@ -133,10 +135,11 @@ pub async fn create(
     caller.require(Role::Author)?;
     let bytes = read_body(&req, payload, state.body).await?;
     let ran = creation(&req, &state, caller, bytes).await?;
-    Ok(post::respond(
+    Ok(post::respond_document(
         ran,
         StatusCode::CREATED,
         DocumentView::with_body,
+        |d| d.version,
     ))
 }
 
@@ -278,18 +281,21 @@ fn document_cursor(c: &str) -> Result<Uuid, ApiError> {
 )]
 #[tracing::instrument(skip_all, fields(document_id = %path))]
 pub async fn get(
+    req: HttpRequest,
     path: web::Path<Uuid>,
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let read = state.documents.get(caller.reader(), *path).await?;
     let view = DocumentView::from(&read.document);
-    Ok(HttpResponse::Ok().json(DocumentView {
+    let etag = preconditions::etag(read.document.version);
+    let view = DocumentView {
         body: Some(read.document.body),
         preview: Some(read.preview),
         body_source: Some(read.source.as_str()),
         ..view
-    }))
+    };
+    Ok(preconditions::read_response(&req, etag, &view))
 }
 
 #[utoipa::path(
@@ -323,17 +329,20 @@ pub async fn update(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Author)?;
+    let if_match = preconditions::if_match(&req, state.require_if_match)?;
     let bytes = read_body(&req, payload, state.body).await?;
-    let doc = edit(&state, &caller, *path, &bytes).await?;
-    Ok(HttpResponse::Ok().json(DocumentView::with_body(&doc)))
+    let doc = edit(&state, &caller, *path, &bytes, if_match.as_ref()).await?;
+    let res = HttpResponse::Ok().json(DocumentView::with_body(&doc));
+    Ok(preconditions::tagged(res, doc.version))
 }
 
-/// Edits a document from a JSON body.
+/// Edits a document from a JSON body, if it is at a version `if_match` accepts.
 async fn edit(
     state: &AppState,
     caller: &Caller,
     id: Uuid,
     bytes: &[u8],
+    if_match: Option<&IfMatch>,
 ) -> Result<Document, ApiError> {
     caller.require(Role::Author)?;
     let body: UpdateDocument = parse_json(bytes, false)?;
@@ -344,11 +353,15 @@ async fn edit(
     }
     let title = body.title.as_deref().map(DocumentTitle::parse).transpose();
     let text = body.body.as_deref().map(DocumentBody::parse).transpose();
-    let (title, text) = (input_ok(title)?, input_ok(text)?);
-    let policy = policy_ok(body.policy)?;
+    let (title, body, policy) = (input_ok(title)?, input_ok(text)?, policy_ok(body.policy)?);
+    let change = EditChange {
+        title,
+        body,
+        policy,
+    };
     let request_id = request_id::current();
-    Ok(state
+    let edit = state
         .documents
-        .edit(caller.reader(), &request_id, id, title, text, policy)
-        .await?)
+        .edit(caller.reader(), &request_id, id, change, if_match);
+    Ok(edit.await?)
 }

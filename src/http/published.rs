@@ -2,11 +2,12 @@
 //! last approval published. Like every read, it honours private drafts: a document never
 //! submitted is not found by anyone but its author and admins.
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use uuid::Uuid;
 
 use crate::web::auth::Caller;
 use crate::web::error::{ApiError, ErrorEnvelope};
+use crate::web::preconditions;
 use crate::web::state::AppState;
 use crate::web::views::PublishedView;
 
@@ -15,9 +16,10 @@ use crate::web::views::PublishedView;
     path = "/api/v1/documents/{id}/published",
     tag = "documents",
     summary = "The published revision: what the last approval published, live while a revision is drafted",
-    params(("id" = Uuid, Path, description = "document id")),
+    params(("id" = Uuid, Path, description = "document id"), ("If-None-Match" = Option<String>, Header, nullable = false, description = "the ETag of the revision the caller holds (\"p3\"): 304 while it is still the published one")),
     responses(
-        (status = 200, description = "the published revision", body = PublishedView),
+        (status = 200, description = "the published revision, with `ETag: \"p<version>\"`", body = PublishedView),
+        (status = 304, description = "not modified: the If-None-Match names the published version"),
         (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
         (status = 403, description = "FORBIDDEN: the token carries none of the roles author, reviewer, admin", body = ErrorEnvelope),
         (status = 404, description = "NOT_FOUND: no such document (or a draft of someone else's), never approved, or archived", body = ErrorEnvelope),
@@ -27,12 +29,14 @@ use crate::web::views::PublishedView;
 )]
 #[tracing::instrument(skip_all, fields(document_id = %path))]
 pub async fn published(
+    req: HttpRequest,
     path: web::Path<Uuid>,
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let read = state.documents.published(caller.reader(), *path).await?;
-    Ok(HttpResponse::Ok().json(PublishedView {
+    let etag = preconditions::published_etag(read.version);
+    let view = PublishedView {
         id: read.document.id,
         version: read.version,
         title: read.title,
@@ -41,5 +45,6 @@ pub async fn published(
         body_source: read.source.as_str(),
         status: read.document.status.as_str().to_string(),
         working_version: read.document.version,
-    }))
+    };
+    Ok(preconditions::read_response(&req, etag, &view))
 }

@@ -82,7 +82,12 @@ pub async fn approve(
     caller.require(Role::Reviewer)?;
     let bytes = read_body(&req, payload, state.body).await?;
     let ran = decision(&req, &state, caller, *path, bytes, approval).await?;
-    Ok(post::respond(ran, StatusCode::OK, TransitionView::of))
+    Ok(post::respond_document(
+        ran,
+        StatusCode::OK,
+        TransitionView::of,
+        |t| t.document.version,
+    ))
 }
 
 /// An approval's body: `{}`, `null`, nothing, or an optional comment.
@@ -140,7 +145,12 @@ pub async fn reject(
     caller.require(Role::Reviewer)?;
     let bytes = read_body(&req, payload, state.body).await?;
     let ran = decision(&req, &state, caller, *path, bytes, rejection).await?;
-    Ok(post::respond(ran, StatusCode::OK, TransitionView::of))
+    Ok(post::respond_document(
+        ran,
+        StatusCode::OK,
+        TransitionView::of,
+        |t| t.document.version,
+    ))
 }
 
 /// Parses the decision (inside the idempotent work, so a bad body is replayed as such) and

@@ -44,16 +44,21 @@ pub async fn submit(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Author)?;
+    let ctx = state.conditional_context(&req, &caller)?;
     let bytes = read_body(&req, payload, state.body).await?;
     let document_id = *path;
     let st = state.clone();
-    let ctx = state.context(&req, &caller);
     let ran = post::run(&req, &state, &caller, &bytes, move |held_key| async move {
         let ctx = Context { held_key, ..ctx };
         Ok(st.reviews.submit(ctx, document_id).await?)
     })
     .await?;
-    Ok(post::respond(ran, StatusCode::CREATED, TransitionView::of))
+    Ok(post::respond_document(
+        ran,
+        StatusCode::CREATED,
+        TransitionView::of,
+        |t| t.document.version,
+    ))
 }
 
 #[utoipa::path(
@@ -89,14 +94,19 @@ pub async fn withdraw(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Author)?;
+    let ctx = state.conditional_context(&req, &caller)?;
     let bytes = read_body(&req, payload, state.body).await?;
     let document_id = *path;
     let st = state.clone();
-    let ctx = state.context(&req, &caller);
     let ran = post::run(&req, &state, &caller, &bytes, move |held_key| async move {
         let ctx = Context { held_key, ..ctx };
         Ok(st.reviews.withdraw(ctx, document_id).await?)
     })
     .await?;
-    Ok(post::respond(ran, StatusCode::OK, TransitionView::of))
+    Ok(post::respond_document(
+        ran,
+        StatusCode::OK,
+        TransitionView::of,
+        |t| t.document.version,
+    ))
 }

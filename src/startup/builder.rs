@@ -140,6 +140,7 @@ impl<'a> CoreBuilder<'a> {
             },
             runtime: tokio::runtime::Handle::current(),
             test_hooks: s.test_hooks(),
+            require_if_match: s.http.require_if_match,
             events: EventDocs::new(&s.amqp.exchange, &s.events),
         };
         let (swept, every, batch) = (background, s.review.overdue_sweep, s.review.overdue_batch);

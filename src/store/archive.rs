@@ -42,7 +42,8 @@ impl PgStore {
             reason,
             expected_version,
         };
-        let plan = rules::plan(&locked, ctx.reader(), command, ctx.guard)?;
+        let plan =
+            rules::plan_conditional(&locked, ctx.reader(), command, ctx.guard, ctx.if_match)?;
         let (tx, document, review, owned) = self.write_planned(tx, locked, head, plan, ctx).await?;
         let archived = Archived { document, review };
         Ok(Uncommitted::new(tx, archived, owned).in_space(|a| a.document.space.clone()))

@@ -88,6 +88,7 @@ impl PgStore {
             published_version: None,
             published_title: None,
             published_body: None,
+            contributors: Vec::new(),
         };
         let head = Head {
             count: 0,
@@ -110,7 +111,8 @@ impl PgStore {
             Document,
             r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
                       space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
-                      created_at, updated_at, published_version, published_title, published_body
+                      created_at, updated_at, published_version, published_title, published_body,
+                      contributors
                FROM documents WHERE id = $1"#,
             id
         )
@@ -125,7 +127,8 @@ impl PgStore {
             Document,
             r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
                       space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
-                      created_at, updated_at, published_version, published_title, published_body
+                      created_at, updated_at, published_version, published_title, published_body,
+                      contributors
                FROM documents WHERE id = ANY($1)"#,
             ids
         )
@@ -164,7 +167,8 @@ impl PgStore {
             body,
             policy,
         };
-        let plan = rules::plan(&locked, ctx.reader(), command, ctx.guard)?;
+        let plan =
+            rules::plan_conditional(&locked, ctx.reader(), command, ctx.guard, ctx.if_match)?;
         let before = planned_document(locked.document)?;
         let change = plan
             .document
@@ -197,7 +201,7 @@ pub(super) async fn lock_document(
         r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
                   space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                   created_at, updated_at, published_version, published_title, published_body,
-                  audit_count, audit_head, now() AS "now!"
+                  contributors, audit_count, audit_head, now() AS "now!"
            FROM documents WHERE id = $1 FOR UPDATE"#,
         id
     )
@@ -217,7 +221,7 @@ pub(super) async fn lock_document_of_review(
         r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
                   space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                   created_at, updated_at, published_version, published_title, published_body,
-                  audit_count, audit_head, now() AS "now!"
+                  contributors, audit_count, audit_head, now() AS "now!"
            FROM documents
            WHERE id = (SELECT document_id FROM reviews WHERE id = $1) FOR UPDATE"#,
         review_id
@@ -255,7 +259,8 @@ pub(super) async fn write_document(
                                    WHEN 'withdraw' THEN NULL ELSE published_title END, \
          published_body = CASE $9 WHEN 'publish' THEN COALESCE($3, body) \
                                   WHEN 'withdraw' THEN NULL ELSE published_body END, \
-         audit_count = COALESCE($10, audit_count), audit_head = COALESCE($11, audit_head) \
+         audit_count = COALESCE($10, audit_count), audit_head = COALESCE($11, audit_head), \
+         contributors = COALESCE($12, contributors) \
          WHERE id = $1 RETURNING updated_at",
         change.id,
         title,
@@ -268,6 +273,7 @@ pub(super) async fn write_document(
         publication,
         link.seq,
         link.hash.as_deref(),
+        change.contributors.as_deref(),
     )
     .fetch_one(&mut **tx)
     .await?;
@@ -316,6 +322,7 @@ pub(super) fn changed(
         space: before.space,
         current_review_id: change.current_review_id,
         policy: change.policy.unwrap_or(before.policy),
+        contributors: change.contributors.unwrap_or(before.contributors),
         fence_token: change.fence_token,
         created_at: before.created_at,
         updated_at,

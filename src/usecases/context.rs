@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::domain::{Access, Guard, Reader, UserId};
+use crate::domain::{Access, Guard, IfMatch, Reader, UserId};
 use crate::store::{HeldKey, WriteContext};
 
 use super::test_hooks::TestHooks;
@@ -20,6 +20,8 @@ pub struct Context {
     pub hooks: TestHooks,
     /// The request's `Idempotency-Key`, held: a success is recorded under it on COMMIT.
     pub held_key: Option<HeldKey>,
+    /// The request's `If-Match` (`None`: it sent none), judged under the row lock.
+    pub if_match: Option<IfMatch>,
 }
 
 impl Context {
@@ -36,6 +38,7 @@ impl Context {
             request_id: &self.request_id,
             guard,
             own_outbox_for,
+            if_match: self.if_match.as_ref(),
         }
     }
 

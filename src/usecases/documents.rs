@@ -10,7 +10,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::domain::{
-    preview_of, CommentBody, Commented, Document, DocumentBody, DocumentTitle, Guard,
+    preview_of, CommentBody, Commented, Document, DocumentBody, DocumentTitle, Guard, IfMatch,
     PostedComment, Reader, Refusal, Review, SpaceKey, SpaceRole,
 };
 use crate::outbox::Dispatcher;
@@ -48,6 +48,14 @@ pub struct DocumentRead {
     pub document: Document,
     pub preview: String,
     pub source: BodySource,
+}
+
+/// What an edit changes: title, body and/or policy (at least one; `None`: unchanged).
+#[derive(Debug, Clone, Default)]
+pub struct EditChange {
+    pub title: Option<DocumentTitle>,
+    pub body: Option<DocumentBody>,
+    pub policy: Option<String>,
 }
 
 pub struct DocumentService {
@@ -116,17 +124,16 @@ impl DocumentService {
         Ok(doc)
     }
 
-    /// Edits title, body and/or policy (the author, in DRAFT, REJECTED or APPROVED: an edit
-    /// of an approved document starts a revision).
-    #[allow(clippy::too_many_arguments)]
+    /// Edits title, body and/or policy (its author; once it was submitted, any author of its
+    /// space: a contributor), in DRAFT, REJECTED or APPROVED (an edit of an approved
+    /// document starts a revision), if it is at a version `if_match` accepts.
     pub async fn edit(
         &self,
         actor: Reader<'_>,
         request_id: &str,
         id: Uuid,
-        title: Option<DocumentTitle>,
-        body: Option<DocumentBody>,
-        policy: Option<String>,
+        change: EditChange,
+        if_match: Option<&IfMatch>,
     ) -> Result<Document, Error> {
         let wctx = WriteContext {
             actor: actor.id,
@@ -134,7 +141,13 @@ impl DocumentService {
             request_id,
             guard: Guard::Unlocked,
             own_outbox_for: self.dispatcher.own_outbox_for(),
+            if_match,
         };
+        let EditChange {
+            title,
+            body,
+            policy,
+        } = change;
         let done = self
             .store
             .bounded(async {

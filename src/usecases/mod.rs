@@ -32,7 +32,7 @@ pub use audit::check::{AuditError, AuditService};
 pub use audit::checkpoints::{CheckpointRound, CheckpointWriter};
 pub use audit::report::{AuditReport, CheckpointUse};
 pub use context::Context;
-pub use documents::{BodySource, DocumentRead, DocumentService, PublishedRead};
+pub use documents::{BodySource, DocumentRead, DocumentService, EditChange, PublishedRead};
 pub use error::Error;
 pub use idempotency::{Idempotency, IdempotencySettings, Recordable, Recorded, SentReply};
 pub use lists::DocumentsPage;

@@ -45,6 +45,10 @@ pub enum ErrorCode {
     ReplayTargetNotAllowed,
     /// What a create names exists already (a space's key).
     AlreadyExists,
+    /// 412: the `If-Match` of a write names a version the document is no longer at.
+    VersionMismatch,
+    /// 428: `http.require_if_match` is on and a write came without `If-Match`.
+    PreconditionRequired,
 }
 
 /// The body of every error response.
@@ -294,7 +298,7 @@ impl From<Refusal> for ApiError {
             Refusal::SelfReview => ApiError::new(
                 StatusCode::FORBIDDEN,
                 ErrorCode::SelfReviewForbidden,
-                "the author of a document may not approve or reject it",
+                "the author of a document, or anyone who edited the version under review, may not approve or reject it",
             ),
             Refusal::InvalidState(t) => ApiError::conflict(ErrorCode::InvalidState, t.to_string()),
             Refusal::ReviewNotPending(s) => undecidable(s.as_str()),
@@ -320,6 +324,11 @@ impl From<Refusal> for ApiError {
             e @ Refusal::VersionMoved { .. } => {
                 ApiError::conflict(ErrorCode::InvalidState, e.to_string())
             }
+            e @ Refusal::VersionMismatch { .. } => ApiError::new(
+                StatusCode::PRECONDITION_FAILED,
+                ErrorCode::VersionMismatch,
+                e.to_string(),
+            ),
             e @ Refusal::ReviewOfAnotherDocument(_) => {
                 ApiError::validation(format!("review_id: {e}"))
             }

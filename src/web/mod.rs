@@ -4,7 +4,7 @@
 //! their limits (`body.rs`), a POST in its own task under its `Idempotency-Key`
 //! (`post.rs`), the views of typed results both show (`views.rs`, `replay_view.rs`,
 //! `space_views.rs`, `readiness.rs`, the review queue's page: `queue.rs`), paging and
-//! cursors, the request id, the pages' security headers (`csp.rs`), the test-hook
+//! cursors, the entity tags of conditional requests (`preconditions.rs`), the request id, the pages' security headers (`csp.rs`), the test-hook
 //! headers, the HTTP metrics and the `[server]`/`[auth]` settings. It imports neither
 //! `http` nor `console`; those two never import each other.
 
@@ -17,6 +17,7 @@ pub mod fields;
 pub mod metrics;
 pub mod paging;
 pub mod post;
+pub mod preconditions;
 pub mod queue;
 pub mod readiness;
 pub mod replay_view;
@@ -29,5 +30,6 @@ pub mod test_hooks;
 pub mod views;
 
 pub use event_docs::EventDocs;
+pub use preconditions::HttpSettings;
 pub use settings::{AuthSettings, ServerSettings};
 pub use state::AppState;

@@ -122,6 +122,25 @@ pub fn respond<T, V: Serialize>(
     status: StatusCode,
     view: impl FnOnce(&T) -> V,
 ) -> HttpResponse {
+    respond_tagged(ran, status, view, |_| None)
+}
+
+/// As [`respond`], for a result that carries one document: with its `ETag` (its version).
+pub fn respond_document<T, V: Serialize>(
+    ran: Ran<T>,
+    status: StatusCode,
+    view: impl FnOnce(&T) -> V,
+    version: impl FnOnce(&T) -> i64,
+) -> HttpResponse {
+    respond_tagged(ran, status, view, |t| Some(version(t)))
+}
+
+fn respond_tagged<T, V: Serialize>(
+    ran: Ran<T>,
+    status: StatusCode,
+    view: impl FnOnce(&T) -> V,
+    version: impl FnOnce(&T) -> Option<i64>,
+) -> HttpResponse {
     let (t, repeated) = match ran {
         Ran::Fresh(t) => (t, false),
         Ran::Repeated(t) => (t, true),
@@ -135,6 +154,9 @@ pub fn respond<T, V: Serialize>(
     let mut res = HttpResponse::build(status);
     if repeated {
         res.insert_header((REPLAYED_HEADER, "true"));
+    }
+    if let Some(v) = version(&t) {
+        res.insert_header((actix_web::http::header::ETAG, super::preconditions::etag(v)));
     }
     res.json(view(&t))
 }

@@ -5,6 +5,7 @@ use actix_web::HttpRequest;
 
 use super::auth::Caller;
 use super::body::BodyLimits;
+use super::error::ApiError;
 use super::event_docs::EventDocs;
 use super::metrics::HttpMetrics;
 use super::request_id;
@@ -28,6 +29,8 @@ pub struct AppState {
     pub metrics: HttpMetrics,
     /// How request bodies are read: their largest size, and how long they may take.
     pub body: BodyLimits,
+    /// Refuse a write of a document without `If-Match` (`http.require_if_match`).
+    pub require_if_match: bool,
     /// Honour the test-hook headers (`server.test_hooks`).
     pub test_hooks: bool,
     /// The runtime the clients of every store were built on. The work of a request runs
@@ -58,6 +61,22 @@ impl AppState {
             request_id: request_id::current(),
             hooks: self.hooks(req),
             held_key: None,
+            if_match: None,
         }
+    }
+
+    /// The context of a conditional write of a document (edit, submit, withdraw, archive):
+    /// with the request's `If-Match`; 428 without one when `http.require_if_match` is on, 400
+    /// for one that is not entity tags.
+    pub fn conditional_context(
+        &self,
+        req: &HttpRequest,
+        caller: &Caller,
+    ) -> Result<Context, ApiError> {
+        let if_match = super::preconditions::if_match(req, self.require_if_match)?;
+        Ok(Context {
+            if_match,
+            ..self.context(req, caller)
+        })
     }
 }

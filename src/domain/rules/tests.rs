@@ -95,22 +95,7 @@ fn refusals_of_who_may_act_on_what() {
         plan(&no_review, &reviewer, approve(), Guard::RowLockOnly),
         Err(Refusal::NotFound)
     );
-    // Forbidden: only the author edits and submits (a draft submitted before, withdrawn).
-    let mut withdrawn = doc(DocumentStatus::Draft, None);
-    withdrawn.current_review_id = Some(Uuid::now_v7());
-    let draft = Locked {
-        document: Some(withdrawn),
-        policy: Some(policy()),
-        ..Locked::default()
-    };
-    assert_eq!(
-        plan(&draft, &reviewer, edit(), Guard::Unlocked),
-        Err(Refusal::Forbidden("only the author may edit a document"))
-    );
-    assert_eq!(
-        plan(&draft, &reviewer, submit(), Guard::RowLockOnly),
-        Err(Refusal::Forbidden("only the author may submit a document"))
-    );
+    // Forbidden (a draft never submitted, to an admin): `coediting.rs`.
     // Self-review, even before the review's state is judged.
     assert_eq!(
         plan(&pending(None), &author, reject(), Guard::RowLockOnly),
@@ -334,9 +319,10 @@ proptest! {
             Action::Comment => EventType::Commented,
         };
         prop_assert_eq!(p.outbox.event, expected);
-        // Four-eyes: the author never decides; only the author edits, submits, withdraws and
-        // archives (no admin here).
-        prop_assert_eq!(is_author, !matches!(action, Action::Approve | Action::Reject));
+        // Four-eyes: the author never decides; only the author archives (no admin here), and
+        // edits, submits and withdraws a document before its first submit (co-editing after).
+        let coedit = d.ever_submitted() && matches!(action, Action::Edit | Action::Submit | Action::Withdraw);
+        prop_assert_eq!(is_author || coedit, !matches!(action, Action::Approve | Action::Reject));
     }
 
     /// Whatever is refused is refused for the first reason in the documented order, and a
@@ -348,6 +334,7 @@ proptest! {
     ) {
         let actor = user(if is_author { AUTHOR } else { REVIEWER });
         let (deciding, withdrawing) = (matches!(cmd, Command::Decide { .. }), cmd == Command::Withdraw);
+        let archiving = matches!(cmd, Command::Archive { .. });
         let Err(refusal) = plan(&locked, &actor, cmd, guard) else { return Ok(()); }; // A draft never submitted: not found but by its author.
         if locked.document.as_ref().is_some_and(|d| d.current_review_id.is_none() && !is_author) {
             prop_assert_eq!(refusal, Refusal::NotFound);
@@ -361,13 +348,13 @@ proptest! {
                 let pending = locked.document.as_ref().map(|d| d.status) == Some(DocumentStatus::PendingReview);
                 prop_assert!(matches!(refusal, Refusal::InvalidState(_) | Refusal::StaleFence) || (pending && refusal == Refusal::NotFound), "{:?}", refusal);
             } else {
-                prop_assert!(matches!(refusal, Refusal::Forbidden(_) | Refusal::InvalidState(_) | Refusal::StaleFence));
+                prop_assert!(matches!(refusal, Refusal::Forbidden(_) | Refusal::InvalidState(_) | Refusal::StaleFence | Refusal::NotFound));
             }
             return Ok(());
         };
         if deciding {
             prop_assert_eq!(refusal, first_vote_refusal(d, r, is_author, guard));
-        } else if !is_author {
+        } else if !is_author && archiving {
             prop_assert!(matches!(refusal, Refusal::Forbidden(_)), "{:?}", refusal);
         } else if refusal == Refusal::StaleFence {
             let mine = guard.fence_of(LockScope::Document);

@@ -111,6 +111,7 @@ pub(crate) struct LockedDocument {
     pub published_version: Option<i64>,
     pub published_title: Option<String>,
     pub published_body: Option<String>,
+    pub contributors: Vec<String>,
     pub audit_count: i64,
     pub audit_head: Option<Vec<u8>>,
     pub now: DateTime<Utc>,
@@ -139,6 +140,7 @@ impl LockedDocument {
             published_version: self.published_version,
             published_title: self.published_title,
             published_body: self.published_body,
+            contributors: self.contributors,
         };
         (doc, head)
     }

@@ -63,6 +63,7 @@ pub(crate) async fn lock_at_once(
         published_version: r.published_version,
         published_title: r.published_title,
         published_body: r.published_body,
+        contributors: r.contributors,
         audit_count: r.audit_count,
         audit_head: r.audit_head,
         now: r.begun,

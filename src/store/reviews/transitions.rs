@@ -50,7 +50,8 @@ impl PgStore {
         let command = Command::Submit {
             new_review_id: Uuid::now_v7(),
         };
-        let plan = rules::plan(&locked, ctx.reader(), command, ctx.guard)?;
+        let plan =
+            rules::plan_conditional(&locked, ctx.reader(), command, ctx.guard, ctx.if_match)?;
         self.write_transition(tx, locked, head, plan, ctx).await
     }
 
@@ -66,7 +67,8 @@ impl PgStore {
     ) -> Result<Uncommitted<Transitioned>, WriteError> {
         let (tx, locked, head) = self.lock_review_and_document(review_id).await?;
         let command = Command::Decide { decision, groups };
-        let plan = rules::plan(&locked, ctx.reader(), command, ctx.guard)?;
+        let plan =
+            rules::plan_conditional(&locked, ctx.reader(), command, ctx.guard, ctx.if_match)?;
         self.write_transition(tx, locked, head, plan, ctx).await
     }
 
@@ -89,7 +91,13 @@ impl PgStore {
             policy: None,
             now,
         };
-        let plan = rules::plan(&locked, ctx.reader(), Command::Withdraw, ctx.guard)?;
+        let plan = rules::plan_conditional(
+            &locked,
+            ctx.reader(),
+            Command::Withdraw,
+            ctx.guard,
+            ctx.if_match,
+        )?;
         self.write_transition(tx, locked, head, plan, ctx).await
     }
 

@@ -243,6 +243,7 @@ mod tests {
             published_version: None,
             published_title: None,
             published_body: None,
+            contributors: Vec::new(),
         }
     }
 

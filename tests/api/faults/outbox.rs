@@ -167,6 +167,7 @@ async fn a_stale_projection_never_overwrites_a_newer_one() {
         published_version: None,
         published_title: None,
         published_body: None,
+        contributors: Vec::new(),
     };
     let projection = kh_review::store::mongo::MongoProjection::new(
         &mongo_url(),

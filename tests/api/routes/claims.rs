@@ -167,7 +167,7 @@ async fn the_author_withdraws_and_a_new_submit_starts_with_no_votes() {
     let r = app
         .post(
             &format!("/api/v1/documents/{doc_id}/withdraw"),
-            &app.token("mallory", &[Role::Author]),
+            &app.token("mallory", &[Role::Reviewer]),
             json!({}),
         )
         .await;

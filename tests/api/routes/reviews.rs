@@ -163,7 +163,8 @@ async fn four_eyes_and_roles() {
         )
         .await;
     expect_error(r, StatusCode::FORBIDDEN, "FORBIDDEN").await;
-    // Another author may not edit or submit someone else's document.
+    // Another author of the space co-edits a submitted document, but a pending one takes
+    // no submit from anyone.
     let other = app.token("mallory", &[Role::Author]);
     let r = app
         .post(
@@ -172,7 +173,7 @@ async fn four_eyes_and_roles() {
             json!({}),
         )
         .await;
-    expect_error(r, StatusCode::FORBIDDEN, "FORBIDDEN").await;
+    expect_error(r, StatusCode::CONFLICT, "INVALID_STATE").await;
     // Nothing changed.
     let r = app
         .get(&format!("/api/v1/documents/{doc_id}"), &app.reviewer())

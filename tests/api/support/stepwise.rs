@@ -110,6 +110,7 @@ fn document_of(r: &PgRow) -> Result<Document, sqlx::Error> {
         published_version: r.try_get("published_version")?,
         published_title: r.try_get("published_title")?,
         published_body: r.try_get("published_body")?,
+        contributors: Vec::new(), // the previous release never reads them
     })
 }
 
