@@ -32,6 +32,9 @@ pub struct DocumentView {
     /// null before the first approval and after an archive. Less than `version` while a
     /// revision is in progress.
     pub published_version: Option<i64>,
+    /// Everyone who edited it since its last approval (its author among them if they did),
+    /// in the order of their first edit. None of them may vote on the version under review.
+    pub contributors: Vec<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -56,6 +59,7 @@ impl From<&Document> for DocumentView {
             current_review_id: d.current_review_id,
             policy: d.policy.clone(),
             published_version: d.published_version,
+            contributors: d.contributors.clone(),
             created_at: d.created_at,
             updated_at: d.updated_at,
             body: None,

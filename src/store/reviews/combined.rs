@@ -185,6 +185,7 @@ async fn statement(
         v.entry.event.projects(),
         traceparent,
         tracestate,
+        c.and_then(|c| c.contributors.as_deref()),
     )
     .fetch_one(&mut **tx)
     .await?;

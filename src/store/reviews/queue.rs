@@ -117,7 +117,8 @@ impl PgStore {
                WHERE r.status = $1 AND r.queue_seq > COALESCE($2::int8, 0)
                  AND (NOT $3::bool OR r.due_at <= now())
                  AND ($4::text IS NULL OR (
-                   r.submitted_by <> $4
+                   NOT EXISTS (SELECT 1 FROM documents d WHERE d.id = r.document_id
+                                     AND (d.author_id = $4 OR $4 = ANY(d.contributors)))
                    AND NOT EXISTS (SELECT 1 FROM review_votes v
                                    WHERE v.review_id = r.id AND v.voter_id = $4)
                    AND (jsonb_array_length(pv.st -> 'eligible_groups') = 0
@@ -171,7 +172,8 @@ impl PgStore {
                                OR (r.due_at = $7 AND r.queue_seq > $2))))
                  AND (NOT $3::bool OR r.due_at <= now())
                  AND ($4::text IS NULL OR (
-                   r.submitted_by <> $4
+                   NOT EXISTS (SELECT 1 FROM documents d WHERE d.id = r.document_id
+                                     AND (d.author_id = $4 OR $4 = ANY(d.contributors)))
                    AND NOT EXISTS (SELECT 1 FROM review_votes v
                                    WHERE v.review_id = r.id AND v.voter_id = $4)
                    AND (jsonb_array_length(pv.st -> 'eligible_groups') = 0

@@ -13,6 +13,7 @@ mod console;
 mod console_spaces;
 mod documents;
 mod drain;
+mod editing;
 mod events;
 mod headers;
 mod idempotency;
