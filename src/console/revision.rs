@@ -3,6 +3,7 @@
 //! it changed) marked.
 
 use super::diff;
+use crate::domain::diff::{self as lines, Word};
 
 /// One copy of a document: its version, title and body.
 pub struct Copy<'a> {
@@ -11,10 +12,12 @@ pub struct Copy<'a> {
     pub body: &'a str,
 }
 
-/// A line of one side, numbered from 1 on its side.
+/// A line of one side, numbered from 1 on its side; a line a change replaced part of has
+/// its words, `changed` where they differ.
 pub struct Cell {
     pub no: usize,
     pub text: String,
+    pub words: Option<Vec<Word>>,
 }
 
 /// A row: a line of the published copy beside one of the working copy; either may be
@@ -35,20 +38,19 @@ pub struct RevisionPanel {
     pub rows: Vec<RevisionRow>,
     /// "1 line removed and 2 added, and the title changed."
     pub summary: String,
-    /// False when the changed part was too large to pair line by line.
-    pub exact: bool,
 }
 
 impl RevisionPanel {
     /// `published` beside `working`.
     pub fn of(published: Copy<'_>, working: Copy<'_>) -> Self {
-        let d = diff::lines(published.body, working.body);
+        let d = lines::lines(published.body, working.body);
         let title_changed = published.title != working.title;
-        let summary = summary(d.counts(), title_changed);
-        let cell = |c: Option<(usize, &str)>| {
-            c.map(|(no, text)| Cell {
-                no,
-                text: text.to_string(),
+        let summary = summary(lines::counts(&d), title_changed);
+        let cell = |c: Option<diff::Cell<'_>>| {
+            c.map(|c| Cell {
+                no: c.no,
+                text: c.text.to_string(),
+                words: c.words.map(<[Word]>::to_vec),
             })
         };
         let rows = diff::side_by_side(&d)
@@ -67,7 +69,6 @@ impl RevisionPanel {
             title_changed,
             rows,
             summary,
-            exact: d.exact,
         }
     }
 }

@@ -5,6 +5,7 @@ mod archive;
 pub mod audit;
 pub mod claims;
 mod comments;
+pub mod diff;
 mod events;
 mod inputs;
 mod model;

@@ -133,8 +133,25 @@ pub enum Refusal {
         current: i64,
         status: DocumentStatus,
     },
+    /// A version the document no longer holds (it keeps its published and working ones).
+    #[error("{}", not_held_message(*asked, *working, *published))]
+    VersionNotHeld {
+        asked: i64,
+        working: i64,
+        published: Option<i64>,
+    },
     #[error("review {0} is not a review of this document")]
     ReviewOfAnotherDocument(Uuid),
+}
+
+fn not_held_message(asked: i64, working: i64, published: Option<i64>) -> String {
+    let kept = match published {
+        Some(p) if p != working => {
+            format!("its published version {p} and its working version {working}")
+        }
+        _ => format!("its working version {working}"),
+    };
+    format!("version {asked} is not kept: the document holds {kept}")
 }
 
 /// `a`, `a and b`, `a, b and c`.

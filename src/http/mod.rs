@@ -9,6 +9,7 @@ mod assets;
 mod audit;
 pub(crate) mod claims;
 pub(crate) mod comments;
+pub(crate) mod diffs;
 pub(crate) mod documents;
 pub(crate) mod events;
 pub(crate) mod health;
@@ -95,6 +96,7 @@ routes! {
     post "/api/v1/documents/{id}/withdraw" => submission::withdraw,
     post "/api/v1/documents/{id}/archive" => archive::archive,
     get "/api/v1/documents/{id}/published" => published::published,
+    get "/api/v1/documents/{id}/diff" => diffs::diff,
     post "/api/v1/documents/{id}/comments" => comments::comment,
     get "/api/v1/documents/{id}/comments" => comments::comments,
     get "/api/v1/reviews" => reviews::list,

@@ -13,6 +13,7 @@
 mod audit;
 mod commit;
 mod context;
+mod diffs;
 mod documents;
 mod error;
 pub mod idempotency;
@@ -32,6 +33,7 @@ pub use audit::check::{AuditError, AuditService};
 pub use audit::checkpoints::{CheckpointRound, CheckpointWriter};
 pub use audit::report::{AuditReport, CheckpointUse};
 pub use context::Context;
+pub use diffs::{Held, HeldCopy};
 pub use documents::{BodySource, DocumentRead, DocumentService, EditChange, PublishedRead};
 pub use error::Error;
 pub use idempotency::{Idempotency, IdempotencySettings, Recordable, Recorded, SentReply};

@@ -324,6 +324,7 @@ impl From<Refusal> for ApiError {
             e @ Refusal::VersionMoved { .. } => {
                 ApiError::conflict(ErrorCode::InvalidState, e.to_string())
             }
+            e @ Refusal::VersionNotHeld { .. } => ApiError::not_found(e.to_string()),
             e @ Refusal::VersionMismatch { .. } => ApiError::new(
                 StatusCode::PRECONDITION_FAILED,
                 ErrorCode::VersionMismatch,

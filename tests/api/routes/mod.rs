@@ -11,6 +11,7 @@ mod comments;
 pub(crate) mod concurrency;
 mod console;
 mod console_spaces;
+mod diffs;
 mod documents;
 mod drain;
 mod editing;
