@@ -218,7 +218,7 @@ impl Floor {
             request_id: &request_id,
             guard: Guard::RowLockOnly,
             own_outbox_for: Some(OWN_OUTBOX_FOR),
-            if_match: None,
+            conditions: Default::default(),
         };
         let decision = Decision::Approve(None);
         match &self.pg {

@@ -13,7 +13,7 @@ use crate::shutdown::ShutdownSettings;
 use crate::store::mongo::MongoSettings;
 use crate::store::{AuditSettings, DatabaseSettings};
 use crate::telemetry::{LogSettings, TelemetrySettings};
-use crate::usecases::{IdempotencySettings, ReviewSettings};
+use crate::usecases::{EditSettings, IdempotencySettings, ReviewSettings};
 use crate::web::{AuthSettings, HttpSettings, ServerSettings};
 
 /// Every setting; each layer owns its section's type; durations from `_ms`/`_secs` keys.
@@ -38,6 +38,9 @@ pub struct Settings {
     /// `[review]`: the default policy and the overdue sweeper; every key has a default.
     #[serde(default)]
     pub review: ReviewSettings,
+    /// `[edit]`: edit leases (`lease_ttl_secs`); defaulted.
+    #[serde(default)]
+    pub edit: EditSettings,
     /// `[replay]`: the queues replays may target, their pace and leases; every key has a default.
     #[serde(default)]
     pub replay: ReplaySettings,

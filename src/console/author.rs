@@ -11,8 +11,8 @@ use uuid::Uuid;
 use super::document;
 use super::render::{form, rendered, sent_form, when, Shown};
 use crate::domain::{
-    DocumentBody, DocumentStatus, DocumentTitle, IfMatch, InputError, PolicyName, SpaceKey,
-    SpaceRole, DEFAULT_SPACE,
+    Conditions, DocumentBody, DocumentStatus, DocumentTitle, IfMatch, InputError, PolicyName,
+    SpaceKey, SpaceRole, DEFAULT_SPACE,
 };
 use crate::usecases::{Context, DocumentsPage};
 use crate::web::auth::{Caller, Role};
@@ -167,6 +167,9 @@ pub struct DocumentForm {
     /// saved since, instead of overwriting it.
     #[serde(default)]
     version: Option<i64>,
+    /// The token of the edit lease the page holds (edit only), if it holds one.
+    #[serde(default)]
+    lease_token: Option<String>,
 }
 
 impl DocumentForm {
@@ -268,9 +271,13 @@ async fn edited(
         policy: f.policy()?,
     };
     let shown = f.version.map(|v| IfMatch::Versions(vec![v]));
+    let conditions = Conditions {
+        if_match: shown.as_ref(),
+        lease_token: f.lease_token.as_deref().filter(|t| !t.is_empty()),
+    };
     let request_id = crate::web::request_id::current();
     let (reader, documents) = (caller.reader(), &state.documents);
-    let doc = documents.edit(reader, &request_id, id, change, shown.as_ref());
+    let doc = documents.edit(reader, &request_id, id, change, conditions);
     Ok(doc.await?)
 }
 

@@ -137,6 +137,13 @@ event_types! {
         approved_by: String,
         comment: Option<String>,
     }
+    /// A space admin (or the admin) broke a person's edit lease on the document.
+    LeaseBroken = "document.lease_broken", published: true, projects: false, data {
+        title: String,
+        /// Whose lease it was.
+        holder: String,
+        broken_by: String,
+    }
     Overdue = "review.overdue", published: true, projects: false, data {
         title: String,
         stage: i32,

@@ -8,6 +8,7 @@ mod comments;
 pub mod diff;
 mod events;
 mod inputs;
+pub mod leases;
 mod model;
 mod plan;
 pub mod policy;
@@ -40,7 +41,7 @@ pub use spaces::{
     Access, Space, SpaceKey, SpaceRole, SpaceRoles, Subject, TokenRoles, DEFAULT_SPACE,
 };
 pub use state::{Action, DocumentStatus, InvalidTransition, ReviewStatus};
-pub use versions::IfMatch;
+pub use versions::{Conditions, IfMatch};
 
 /// How much of the body the preview keeps, in characters.
 pub const PREVIEW_CHARS: usize = 280;

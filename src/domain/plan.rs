@@ -71,6 +71,8 @@ pub struct Locked {
     pub review: Option<Review>,
     /// The current version of the document's policy, for a submit.
     pub policy: Option<Policy>,
+    /// The document's edit lease row, for an edit (`None`: it never had one).
+    pub lease: Option<super::leases::EditLease>,
     pub now: DateTime<Utc>,
 }
 
@@ -80,6 +82,7 @@ impl Default for Locked {
             document: None,
             review: None,
             policy: None,
+            lease: None,
             now: Utc::now(),
         }
     }
@@ -140,6 +143,19 @@ pub enum Refusal {
         working: i64,
         published: Option<i64>,
     },
+    /// Another person holds a live edit lease on the document.
+    #[error("{holder} is editing this document (an edit lease until {}); retry once it ends, or ask a space admin to break it", until.format("%Y-%m-%dT%H:%M:%SZ"))]
+    DocumentLeased {
+        holder: String,
+        until: DateTime<Utc>,
+        retry_after_secs: u64,
+    },
+    /// Nobody holds a live edit lease on the document (to break or give back).
+    #[error("nobody holds an edit lease on this document")]
+    NoLease,
+    /// The edit's `Lease-Token` names a lease that expired or was broken.
+    #[error("your edit lease on this document expired or was broken, and someone may have edited it since: take the lease again and reload the document")]
+    LeaseLost,
     #[error("review {0} is not a review of this document")]
     ReviewOfAnotherDocument(Uuid),
 }

@@ -13,11 +13,12 @@ use uuid::Uuid;
 
 use super::events::{EventData, OutboxEntry};
 use super::inputs::{DocumentBody, DocumentTitle, UserId};
+use super::leases::check_lease;
 use super::model::{Document, Guard, LockScope, Reader, Review};
 use super::policy::Policy;
 use super::spaces::SpaceRole;
 use super::state::{Action, DocumentStatus};
-use super::versions::{check_if_match, IfMatch};
+use super::versions::{check_if_match, Conditions};
 
 pub use super::comments::{plan_comment, CommentPlan, NewComment};
 pub use super::plan::{
@@ -57,17 +58,18 @@ pub fn plan<'a>(
     command: Command,
     guard: Guard,
 ) -> Result<Plan, Refusal> {
-    plan_conditional(locked, actor, command, guard, None)
+    plan_conditional(locked, actor, command, guard, Conditions::default())
 }
 
-/// As [`plan`], with the write's `if_match` (an edit's, submit's, withdrawal's or archive's;
-/// a vote has none), judged once the actor may act and before the command itself.
+/// As [`plan`], with the write's conditions, judged once the actor may act and before the
+/// command itself: its `If-Match` (an edit's, submit's, withdrawal's or archive's; a vote
+/// has none), then, for an edit, the edit lease (`leases::check_lease`).
 pub fn plan_conditional<'a>(
     locked: &Locked,
     actor: impl Into<Reader<'a>>,
     command: Command,
     guard: Guard,
-    if_match: Option<&IfMatch>,
+    conditions: Conditions<'_>,
 ) -> Result<Plan, Refusal> {
     let reader = actor.into();
     let actor = reader.id;
@@ -78,7 +80,14 @@ pub fn plan_conditional<'a>(
     check_role(doc, reader, &command)?;
     check_actor(doc, reader, &command)?;
     if !matches!(command, Command::Decide { .. }) {
-        check_if_match(doc, if_match)?;
+        check_if_match(doc, conditions.if_match)?;
+    }
+    if matches!(command, Command::Edit { .. }) {
+        check_lease(
+            locked.lease.as_ref(),
+            actor.as_str(),
+            conditions.lease_token,
+        )?;
     }
     match command {
         Command::Edit {
@@ -152,6 +161,23 @@ fn check_actor(doc: &Document, reader: Reader<'_>, command: &Command) -> Result<
         ),
         _ => Ok(()),
     }
+}
+
+/// Whether `reader` may edit `doc` now (what taking its edit lease needs): it reads it, has
+/// the author role in its space, may co-edit it, and its status takes an edit.
+pub fn may_edit(doc: &Document, reader: Reader<'_>) -> Result<(), Refusal> {
+    if !doc.readable_by(reader) {
+        return Err(Refusal::NotFound);
+    }
+    let edit = Command::Edit {
+        title: None,
+        body: None,
+        policy: None,
+    };
+    check_role(doc, reader, &edit)?;
+    check_actor(doc, reader, &edit)?;
+    doc.status.apply(Action::Edit)?;
+    Ok(())
 }
 
 fn plan_edit(

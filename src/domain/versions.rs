@@ -29,6 +29,14 @@ impl IfMatch {
     }
 }
 
+/// What a write presents of what it saw and holds: its `If-Match`, and the token of its
+/// edit lease (`Lease-Token`, judged for an edit: `leases::check_lease`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Conditions<'a> {
+    pub if_match: Option<&'a IfMatch>,
+    pub lease_token: Option<&'a str>,
+}
+
 /// `if_match`, when the write has one, judged on `doc`.
 pub fn check_if_match(doc: &Document, if_match: Option<&IfMatch>) -> Result<(), Refusal> {
     if_match.map_or(Ok(()), |m| m.check(doc))

@@ -8,7 +8,7 @@ use serde::{de, Deserialize, Deserializer};
 use uuid::Uuid;
 
 use crate::domain::{
-    Document, DocumentBody, DocumentStatus, DocumentTitle, IfMatch, PolicyName, SpaceKey,
+    Conditions, Document, DocumentBody, DocumentStatus, DocumentTitle, PolicyName, SpaceKey,
     TitleQuery,
 };
 use crate::usecases::{Context, DocumentsPage, EditChange};
@@ -330,19 +330,24 @@ pub async fn update(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Author)?;
     let if_match = preconditions::if_match(&req, state.require_if_match)?;
+    let lease_token = preconditions::lease_token(&req)?;
+    let conditions = Conditions {
+        if_match: if_match.as_ref(),
+        lease_token: lease_token.as_deref(),
+    };
     let bytes = read_body(&req, payload, state.body).await?;
-    let doc = edit(&state, &caller, *path, &bytes, if_match.as_ref()).await?;
+    let doc = edit(&state, &caller, *path, &bytes, conditions).await?;
     let res = HttpResponse::Ok().json(DocumentView::with_body(&doc));
     Ok(preconditions::tagged(res, doc.version))
 }
 
-/// Edits a document from a JSON body, if it is at a version `if_match` accepts.
+/// Edits a document from a JSON body, under the request's `conditions`.
 async fn edit(
     state: &AppState,
     caller: &Caller,
     id: Uuid,
     bytes: &[u8],
-    if_match: Option<&IfMatch>,
+    conditions: Conditions<'_>,
 ) -> Result<Document, ApiError> {
     caller.require(Role::Author)?;
     let body: UpdateDocument = parse_json(bytes, false)?;
@@ -362,6 +367,6 @@ async fn edit(
     let request_id = request_id::current();
     let edit = state
         .documents
-        .edit(caller.reader(), &request_id, id, change, if_match);
+        .edit(caller.reader(), &request_id, id, change, conditions);
     Ok(edit.await?)
 }

@@ -14,6 +14,7 @@ pub(crate) mod documents;
 pub(crate) mod events;
 pub(crate) mod health;
 pub(crate) mod history;
+pub(crate) mod leases;
 pub(crate) mod members;
 mod openapi;
 pub(crate) mod policies;
@@ -97,6 +98,9 @@ routes! {
     post "/api/v1/documents/{id}/archive" => archive::archive,
     get "/api/v1/documents/{id}/published" => published::published,
     get "/api/v1/documents/{id}/diff" => diffs::diff,
+    post "/api/v1/documents/{id}/lease" => leases::take,
+    get "/api/v1/documents/{id}/lease" => leases::current,
+    delete "/api/v1/documents/{id}/lease" => leases::give_back,
     post "/api/v1/documents/{id}/comments" => comments::comment,
     get "/api/v1/documents/{id}/comments" => comments::comments,
     get "/api/v1/reviews" => reviews::list,

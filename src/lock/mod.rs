@@ -11,6 +11,7 @@ pub mod gate;
 pub mod lease;
 pub mod local;
 pub mod memory;
+pub mod postgres;
 pub mod redis;
 mod settings;
 mod stats;
@@ -99,7 +100,8 @@ pub enum LockError {
     Unavailable(String),
 }
 
-/// A lock backend. Implementations: [`redis::RedisLockProvider`] (production) and
+/// A lock backend. Implementations: [`redis::RedisLockProvider`] (the outer locks),
+/// [`postgres::PgLockProvider`] (the edit leases of documents) and
 /// [`memory::MemoryLockProvider`] (unit tests, single process).
 #[async_trait]
 pub trait LockProvider: Send + Sync + 'static {

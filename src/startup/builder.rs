@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
 use crate::lock::gate::LockGate;
+use crate::lock::postgres::PgLockProvider;
 use crate::lock::redis::RedisLockProvider;
 use crate::lock::{LockKeys, LockProvider};
 use crate::outbox::publisher::AmqpPublisher;
@@ -21,9 +22,9 @@ use crate::store::mongo::{CheckpointStore, MongoProjection};
 use crate::store::PgStore;
 use crate::tasks::{Backoff, Supervisor};
 use crate::usecases::{
-    sweep_overdue, AuditService, CheckpointWriter, DocumentService, Idempotency, OutboxAdmin,
-    PolicyService, Probes, ReplayService, Retention, RetentionSettings, ReviewService, ReviewStats,
-    SpaceService,
+    sweep_overdue, AuditService, CheckpointWriter, DocumentService, Idempotency, LeaseService,
+    OutboxAdmin, PolicyService, Probes, ReplayService, Retention, RetentionSettings, ReviewService,
+    ReviewStats, SpaceService,
 };
 use crate::web::body::BodyLimits;
 use crate::web::metrics::HttpMetrics;
@@ -111,6 +112,12 @@ impl<'a> CoreBuilder<'a> {
                 mongo.clone(),
                 dispatcher.clone(),
                 s.review.default_policy.clone(),
+            ),
+            leases: LeaseService::new(
+                store.clone(),
+                PgLockProvider::new(store.pool(), s.database.statement_timeout),
+                dispatcher.clone(),
+                &s.edit,
             ),
             policies: PolicyService::new(store.clone()),
             reviews: ReviewService::new(

@@ -36,6 +36,7 @@ impl PgStore {
             document,
             review,
             policy: None,
+            lease: None,
             now,
         };
         let command = Command::Archive {
@@ -43,7 +44,7 @@ impl PgStore {
             expected_version,
         };
         let plan =
-            rules::plan_conditional(&locked, ctx.reader(), command, ctx.guard, ctx.if_match)?;
+            rules::plan_conditional(&locked, ctx.reader(), command, ctx.guard, ctx.conditions)?;
         let (tx, document, review, owned) = self.write_planned(tx, locked, head, plan, ctx).await?;
         let archived = Archived { document, review };
         Ok(Uncommitted::new(tx, archived, owned).in_space(|a| a.document.space.clone()))

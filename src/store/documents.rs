@@ -158,8 +158,15 @@ impl PgStore {
     ) -> Result<Uncommitted<Document>, WriteError> {
         let mut tx = self.begin().await?;
         let (document, head) = lock_document(&mut tx, id).await?.unzip();
+        // The lease as it is now, under the document's row lock: an edit that passes it
+        // commits before any later holder's edit can start.
+        let lease = match document {
+            Some(_) => super::leases::read_lease(&mut tx, id).await?,
+            None => None,
+        };
         let locked = Locked {
             document,
+            lease,
             ..Locked::default()
         };
         let command = Command::Edit {
@@ -168,7 +175,7 @@ impl PgStore {
             policy,
         };
         let plan =
-            rules::plan_conditional(&locked, ctx.reader(), command, ctx.guard, ctx.if_match)?;
+            rules::plan_conditional(&locked, ctx.reader(), command, ctx.guard, ctx.conditions)?;
         let before = planned_document(locked.document)?;
         let change = plan
             .document

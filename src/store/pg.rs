@@ -286,6 +286,12 @@ impl PgStore {
         ran
     }
 
+    /// The pool of the service's sessions, for what keeps its own rows there (the database
+    /// lock provider).
+    pub fn pool(&self) -> PgPool {
+        self.pool.clone()
+    }
+
     pub async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query!("SELECT 1 AS one")
             .fetch_one(&self.pool)

@@ -12,7 +12,9 @@ use uuid::Uuid;
 use super::error::StoreError;
 use super::pg::PgStore;
 use crate::domain::rules::AuditEntry;
-use crate::domain::{Access, Document, FencingToken, Guard, IfMatch, OutboxEntry, Reader, UserId};
+use crate::domain::{
+    Access, Conditions, Document, FencingToken, Guard, OutboxEntry, Reader, UserId,
+};
 use crate::store::outbox::delivery::OutboxRow;
 use crate::store::outbox::trace_context::TraceContext;
 
@@ -49,8 +51,9 @@ pub struct WriteContext<'a> {
     /// request delivers it itself and no dispatcher touches it meanwhile. None (or an
     /// earlier row of the document still undelivered) leaves it to the dispatchers.
     pub own_outbox_for: Option<Duration>,
-    /// The request's `If-Match`, judged under the row lock (edit, submit, withdraw, archive).
-    pub if_match: Option<&'a IfMatch>,
+    /// The request's `If-Match` (edit, submit, withdraw, archive) and `Lease-Token` (edit),
+    /// judged under the row lock.
+    pub conditions: Conditions<'a>,
 }
 
 /// A write done in an open transaction: nothing is visible to anyone until [`Uncommitted::commit`].

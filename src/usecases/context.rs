@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::domain::{Access, Guard, IfMatch, Reader, UserId};
+use crate::domain::{Access, Conditions, Guard, IfMatch, Reader, UserId};
 use crate::store::{HeldKey, WriteContext};
 
 use super::test_hooks::TestHooks;
@@ -22,6 +22,8 @@ pub struct Context {
     pub held_key: Option<HeldKey>,
     /// The request's `If-Match` (`None`: it sent none), judged under the row lock.
     pub if_match: Option<IfMatch>,
+    /// The request's `Lease-Token` (an edit's), judged under the row lock.
+    pub lease_token: Option<String>,
 }
 
 impl Context {
@@ -38,7 +40,10 @@ impl Context {
             request_id: &self.request_id,
             guard,
             own_outbox_for,
-            if_match: self.if_match.as_ref(),
+            conditions: Conditions {
+                if_match: self.if_match.as_ref(),
+                lease_token: self.lease_token.as_deref(),
+            },
         }
     }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::domain::{
-    preview_of, CommentBody, Commented, Document, DocumentBody, DocumentTitle, Guard, IfMatch,
+    preview_of, CommentBody, Commented, Conditions, Document, DocumentBody, DocumentTitle, Guard,
     PostedComment, Reader, Refusal, Review, SpaceKey, SpaceRole,
 };
 use crate::outbox::Dispatcher;
@@ -126,14 +126,15 @@ impl DocumentService {
 
     /// Edits title, body and/or policy (its author; once it was submitted, any author of its
     /// space: a contributor), in DRAFT, REJECTED or APPROVED (an edit of an approved
-    /// document starts a revision), if it is at a version `if_match` accepts.
+    /// document starts a revision), if it is at a version its `If-Match` accepts and nobody
+    /// else holds its edit lease (or the lease its `Lease-Token` names is still live).
     pub async fn edit(
         &self,
         actor: Reader<'_>,
         request_id: &str,
         id: Uuid,
         change: EditChange,
-        if_match: Option<&IfMatch>,
+        conditions: Conditions<'_>,
     ) -> Result<Document, Error> {
         let wctx = WriteContext {
             actor: actor.id,
@@ -141,7 +142,7 @@ impl DocumentService {
             request_id,
             guard: Guard::Unlocked,
             own_outbox_for: self.dispatcher.own_outbox_for(),
-            if_match,
+            conditions,
         };
         let EditChange {
             title,

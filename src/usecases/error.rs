@@ -22,6 +22,9 @@ pub enum Error {
     KeyTakenOver,
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The database lock provider (edit leases) failed.
+    #[error(transparent)]
+    Locks(#[from] crate::lock::LockError),
 }
 
 impl From<WriteError> for Error {

@@ -49,6 +49,10 @@ pub enum ErrorCode {
     VersionMismatch,
     /// 428: `http.require_if_match` is on and a write came without `If-Match`.
     PreconditionRequired,
+    /// 409 (with `Retry-After`): another person holds a live edit lease on the document.
+    DocumentLeased,
+    /// 409: the edit's `Lease-Token` names a lease that expired or was broken.
+    LeaseLost,
 }
 
 /// The body of every error response.
@@ -325,6 +329,15 @@ impl From<Refusal> for ApiError {
                 ApiError::conflict(ErrorCode::InvalidState, e.to_string())
             }
             e @ Refusal::VersionNotHeld { .. } => ApiError::not_found(e.to_string()),
+            e @ Refusal::DocumentLeased {
+                retry_after_secs, ..
+            } => {
+                let mut err = ApiError::conflict(ErrorCode::DocumentLeased, e.to_string());
+                err.retry_after_secs = Some(retry_after_secs);
+                err
+            }
+            e @ Refusal::NoLease => ApiError::not_found(e.to_string()),
+            e @ Refusal::LeaseLost => ApiError::conflict(ErrorCode::LeaseLost, e.to_string()),
             e @ Refusal::VersionMismatch { .. } => ApiError::new(
                 StatusCode::PRECONDITION_FAILED,
                 ErrorCode::VersionMismatch,
@@ -381,6 +394,10 @@ impl From<usecases::Error> for ApiError {
                 "a retry with this Idempotency-Key took over; retry to get its result",
             ),
             usecases::Error::Store(s) => s.into(),
+            usecases::Error::Locks(e) => ApiError::unavailable(
+                "PostgreSQL",
+                anyhow::anyhow!("the database lock provider failed: {e}"),
+            ),
         }
     }
 }

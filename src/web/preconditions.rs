@@ -120,6 +120,22 @@ pub fn if_match(req: &HttpRequest, required: bool) -> Result<Option<IfMatch>, Ap
     Ok(Some(IfMatch::Versions(versions)))
 }
 
+/// The `Lease-Token` of an edit: the token of the edit lease it holds (`None`: it holds
+/// none); 400 when it is not printable ASCII.
+pub fn lease_token(req: &HttpRequest) -> Result<Option<String>, ApiError> {
+    let Some(value) = req.headers().get("lease-token") else {
+        return Ok(None);
+    };
+    let token = value
+        .to_str()
+        .ok()
+        .map(str::trim)
+        .filter(|t| !t.is_empty() && t.len() <= 64 && t.bytes().all(|b| b.is_ascii_graphic()));
+    token.map(|t| Some(t.to_string())).ok_or_else(|| {
+        ApiError::malformed("Lease-Token: give the token POST /documents/{id}/lease answered")
+    })
+}
+
 /// Whether the request's `If-None-Match` matches `etag` (weak comparison; `*` matches any
 /// current representation). A malformed field is ignored, as if absent.
 fn none_match(req: &HttpRequest, etag: &str) -> bool {

@@ -11,12 +11,14 @@ use super::metrics::HttpMetrics;
 use super::request_id;
 use super::test_hooks;
 use crate::usecases::{
-    AuditService, Context, DocumentService, Idempotency, OutboxAdmin, PolicyService, Probes,
-    ReplayService, ReviewService, SpaceService, TestHooks,
+    AuditService, Context, DocumentService, Idempotency, LeaseService, OutboxAdmin, PolicyService,
+    Probes, ReplayService, ReviewService, SpaceService, TestHooks,
 };
 
 pub struct AppState {
     pub documents: DocumentService,
+    /// Edit leases: who is editing a document.
+    pub leases: LeaseService,
     pub reviews: ReviewService,
     pub policies: PolicyService,
     pub idempotency: Idempotency,
@@ -62,6 +64,7 @@ impl AppState {
             hooks: self.hooks(req),
             held_key: None,
             if_match: None,
+            lease_token: None,
         }
     }
 

@@ -7,7 +7,7 @@ use super::*;
 use crate::domain::test_support::{
     approved, archive, doc, edit, locked, pending_review, user, AUTHOR,
 };
-use crate::domain::{Access, Comment, IfMatch, TokenRoles};
+use crate::domain::{Access, Comment, Conditions, IfMatch, TokenRoles};
 
 fn submit() -> Command {
     Command::Submit {
@@ -126,6 +126,13 @@ fn a_contributor_of_the_version_under_review_may_not_vote_and_an_approval_starts
     assert_eq!(p.document.unwrap().contributors, None);
 }
 
+fn cond(if_match: Option<&IfMatch>) -> Conditions<'_> {
+    Conditions {
+        if_match,
+        lease_token: None,
+    }
+}
+
 fn at(versions: &[i64]) -> Option<IfMatch> {
     Some(IfMatch::Versions(versions.to_vec()))
 }
@@ -134,8 +141,9 @@ fn at(versions: &[i64]) -> Option<IfMatch> {
 fn if_match_passes_the_current_version_only_and_names_it() {
     let rows = locked(withdrawn(), None);
     let me = user(AUTHOR);
-    let conditional =
-        |m: Option<IfMatch>, cmd| plan_conditional(&rows, &me, cmd, Guard::Unlocked, m.as_ref());
+    let conditional = |m: Option<IfMatch>, cmd| {
+        plan_conditional(&rows, &me, cmd, Guard::Unlocked, cond(m.as_ref()))
+    };
     assert!(conditional(at(&[4]), edit()).is_ok());
     assert!(conditional(at(&[3, 4]), edit()).is_ok());
     assert!(conditional(Some(IfMatch::Any), edit()).is_ok());
@@ -164,7 +172,7 @@ fn if_match_is_judged_after_who_may_act_and_before_the_state() {
     // A stale version of a pending document: 412 before the 409 of its state.
     let (d, r) = pending_review(vec![crate::domain::Stage::default_stage()]);
     let pending = locked(d, Some(r));
-    let refused = plan_conditional(&pending, &me, edit(), Guard::Unlocked, stale.as_ref());
+    let refused = plan_conditional(&pending, &me, edit(), Guard::Unlocked, cond(stale.as_ref()));
     assert!(
         matches!(refused, Err(Refusal::VersionMismatch { .. })),
         "{refused:?}"
@@ -177,7 +185,7 @@ fn if_match_is_judged_after_who_may_act_and_before_the_state() {
         &carol,
         archive(None),
         Guard::RowLockOnly,
-        stale.as_ref(),
+        cond(stale.as_ref()),
     );
     assert!(matches!(refused, Err(Refusal::Forbidden(_))), "{refused:?}");
     // A vote carries no If-Match: it is not judged.
@@ -194,5 +202,12 @@ fn if_match_is_judged_after_who_may_act_and_before_the_state() {
         id: &carol,
         access: &admin,
     };
-    assert!(plan_conditional(&rows, reader, approve(), Guard::RowLockOnly, stale.as_ref()).is_ok());
+    assert!(plan_conditional(
+        &rows,
+        reader,
+        approve(),
+        Guard::RowLockOnly,
+        cond(stale.as_ref())
+    )
+    .is_ok());
 }

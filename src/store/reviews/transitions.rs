@@ -51,7 +51,7 @@ impl PgStore {
             new_review_id: Uuid::now_v7(),
         };
         let plan =
-            rules::plan_conditional(&locked, ctx.reader(), command, ctx.guard, ctx.if_match)?;
+            rules::plan_conditional(&locked, ctx.reader(), command, ctx.guard, ctx.conditions)?;
         self.write_transition(tx, locked, head, plan, ctx).await
     }
 
@@ -68,7 +68,7 @@ impl PgStore {
         let (tx, locked, head) = self.lock_review_and_document(review_id).await?;
         let command = Command::Decide { decision, groups };
         let plan =
-            rules::plan_conditional(&locked, ctx.reader(), command, ctx.guard, ctx.if_match)?;
+            rules::plan_conditional(&locked, ctx.reader(), command, ctx.guard, ctx.conditions)?;
         self.write_transition(tx, locked, head, plan, ctx).await
     }
 
@@ -89,6 +89,7 @@ impl PgStore {
             document,
             review,
             policy: None,
+            lease: None,
             now,
         };
         let plan = rules::plan_conditional(
@@ -96,7 +97,7 @@ impl PgStore {
             ctx.reader(),
             Command::Withdraw,
             ctx.guard,
-            ctx.if_match,
+            ctx.conditions,
         )?;
         self.write_transition(tx, locked, head, plan, ctx).await
     }
@@ -116,6 +117,7 @@ impl PgStore {
                     document: Some(document),
                     review: Some(review),
                     policy: None,
+                    lease: None,
                     now,
                 };
                 return Ok((tx, locked, Some(head)));
@@ -137,6 +139,7 @@ impl PgStore {
                     document: Some(document),
                     review,
                     policy: None,
+                    lease: None,
                     now,
                 }
             }

@@ -51,7 +51,7 @@ pub async fn sweep_overdue(store: PgStore, every: Duration, batch: i64, stop: Ca
             request_id: "overdue-sweep",
             guard: Guard::Unlocked,
             own_outbox_for: None,
-            if_match: None,
+            conditions: Default::default(),
         };
         loop {
             // Each sweep is a trace of its own (no request started it): the events it

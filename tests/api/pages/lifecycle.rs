@@ -99,8 +99,12 @@ async fn an_approved_document_is_revised_beside_its_published_copy() {
             json!(["Install the agent.", "Check the dashboard."])
         );
         none_of(&b, &["#revision-diff b"]).await; // the body's markup shows as text
-        // Within the changed line, the words that changed are marked.
-        let marked = texts(&b, "#revision-diff tr[data-change='changed'] td.new ins mark").await;
+                                                  // Within the changed line, the words that changed are marked.
+        let marked = texts(
+            &b,
+            "#revision-diff tr[data-change='changed'] td.new ins mark",
+        )
+        .await;
         assert!(marked.to_string().contains("twice"), "{marked}");
         assert_eq!(
             text(&b, "#revision-summary").await,

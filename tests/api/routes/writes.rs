@@ -99,7 +99,7 @@ async fn vote(app: &TestApp, writes: Writes, review: &str, voter: &str, decision
         request_id: &request_id,
         guard: Guard::RowLockOnly,
         own_outbox_for: None, // the app's dispatcher delivers them
-        if_match: None,
+        conditions: Default::default(),
     };
     let review = Uuid::parse_str(review).unwrap();
     match writes {

@@ -11,8 +11,8 @@ use kh_review::domain::audit::{as_hash, AuditKey, AuditRow, GENESIS};
 use kh_review::domain::rules::{
     self, AuditEntry, DocumentChange, Publication, ReviewChange, ReviewUpdate, ReviewWrite,
 };
-use kh_review::domain::{Claim, Command, Decision, Document, FencingToken, Locked};
-use kh_review::domain::{OutboxEntry, Review, Stage, Vote};
+use kh_review::domain::{Claim, Command, Decision, Document, FencingToken, Locked, OutboxEntry};
+use kh_review::domain::{Review, Stage, Vote};
 use kh_review::store::{OutboxRow, TraceContext, WriteContext};
 use serde_json::json;
 use sqlx::postgres::PgRow;
@@ -22,9 +22,8 @@ use uuid::Uuid;
 
 type Tx = Transaction<'static, Postgres>;
 
-/// `decision` on `review_id` by `ctx.actor`, committed, its audit row linked with `key`:
-/// the document as written, and the outbox row the request owns (when
-/// `ctx.own_outbox_for` asks for it and no earlier row of the document is undelivered).
+/// `decision` on `review_id` by `ctx.actor`, committed, its audit row linked with `key`: the
+/// document as written, and the outbox row the request owns (as `ctx.own_outbox_for` asks).
 pub async fn vote(
     pool: &PgPool,
     key: &AuditKey,
@@ -38,8 +37,8 @@ pub async fn vote(
     let locked = Locked {
         document: Some(document),
         review: Some(review),
-        policy: None,
         now,
+        ..Locked::default()
     };
     let command = Command::Decide {
         decision,

@@ -198,6 +198,7 @@ impl Model {
                     document: Some(self.doc.clone()),
                     review: Some(self.review.clone()),
                     policy: None,
+                    lease: None,
                     now: self.now,
                 };
                 let p = plan(
