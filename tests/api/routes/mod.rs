@@ -19,6 +19,7 @@ mod events;
 mod headers;
 mod idempotency;
 mod isolation;
+mod leases;
 mod lifecycle;
 mod listing;
 mod operations;
