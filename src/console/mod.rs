@@ -16,6 +16,7 @@ mod comments;
 mod diff;
 mod document;
 mod history;
+mod lease;
 mod library;
 mod lifecycle;
 mod members;
@@ -75,6 +76,9 @@ routes! {
     get "/console/f/documents/{id}" => document::fragment,
     post "/console/f/documents" => author::create,
     post "/console/f/documents/{id}/edit" => author::edit,
+    get "/console/f/documents/{id}/lease" => lease::show,
+    post "/console/f/documents/{id}/lease" => lease::take,
+    post "/console/f/documents/{id}/lease/take-over" => lease::take_over,
     post "/console/f/documents/{id}/submit" => author::submit,
     post "/console/f/documents/{id}/reviews/{review}/approve" => reviewer::approve,
     post "/console/f/documents/{id}/reviews/{review}/reject" => reviewer::reject,

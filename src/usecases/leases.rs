@@ -18,7 +18,7 @@ use crate::domain::{rules, Reader, Refusal};
 use crate::lock::postgres::{HeldLock, PgLockProvider, Taken};
 use crate::lock::Ttl;
 use crate::outbox::Dispatcher;
-use crate::store::{BrokenLease, Committed, PgStore};
+use crate::store::{Committed, PgStore};
 
 use super::context::Context;
 use super::error::Error;
@@ -62,13 +62,24 @@ impl LeaseSeen {
     }
 }
 
+/// A document's edit lease as the one who may edit it sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaseState {
+    /// Nobody holds it.
+    Free,
+    /// The caller holds it (its token only when just taken or renewed).
+    Mine(LeaseSeen),
+    /// Another holds it; `may_break`: the caller administers the document's space.
+    Others { lease: LeaseSeen, may_break: bool },
+}
+
 /// What giving a lease back did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum GivenBack {
     /// The caller's own lease, freed.
     Own,
-    /// Another's, broken (audited, `document.lease_broken`).
-    Broken(BrokenLease),
+    /// Another's, broken (audited, `document.lease_broken`): whose it was.
+    Broken { holder: String },
 }
 
 pub struct LeaseService {
@@ -95,6 +106,12 @@ impl LeaseService {
         }
     }
 
+    /// How often a page that holds a lease renews it (and one that shows another's looks
+    /// again): a fifth of the lease's time, at least a second, at most a minute.
+    pub fn renew_every_secs(&self) -> u64 {
+        (self.ttl.as_duration().as_secs() / 5).clamp(1, 60)
+    }
+
     /// Takes the document's edit lease for the caller, or renews the caller's (same token,
     /// same fence), if the caller may edit the document now. Held by another: refused,
     /// naming the holder and when it ends.
@@ -113,8 +130,38 @@ impl LeaseService {
         }
     }
 
-    /// The live lease on the document, if any (its token only when the caller holds it
-    /// and presents nothing: the token is never shown to another).
+    /// The lease as `reader` sees it, after taking or renewing it (`take`) or not.
+    pub async fn state(
+        &self,
+        reader: Reader<'_>,
+        id: Uuid,
+        take: bool,
+    ) -> Result<LeaseState, Error> {
+        let doc = self.store.document(id).await?.ok_or(Refusal::NotFound)?;
+        rules::may_edit(&doc, reader)?;
+        let may_break = reader.administers(&doc.space);
+        let me = reader.id.as_str();
+        let key = lease_key(id);
+        let found = match take {
+            true => match self.locks.take(&key, self.ttl, Some(me)).await? {
+                Taken::Held(token, held) => Some((held, Some(token.as_str().to_string()))),
+                Taken::Busy(held) => Some((held, None)),
+            },
+            false => self.locks.held(&key).await?.map(|h| (h, None)),
+        };
+        Ok(match found {
+            None => LeaseState::Free,
+            Some((held, token)) if held.holder.as_deref() == Some(me) => {
+                LeaseState::Mine(LeaseSeen::of(held, token))
+            }
+            Some((held, _)) => LeaseState::Others {
+                lease: LeaseSeen::of(held, None),
+                may_break,
+            },
+        })
+    }
+
+    /// The live lease on the document, if any, without its token.
     pub async fn current(&self, reader: Reader<'_>, id: Uuid) -> Result<Option<LeaseSeen>, Error> {
         let doc = self.store.document(id).await?;
         if !doc.is_some_and(|d| d.readable_by(reader)) {
@@ -161,6 +208,8 @@ impl LeaseService {
         let Committed { value, owned } = done?;
         tracing::info!(document_id = %id, holder = %value.holder, "edit lease broken");
         self.dispatcher.after_commit(&value.document, owned).await;
-        Ok(GivenBack::Broken(value))
+        Ok(GivenBack::Broken {
+            holder: value.holder,
+        })
     }
 }

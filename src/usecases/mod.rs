@@ -38,7 +38,7 @@ pub use diffs::{Held, HeldCopy};
 pub use documents::{BodySource, DocumentRead, DocumentService, EditChange, PublishedRead};
 pub use error::Error;
 pub use idempotency::{Idempotency, IdempotencySettings, Recordable, Recorded, SentReply};
-pub use leases::{EditSettings, GivenBack, LeaseSeen, LeaseService};
+pub use leases::{EditSettings, GivenBack, LeaseSeen, LeaseService, LeaseState};
 pub use lists::DocumentsPage;
 pub use outbox_admin::{AdminError, OutboxAdmin, OutboxStats};
 pub use policies::{PolicyError, PolicyService};

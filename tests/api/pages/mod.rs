@@ -3,6 +3,7 @@
 
 mod console;
 mod docs;
+mod editing;
 mod lifecycle;
 mod lifecycle_lists;
 mod operator;
