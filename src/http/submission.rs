@@ -19,16 +19,18 @@ use crate::web::views::TransitionView;
     path = "/api/v1/documents/{id}/submit",
     tag = "documents",
     summary = "Submit for review (its author)",
-    params(("id" = Uuid, Path, description = "document id"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    params(("id" = Uuid, Path, description = "document id"), ("If-Match" = Option<String>, Header, nullable = false, max_length = 1000, description = "the ETag of the version the caller read (\"3\"), or *: the write is refused 412 VERSION_MISMATCH unless the document is still at it (checked under the row lock); required (428) when http.require_if_match is on"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
     responses(
         (status = 201, description = "submitted: a new pending review", body = TransitionView),
-        (status = 400, description = "VALIDATION_FAILED: the request body could not be read", body = ErrorEnvelope),
+        (status = 400, description = "VALIDATION_FAILED: the request body could not be read, or an If-Match that is not entity tags", body = ErrorEnvelope),
         (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
-        (status = 403, description = "FORBIDDEN: wrong role, or not the document's author", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: wrong role, or a draft never submitted of someone else's", body = ErrorEnvelope),
         (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
         (status = 409, description = "LOCK_NOT_ACQUIRED (with Retry-After), INVALID_STATE, LOCK_LOST or IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
         (status = 408, description = "REQUEST_TIMEOUT: the request body did not arrive within server.body_timeout_ms", body = ErrorEnvelope),
+        (status = 412, description = "VERSION_MISMATCH: the document is no longer at the If-Match version", body = ErrorEnvelope),
         (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
+        (status = 428, description = "PRECONDITION_REQUIRED: http.require_if_match is on and no If-Match came", body = ErrorEnvelope),
         (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
         (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
         (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
@@ -69,16 +71,18 @@ pub async fn submit(
     description = "The review becomes WITHDRAWN with the votes cast on it; its claims end. \
                    Against a final approval at the same moment, the row lock decides: one \
                    succeeds, the other is 409 INVALID_STATE.",
-    params(("id" = Uuid, Path, description = "document id"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    params(("id" = Uuid, Path, description = "document id"), ("If-Match" = Option<String>, Header, nullable = false, max_length = 1000, description = "the ETag of the version the caller read (\"3\"), or *: the write is refused 412 VERSION_MISMATCH unless the document is still at it (checked under the row lock); required (428) when http.require_if_match is on"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
     responses(
         (status = 200, description = "withdrawn", body = TransitionView),
-        (status = 400, description = "VALIDATION_FAILED: the request body could not be read", body = ErrorEnvelope),
+        (status = 400, description = "VALIDATION_FAILED: the request body could not be read, or an If-Match that is not entity tags", body = ErrorEnvelope),
         (status = 401, description = "missing, invalid or expired token", body = ErrorEnvelope),
-        (status = 403, description = "FORBIDDEN: wrong role, or not the document's author", body = ErrorEnvelope),
+        (status = 403, description = "FORBIDDEN: wrong role, or a draft never submitted of someone else's", body = ErrorEnvelope),
         (status = 404, description = "NOT_FOUND", body = ErrorEnvelope),
         (status = 409, description = "LOCK_NOT_ACQUIRED (with Retry-After), INVALID_STATE, LOCK_LOST or IDEMPOTENCY_IN_FLIGHT", body = ErrorEnvelope),
         (status = 408, description = "REQUEST_TIMEOUT: the request body did not arrive within server.body_timeout_ms", body = ErrorEnvelope),
+        (status = 412, description = "VERSION_MISMATCH: the document is no longer at the If-Match version", body = ErrorEnvelope),
         (status = 413, description = "VALIDATION_FAILED: body too large", body = ErrorEnvelope),
+        (status = 428, description = "PRECONDITION_REQUIRED: http.require_if_match is on and no If-Match came", body = ErrorEnvelope),
         (status = 415, description = "VALIDATION_FAILED: a request body that is not application/json", body = ErrorEnvelope),
         (status = 422, description = "VALIDATION_FAILED, or IDEMPOTENCY_KEY_REUSED", body = ErrorEnvelope),
         (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
