@@ -20,14 +20,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bench_support::{
-    approve_load, audit_rows, console_rows, cost_row, data_size_row, drain_row, drive, interleaved,
-    lifecycle_rows, lock_rows, replay_row, round_trip_rows, rounds, sized, smoke, space_list_rows,
-    starvation_row, sustained_row, trace_rows, workflow_rows, ApproveFigures, BenchEnv, Figures,
-    Floor, Goals, Measure, Rec, Report, Service, Statements,
+    approve_load, audit_rows, console_rows, cost_row, data_size_row, drain_row, drive,
+    editing_rows, interleaved, lifecycle_rows, lock_rows, replay_row, round_trip_rows, rounds,
+    sized, smoke, space_list_rows, starvation_row, sustained_row, trace_rows, workflow_rows,
+    ApproveFigures, BenchEnv, Figures, Floor, Goals, Measure, Rec, Report, Service, Statements,
 };
 
 /// The groups of rows `make bench` runs, in this order (the smoke run checks each).
-const GROUPS: [&str; 16] = [
+const GROUPS: [&str; 17] = [
     "lock",
     // First, while no other instance polls the benchmark's database.
     "cost",
@@ -39,6 +39,7 @@ const GROUPS: [&str; 16] = [
     "sustained",
     "console",
     "lifecycle",
+    "editing",
     "drain",
     "replay",
     "data-size",
@@ -118,6 +119,7 @@ impl<'e> Run<'e> {
             "console",
             "audit",
             "space-lists",
+            "editing",
         ];
         if alone.contains(&only) || only == "trace" {
             self.group(only).await?;
@@ -185,6 +187,7 @@ impl<'e> Run<'e> {
                 ));
             }
             "lifecycle" => g.lifecycle = lifecycle_rows(r, env, None).await?,
+            "editing" => g.editing = editing_rows(r, env).await?,
             "drain" => g.drain = drain_row(r, env).await?,
             "replay" => replay_row(r, env).await?,
             "data-size" => g.grown = data_size_row(r, env, g.approve.p50_c1).await?,

@@ -60,6 +60,23 @@ impl Caller {
         Ok((status, r.json().await.unwrap_or_default()))
     }
 
+    /// As [`Caller::send`], with `headers` besides the token.
+    pub async fn send_with(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: &Value,
+        headers: &[(&str, String)],
+    ) -> anyhow::Result<(reqwest::StatusCode, Value)> {
+        let mut req = self.client.request(method, format!("{}{path}", self.base));
+        for (name, value) in headers {
+            req = req.header(*name, value);
+        }
+        let r = req.bearer_auth(&self.token).json(body).send().await?;
+        let status = r.status();
+        Ok((status, r.json().await.unwrap_or_default()))
+    }
+
     pub async fn approve(&self, review: Uuid) -> anyhow::Result<bool> {
         let path = format!("/api/v1/reviews/{review}/approve");
         Ok(self.post(&path, &json!({})).await? == reqwest::StatusCode::OK)

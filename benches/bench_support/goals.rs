@@ -3,7 +3,7 @@
 use super::cost::CostPer;
 use super::roundtrips::RoundTrips;
 use super::sustained::Sustained;
-use super::{LifecycleFigures, Report, WorkflowFigures};
+use super::{EditingFigures, LifecycleFigures, Report, WorkflowFigures};
 
 /// The approve rows' figures the goals use.
 #[derive(Debug, Clone, Copy, Default)]
@@ -44,6 +44,7 @@ pub struct Goals {
     pub peak_rss_mib: f64,
     pub workflow: WorkflowFigures,
     pub lifecycle: LifecycleFigures,
+    pub editing: EditingFigures,
 }
 
 impl Goals {
@@ -51,6 +52,7 @@ impl Goals {
         self.review_path(r);
         self.volume_and_cost(r);
         self.lifecycle.report(r);
+        self.editing.report(r);
         self.workflow.report(r);
     }
 
@@ -267,5 +269,36 @@ impl LifecycleFigures {
                 self.comment_cost_c16 <= 0.5,
             );
         }
+    }
+}
+
+impl EditingFigures {
+    /// Editing together's goals, for the rows that ran.
+    pub fn report(&self, r: &mut Report) {
+        if self.conditional_c1 <= 0.0 {
+            return;
+        }
+        for (conc, v) in [(1, self.conditional_c1), (16, self.conditional_c16)] {
+            r.goal(
+                &format!("edit with If-Match and a lease p50 ÷ plain edit p50, concurrency {conc}"),
+                format!("{v:.2}x"),
+                "≤ 1.1x",
+                v <= 1.1,
+            );
+        }
+        r.goal(
+            "line diff of 2 MiB, 1% of the lines changed, p50 (in process)",
+            format!("{:.1} ms", self.diff_2mib_p50),
+            "well under a second (≤ 250 ms)",
+            self.diff_2mib_p50 <= 250.0,
+        );
+        r.ratio(
+            "GET /documents/{id}/diff of a largest body ÷ GET /documents/{id}, p50",
+            self.diff_http_vs_get,
+        );
+        r.note(format!(
+            "GET /documents/{{id}}/diff of a 200,000-character body, 1% changed: p50 {:.1} ms",
+            self.diff_http_p50
+        ));
     }
 }

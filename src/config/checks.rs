@@ -112,7 +112,10 @@ pub(super) fn check_rest(s: &Settings, bad: &mut impl FnMut(&'static str, &str))
         bad("database.access_connections", "must be greater than zero");
     }
     if s.edit.lease_ttl.is_zero() {
-        bad("edit.lease_ttl_secs", "must be at least 1: a lease that never lasts keeps nobody out");
+        bad(
+            "edit.lease_ttl_secs",
+            "must be at least 1: a lease that never lasts keeps nobody out",
+        );
     }
     if s.lock.breaker_failure_threshold == 0 {
         bad("lock.breaker_failure_threshold", "must be at least 1");
