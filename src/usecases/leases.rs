@@ -121,12 +121,7 @@ impl LeaseService {
         let me = reader.id.as_str();
         match self.locks.take(&lease_key(id), self.ttl, Some(me)).await? {
             Taken::Held(token, held) => Ok(LeaseSeen::of(held, Some(token.as_str().to_string()))),
-            Taken::Busy(held) => Err(Refusal::DocumentLeased {
-                holder: held.holder.unwrap_or_default(),
-                until: held.expires_at,
-                retry_after_secs: held.expires_in.as_secs_f64().ceil().max(1.0) as u64,
-            }
-            .into()),
+            Taken::Busy(held) => Err(leased(held).into()),
         }
     }
 
@@ -185,12 +180,7 @@ impl LeaseService {
         }
         if !force {
             return match self.locks.held(&key).await? {
-                Some(held) => Err(Refusal::DocumentLeased {
-                    holder: held.holder.unwrap_or_default(),
-                    until: held.expires_at,
-                    retry_after_secs: held.expires_in.as_secs_f64().ceil().max(1.0) as u64,
-                }
-                .into()),
+                Some(held) => Err(leased(held).into()),
                 None => Err(Refusal::NoLease.into()),
             };
         }
@@ -211,5 +201,14 @@ impl LeaseService {
         Ok(GivenBack::Broken {
             holder: value.holder,
         })
+    }
+}
+
+/// The refusal of a lease another holds: its holder, and when it ends.
+fn leased(held: HeldLock) -> Refusal {
+    Refusal::DocumentLeased {
+        holder: held.holder.unwrap_or_default(),
+        until: held.expires_at,
+        retry_after_secs: held.expires_in.as_secs_f64().ceil().max(1.0) as u64,
     }
 }

@@ -221,17 +221,7 @@ async fn the_spaces_authors_co_edit_and_no_contributor_votes() {
     assert_eq!(r.status(), StatusCode::OK);
     let doc: Value = r.json().await.unwrap();
     assert_eq!(doc["contributors"], json!(["dave"]));
-    let r = app
-        .post(&format!("/api/v1/documents/{id}/submit"), &dave, json!({}))
-        .await;
-    assert_eq!(
-        r.status(),
-        StatusCode::CREATED,
-        "{}",
-        r.text().await.unwrap()
-    );
-    let review: Value = r.json().await.unwrap();
-    let review = review["review"]["id"].as_str().unwrap().to_string();
+    let review = app.submitted_as(&id, &dave).await;
     // Four eyes: dave edited this version; the author wrote it. Dave's queue leaves it out.
     let queue = "/api/v1/reviews?status=PENDING&eligible=me";
     let listed = |v: Value| {

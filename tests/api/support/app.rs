@@ -287,13 +287,13 @@ impl TestApp {
 
     /// Submits the author's document `id` (expecting 201); returns the new review's id.
     pub async fn submitted(&self, id: &str) -> String {
-        let r = self
-            .post(
-                &format!("/api/v1/documents/{id}/submit"),
-                &self.author(),
-                json!({}),
-            )
-            .await;
+        self.submitted_as(id, &self.author()).await
+    }
+
+    /// Submits the document `id` as `token`'s holder (expecting 201): the new review's id.
+    pub async fn submitted_as(&self, id: &str, token: &str) -> String {
+        let path = format!("/api/v1/documents/{id}/submit");
+        let r = self.post(&path, token, json!({})).await;
         assert_eq!(
             r.status(),
             StatusCode::CREATED,
