@@ -119,6 +119,13 @@ event_types! {
         commented_by: String,
         body: String,
     }
+    /// A space admin (or the admin) broke a person's edit lease on the document.
+    LeaseBroken = "document.lease_broken", published: true, projects: false, data {
+        title: String,
+        /// Whose lease it was.
+        holder: String,
+        broken_by: String,
+    }
     ApprovalRecorded = "review.approval_recorded", published: true, projects: false, data {
         title: String,
         stage: i32,
@@ -136,13 +143,6 @@ event_types! {
         next_stage_name: String,
         approved_by: String,
         comment: Option<String>,
-    }
-    /// A space admin (or the admin) broke a person's edit lease on the document.
-    LeaseBroken = "document.lease_broken", published: true, projects: false, data {
-        title: String,
-        /// Whose lease it was.
-        holder: String,
-        broken_by: String,
     }
     Overdue = "review.overdue", published: true, projects: false, data {
         title: String,
