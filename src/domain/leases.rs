@@ -6,29 +6,16 @@
 //! overwrites the next holder's edit. A space admin (or the admin) breaks anyone's lease;
 //! that is audited and announced (`document.lease_broken`).
 
-use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::events::{EventData, OutboxEntry};
+pub use super::model::EditLease;
 use super::model::{Document, Guard, Reader};
 use super::plan::{AuditEntry, Refusal};
 
 /// The key of a document's edit lease.
 pub fn lease_key(document_id: Uuid) -> String {
     format!("lease:doc:{document_id}")
-}
-
-/// A document's lease row as an edit finds it: who holds it, its token (`None`: given back
-/// or broken), and whether it is live, with when it ends.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EditLease {
-    pub holder: Option<String>,
-    pub token: Option<String>,
-    pub expires_at: DateTime<Utc>,
-    /// Held and not expired, by the database's clock, when the edit read it.
-    pub live: bool,
-    /// Whole seconds until it ends (at least 1 while live).
-    pub retry_after_secs: u64,
 }
 
 /// What a write presents of an edit lease: the `Lease-Token` it carries, if any.

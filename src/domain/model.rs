@@ -345,3 +345,16 @@ impl Guard {
         }
     }
 }
+
+/// A document's lease row as an edit finds it: who holds it, its token (`None`: given back
+/// or broken), and whether it is live, with when it ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditLease {
+    pub holder: Option<String>,
+    pub token: Option<String>,
+    pub expires_at: DateTime<Utc>,
+    /// Held and not expired, by the database's clock, when the edit read it.
+    pub live: bool,
+    /// Whole seconds until it ends (at least 1 while live).
+    pub retry_after_secs: u64,
+}

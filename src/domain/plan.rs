@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::events::OutboxEntry;
 use super::inputs::{ArchiveReason, Comment, DocumentBody, DocumentTitle, RejectReason};
-use super::model::{Document, FencingToken, Guard, LockScope, Review, VoteKind};
+use super::model::{Document, EditLease, FencingToken, Guard, LockScope, Review, VoteKind};
 use super::policy::Policy;
 use super::state::{Action, DocumentStatus, InvalidTransition, ReviewStatus};
 
@@ -72,7 +72,7 @@ pub struct Locked {
     /// The current version of the document's policy, for a submit.
     pub policy: Option<Policy>,
     /// The document's edit lease row, for an edit (`None`: it never had one).
-    pub lease: Option<super::leases::EditLease>,
+    pub lease: Option<EditLease>,
     pub now: DateTime<Utc>,
 }
 

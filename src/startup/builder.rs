@@ -113,12 +113,7 @@ impl<'a> CoreBuilder<'a> {
                 dispatcher.clone(),
                 s.review.default_policy.clone(),
             ),
-            leases: LeaseService::new(
-                store.clone(),
-                PgLockProvider::new(store.pool(), s.database.statement_timeout),
-                dispatcher.clone(),
-                &s.edit,
-            ),
+            leases: self.leases(&store, &dispatcher),
             policies: PolicyService::new(store.clone()),
             reviews: ReviewService::new(
                 store.clone(),
@@ -161,6 +156,13 @@ impl<'a> CoreBuilder<'a> {
             dispatcher,
             store,
         })
+    }
+
+    /// The edit leases' service, on the database lock provider (`locks`, the service's pool).
+    fn leases(&self, store: &PgStore, dispatcher: &Arc<Dispatcher>) -> LeaseService {
+        let s = self.settings;
+        let provider = PgLockProvider::new(store.pool(), s.database.statement_timeout);
+        LeaseService::new(store.clone(), provider, dispatcher.clone(), &s.edit)
     }
 
     /// The outbox's dispatcher, with its AMQP publisher connected if the broker answers (if

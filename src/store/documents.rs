@@ -161,7 +161,7 @@ impl PgStore {
         // The lease as it is now, under the document's row lock: an edit that passes it
         // commits before any later holder's edit can start.
         let lease = match document {
-            Some(_) => super::leases::read_lease(&mut tx, id).await?,
+            Some(_) => super::lease_row::read_lease(&mut tx, id).await?,
             None => None,
         };
         let locked = Locked {

@@ -4,39 +4,15 @@
 //! database lock provider (`lock::postgres`); both read the `locks` table by
 //! `domain::leases::lease_key`.
 
-use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::documents::lock_document;
-use super::error::{StoreError, WriteError};
+use super::error::WriteError;
+use super::lease_row::read_lease;
 use super::pg::PgStore;
 use super::tx::{write_audit_and_event, Uncommitted, WriteContext};
-use crate::domain::leases::{lease_key, plan_lease_break, EditLease};
+use crate::domain::leases::{lease_key, plan_lease_break};
 use crate::domain::{Document, Refusal};
-
-/// The document's lease row, as this transaction reads it (`None`: it never had one).
-pub(super) async fn read_lease(
-    tx: &mut Transaction<'static, Postgres>,
-    document_id: Uuid,
-) -> Result<Option<EditLease>, StoreError> {
-    let row = sqlx::query!(
-        r#"SELECT holder, owner_token, expires_at,
-                  owner_token IS NOT NULL AND expires_at > clock_timestamp() AS "live!",
-                  GREATEST(ceil(extract(epoch FROM expires_at - clock_timestamp())), 0)::int8
-                    AS "secs!"
-           FROM locks WHERE key = $1"#,
-        lease_key(document_id)
-    )
-    .fetch_optional(&mut **tx)
-    .await?;
-    Ok(row.map(|r| EditLease {
-        holder: r.holder,
-        token: r.owner_token,
-        expires_at: r.expires_at,
-        live: r.live,
-        retry_after_secs: r.secs.max(0) as u64,
-    }))
-}
 
 /// What breaking a lease did: whose it was, and the document.
 #[derive(Debug, Clone, PartialEq)]

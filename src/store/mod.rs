@@ -17,6 +17,7 @@ mod document_lists;
 mod documents;
 mod error;
 mod idempotency;
+mod lease_row;
 mod leases;
 mod migrations;
 pub mod mongo;

@@ -228,12 +228,17 @@ impl ApiError {
 
     /// 409 `LOCK_NOT_ACQUIRED`: another request holds the item; retry after `secs`.
     fn busy(secs: u64) -> Self {
-        let mut e = Self::conflict(
+        Self::conflict(
             ErrorCode::LockNotAcquired,
             "another request is working on this item; retry shortly",
-        );
-        e.retry_after_secs = Some(secs);
-        e
+        )
+        .retry_after(secs)
+    }
+
+    /// This error with `Retry-After: secs`.
+    fn retry_after(mut self, secs: u64) -> Self {
+        self.retry_after_secs = Some(secs);
+        self
     }
 
     fn lock_lost() -> Self {
@@ -245,9 +250,7 @@ impl ApiError {
 
     /// 409 `IDEMPOTENCY_IN_FLIGHT` with `Retry-After: 1`.
     pub fn in_flight(message: &str) -> Self {
-        let mut e = Self::conflict(ErrorCode::IdempotencyInFlight, message);
-        e.retry_after_secs = Some(1);
-        e
+        Self::conflict(ErrorCode::IdempotencyInFlight, message).retry_after(1)
     }
 
     /// 422 `IDEMPOTENCY_KEY_REUSED`.
@@ -318,11 +321,7 @@ impl From<Refusal> for ApiError {
             }
             e @ Refusal::ReviewClaimed {
                 retry_after_secs, ..
-            } => {
-                let mut err = ApiError::conflict(ErrorCode::ReviewClaimed, e.to_string());
-                err.retry_after_secs = Some(retry_after_secs);
-                err
-            }
+            } => ApiError::conflict(ErrorCode::ReviewClaimed, e.to_string()).retry_after(retry_after_secs),
             e @ Refusal::UnknownPolicy(_) => ApiError::validation(format!("policy: {e}")),
             e @ Refusal::NoClaim(_) => ApiError::not_found(e.to_string()),
             e @ Refusal::VersionMoved { .. } => {
@@ -331,11 +330,7 @@ impl From<Refusal> for ApiError {
             e @ Refusal::VersionNotHeld { .. } => ApiError::not_found(e.to_string()),
             e @ Refusal::DocumentLeased {
                 retry_after_secs, ..
-            } => {
-                let mut err = ApiError::conflict(ErrorCode::DocumentLeased, e.to_string());
-                err.retry_after_secs = Some(retry_after_secs);
-                err
-            }
+            } => ApiError::conflict(ErrorCode::DocumentLeased, e.to_string()).retry_after(retry_after_secs),
             e @ Refusal::NoLease => ApiError::not_found(e.to_string()),
             e @ Refusal::LeaseLost => ApiError::conflict(ErrorCode::LeaseLost, e.to_string()),
             e @ Refusal::VersionMismatch { .. } => ApiError::new(
