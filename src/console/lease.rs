@@ -81,13 +81,15 @@ pub async fn show(
     answer(&state, caller, &path, false).await
 }
 
-/// POST `/console/f/documents/{id}/lease`: take or renew it (or see who holds it).
+/// POST `/console/f/documents/{id}/lease`: take or renew it (or see who holds it). Like every
+/// action's, its refusal (signed out, the document no longer editable) shows above the form.
 pub async fn take(
     path: web::Path<String>,
     caller: Result<Caller, ApiError>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, Shown> {
-    answer(&state, caller, &path, true).await
+    let taken = answer(&state, caller, &path, true).await;
+    taken.map_err(|e| Shown::action(e.error))
 }
 
 /// POST `/console/f/documents/{id}/lease/take-over`: break another's lease (a space admin)
