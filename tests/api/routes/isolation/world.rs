@@ -55,6 +55,10 @@ pub async fn build(app: &TestApp) -> World {
     let rejected = app.pending_in("a", &ann, "Secret A: rejected").await;
     let r = app.reject(&rejected.1, &rex).await;
     assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+    // Its author edits it again: she holds its edit lease.
+    let lease = format!("/api/v1/documents/{}/lease", rejected.0);
+    let r = app.post(&lease, &ann, serde_json::json!({})).await;
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
     let outbox = sqlx::query_scalar("SELECT min(id) FROM outbox WHERE document_id = $1::uuid")
         .bind(&pending.0)
         .fetch_one(&app.pg)
@@ -198,12 +202,18 @@ pub async fn fingerprint(app: &TestApp) -> String {
     .map(|t| format!("'{t} ' || (SELECT count(*) FROM {t})"));
     let parked =
         "(SELECT count(*) FROM outbox WHERE parked_at IS NOT NULL OR skipped_at IS NOT NULL)";
-    let parts = ["documents", "reviews", "review_votes", "review_claims"]
-        .map(rows)
-        .into_iter()
-        .chain(counts)
-        .chain([parked.to_string()])
-        .collect::<Vec<_>>();
+    let parts = [
+        "documents",
+        "reviews",
+        "review_votes",
+        "review_claims",
+        "locks",
+    ]
+    .map(rows)
+    .into_iter()
+    .chain(counts)
+    .chain([parked.to_string()])
+    .collect::<Vec<_>>();
     let sql = format!("SELECT concat_ws(' | ', {})", parts.join(", "));
     sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .fetch_one(&app.pg)
