@@ -6,7 +6,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use super::lifecycle::texts;
-use crate::support::app::spawn_app;
+use crate::support::app::{spawn_app, TestApp};
 use crate::support::browser::Window;
 use crate::support::console::{events_of, fits_and_is_labelled, signed_in, text};
 use crate::support::inspect::expect_error;
@@ -54,34 +54,8 @@ async fn the_edit_form_holds_the_lease_and_an_admin_takes_over() {
         .await
         .unwrap();
     assert_eq!(lease["holder"], "alice");
-    // Another author's save is refused meanwhile.
-    let dave = app.token("dave", &[Role::Author]);
-    let url = app.url(&format!("/api/v1/documents/{doc}"));
-    let r = app
-        .client
-        .put(&url)
-        .bearer_auth(&dave)
-        .json(&json!({"body": "dave's"}))
-        .send();
-    expect_error(r.await.unwrap(), StatusCode::CONFLICT, "DOCUMENT_LEASED").await;
-
-    // An admin sees who is editing, and takes over.
-    let admin = signed_in(&app, &app.admin(), Window::DESKTOP).await;
-    admin.goto(&format!("/console/documents/{doc}")).await;
-    admin
-        .wait_for("#lease[data-lease='others'] #take-over")
-        .await;
-    assert_eq!(text(&admin, "#lease-holder").await, "alice");
-    fits_and_is_labelled(&admin, "leased by another").await;
-    admin.screenshot("console-lease-others").await;
-    admin.click("#take-over").await;
-    admin
-        .client()
-        .accept_alert()
-        .await
-        .expect("take over asks first");
-    admin.wait_until("the lease taken over", HOLDS).await;
-    admin.close().await;
+    a_save_by_another_is_refused(&app, &doc).await;
+    an_admin_takes_over(&app, &doc).await;
 
     // Alice's save, with the lease she no longer holds: refused, the text unchanged.
     alice.fill("#edit-doc-body", "Restart both indexers.").await;
@@ -108,4 +82,37 @@ async fn the_edit_form_holds_the_lease_and_an_admin_takes_over() {
         ]
     );
     app.finish().await;
+}
+
+/// While the author holds the lease, another author's save through the API is refused.
+async fn a_save_by_another_is_refused(app: &TestApp, doc: &str) {
+    let dave = app.token("dave", &[Role::Author]);
+    let url = app.url(&format!("/api/v1/documents/{doc}"));
+    let r = app
+        .client
+        .put(&url)
+        .bearer_auth(&dave)
+        .json(&json!({"body": "dave's"}))
+        .send();
+    expect_error(r.await.unwrap(), StatusCode::CONFLICT, "DOCUMENT_LEASED").await;
+}
+
+/// An admin sees who is editing (the holder named), and takes over after confirming.
+async fn an_admin_takes_over(app: &TestApp, doc: &str) {
+    let admin = signed_in(app, &app.admin(), Window::DESKTOP).await;
+    admin.goto(&format!("/console/documents/{doc}")).await;
+    admin
+        .wait_for("#lease[data-lease='others'] #take-over")
+        .await;
+    assert_eq!(text(&admin, "#lease-holder").await, "alice");
+    fits_and_is_labelled(&admin, "leased by another").await;
+    admin.screenshot("console-lease-others").await;
+    admin.click("#take-over").await;
+    admin
+        .client()
+        .accept_alert()
+        .await
+        .expect("take over asks first");
+    admin.wait_until("the lease taken over", HOLDS).await;
+    admin.close().await;
 }

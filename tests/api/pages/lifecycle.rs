@@ -83,33 +83,7 @@ async fn an_approved_document_is_revised_beside_its_published_copy() {
             text(&b, "#doc-published").await,
             "version 3 stays published"
         );
-        assert_eq!(
-            texts(&b, "#revision-diff tr[data-change='changed'] td.old del").await,
-            json!([format!("Runbook {w}"), "Restart the indexer."])
-        );
-        assert_eq!(
-            texts(&b, "#revision-diff tr[data-change='changed'] td.new ins").await,
-            json!([
-                format!("Runbook {w}, second edition"),
-                "Restart the <b>indexer</b> twice."
-            ])
-        );
-        assert_eq!(
-            texts(&b, "#revision-diff tr[data-change='same'] td.new").await,
-            json!(["Install the agent.", "Check the dashboard."])
-        );
-        none_of(&b, &["#revision-diff b"]).await; // the body's markup shows as text
-                                                  // Within the changed line, the words that changed are marked.
-        let marked = texts(
-            &b,
-            "#revision-diff tr[data-change='changed'] td.new ins mark",
-        )
-        .await;
-        assert!(marked.to_string().contains("twice"), "{marked}");
-        assert_eq!(
-            text(&b, "#revision-summary").await,
-            "1 line removed and 1 added; the title changed."
-        );
+        the_revision_shows_its_diff(&b, w).await;
         b.wait_for("#submit-form").await;
         fits_and_is_labelled(&b, "a revision").await;
         b.screenshot(&format!("console-revision-{w}")).await;
@@ -133,6 +107,38 @@ async fn an_approved_document_is_revised_beside_its_published_copy() {
         assert_eq!(working["body"], edited);
     }
     app.finish().await;
+}
+
+/// The revision's diff against the published version: the changed lines (title first) side
+/// by side, the words that changed marked within them, and a summary.
+async fn the_revision_shows_its_diff(b: &Browser, w: u32) {
+    assert_eq!(
+        texts(b, "#revision-diff tr[data-change='changed'] td.old del").await,
+        json!([format!("Runbook {w}"), "Restart the indexer."])
+    );
+    assert_eq!(
+        texts(b, "#revision-diff tr[data-change='changed'] td.new ins").await,
+        json!([
+            format!("Runbook {w}, second edition"),
+            "Restart the <b>indexer</b> twice."
+        ])
+    );
+    assert_eq!(
+        texts(b, "#revision-diff tr[data-change='same'] td.new").await,
+        json!(["Install the agent.", "Check the dashboard."])
+    );
+    none_of(b, &["#revision-diff b"]).await; // the body's markup shows as text
+                                             // Within the changed line, the words that changed are marked.
+    let marked = texts(
+        b,
+        "#revision-diff tr[data-change='changed'] td.new ins mark",
+    )
+    .await;
+    assert!(marked.to_string().contains("twice"), "{marked}");
+    assert_eq!(
+        text(b, "#revision-summary").await,
+        "1 line removed and 1 added; the title changed."
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

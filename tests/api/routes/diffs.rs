@@ -30,7 +30,15 @@ async fn a_revision_shows_what_it_changes_in_json_and_as_a_unified_diff() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
-    let r = app.diff_of(&id, "", "application/json").await;
+    json_hunks_mark_the_changed_words(&app, &id).await;
+    unified_diff_when_asked_first(&app, &id).await;
+    by_version_number_either_way_round(&app, &id).await;
+    app.finish().await;
+}
+
+/// Published (3) against working (4): one hunk, the replaced line's changed words marked.
+async fn json_hunks_mark_the_changed_words(app: &TestApp, id: &str) {
+    let r = app.diff_of(id, "", "application/json").await;
     assert_eq!(r.status(), StatusCode::OK);
     let d: Value = r.json().await.unwrap();
     assert_eq!(
@@ -77,9 +85,12 @@ async fn a_revision_shows_what_it_changes_in_json_and_as_a_unified_diff() {
         .map(|w| w["text"].as_str().unwrap())
         .collect();
     assert!(marked.concat().contains("both"), "{marked:?}");
-    // The same change as a unified diff, asked first in Accept.
+}
+
+/// The same change as a unified diff, asked first in Accept.
+async fn unified_diff_when_asked_first(app: &TestApp, id: &str) {
     let r = app
-        .diff_of(&id, "", "text/x-diff, application/json;q=0.5")
+        .diff_of(id, "", "text/x-diff, application/json;q=0.5")
         .await;
     let kind = r.headers()["content-type"].to_str().unwrap().to_string();
     assert!(kind.starts_with("text/x-diff"), "{kind}");
@@ -92,16 +103,19 @@ async fn a_revision_shows_what_it_changes_in_json_and_as_a_unified_diff() {
         text.contains("\n-Restart the indexer.\n+Restart both indexers.\n"),
         "{text}"
     );
-    // Either way round, by version number; a version not held is 404, a bad one 422.
+}
+
+/// Either way round, by version number; a version not held is 404, a bad one 422.
+async fn by_version_number_either_way_round(app: &TestApp, id: &str) {
     let d: Value = app
-        .diff_of(&id, "?from=4&to=published", "*/*")
+        .diff_of(id, "?from=4&to=published", "*/*")
         .await
         .json()
         .await
         .unwrap();
     assert_eq!((d["from"].as_i64(), d["to"].as_i64()), (Some(4), Some(3)));
     assert_eq!(d["hunks"][0]["lines"][1]["text"], "Restart both indexers.");
-    let r = app.diff_of(&id, "?from=2", "application/json").await;
+    let r = app.diff_of(id, "?from=2", "application/json").await;
     let e = expect_error(r, StatusCode::NOT_FOUND, "NOT_FOUND").await;
     assert!(
         e["message"]
@@ -111,10 +125,9 @@ async fn a_revision_shows_what_it_changes_in_json_and_as_a_unified_diff() {
         "{e}"
     );
     for bad in ["?from=latest", "?to=0", "?to=03"] {
-        let r = app.diff_of(&id, bad, "application/json").await;
+        let r = app.diff_of(id, bad, "application/json").await;
         expect_error(r, StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_FAILED").await;
     }
-    app.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

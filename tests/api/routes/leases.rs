@@ -92,38 +92,7 @@ async fn a_lease_keeps_others_out_until_given_back_or_broken() {
         (&renewed["token"], &renewed["fence"]),
         (&taken["token"], &taken["fence"])
     );
-    // Others see who holds it, never the token; they can neither take it nor edit.
-    let seen: Value = app
-        .lease(reqwest::Method::GET, &id, &app.reviewer(), "")
-        .await
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(
-        (seen["holder"].as_str(), seen.get("token")),
-        (Some(AUTHOR), None)
-    );
-    let r = app.lease(post.clone(), &id, &dave, "").await;
-    let retry: u64 = r.headers()["retry-after"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!((1..=300).contains(&retry), "{retry}");
-    let e = expect_error(r, StatusCode::CONFLICT, "DOCUMENT_LEASED").await;
-    assert!(
-        e["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("alice is editing"),
-        "{e}"
-    );
-    let r = app.edit_as(&id, &dave, None, "dave's").await;
-    expect_error(r, StatusCode::CONFLICT, "DOCUMENT_LEASED").await;
-    let r = app
-        .edit_as(&id, &dave, Some("not-the-token"), "dave's")
-        .await;
-    expect_error(r, StatusCode::CONFLICT, "LEASE_LOST").await;
+    others_see_the_holder_and_are_kept_out(&app, &id, &dave).await;
     // The holder edits, with its token or without.
     assert_eq!(
         app.edit_as(&id, &alice, Some(&token), "v2").await.status(),
@@ -226,4 +195,37 @@ async fn a_holder_paused_past_its_lease_cannot_overwrite_the_next_holders_edit()
         .unwrap();
     assert_eq!(body, "dave's");
     app.finish().await;
+}
+
+/// Others see who holds a lease, never its token; they can neither take it nor edit.
+async fn others_see_the_holder_and_are_kept_out(app: &TestApp, id: &str, dave: &str) {
+    let seen: Value = app
+        .lease(reqwest::Method::GET, id, &app.reviewer(), "")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (seen["holder"].as_str(), seen.get("token")),
+        (Some(AUTHOR), None)
+    );
+    let r = app.lease(reqwest::Method::POST, id, dave, "").await;
+    let retry: u64 = r.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=300).contains(&retry), "{retry}");
+    let e = expect_error(r, StatusCode::CONFLICT, "DOCUMENT_LEASED").await;
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("alice is editing"),
+        "{e}"
+    );
+    let r = app.edit_as(id, dave, None, "dave's").await;
+    expect_error(r, StatusCode::CONFLICT, "DOCUMENT_LEASED").await;
+    let r = app.edit_as(id, dave, Some("not-the-token"), "dave's").await;
+    expect_error(r, StatusCode::CONFLICT, "LEASE_LOST").await;
 }
