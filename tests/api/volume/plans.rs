@@ -137,6 +137,14 @@ async fn fill(pg: &PgPool, n: i64) {
          SELECT gen_random_uuid(), d, 3, 'document.approved', 'document.approved', '{}', \
                 now(), now(), CASE WHEN g % 200 = 0 THEN NULL ELSE now() - g * interval '1 second' END \
          FROM ids",
+        // An edit lease was taken on every fifth document (its row stays, given back or
+        // expired); every thousandth is held now.
+        "INSERT INTO locks (key, owner_token, holder, fence, acquired_at, expires_at) \
+         SELECT 'lease:doc:' || d, CASE WHEN g % 1000 = 0 THEN gen_random_uuid()::text END, \
+                'author-' || (g % 50), 1 + g % 7, now() - interval '1 hour', \
+                CASE WHEN g % 1000 = 0 THEN now() + interval '5 minutes' \
+                     ELSE now() - interval '55 minutes' END \
+         FROM ids WHERE g % 5 = 0",
         "INSERT INTO idempotency_keys (owner_id, key, fingerprint, state, locked_until, expires_at, \
                                        claim, response_status, response_body) \
          SELECT 'author-' || (g % 50), 'key-' || g, 'f', 'DONE', now(), now() + interval '1 day', \
