@@ -5,6 +5,7 @@ code the service answers, and says why; anything else the check finds still fail
 """
 
 import json
+import re
 
 import schemathesis
 from schemathesis.openapi.checks import RejectedPositiveData
@@ -16,6 +17,14 @@ def _code(response):
         return json.loads(response.content).get("code")
     except (ValueError, AttributeError):
         return None
+
+
+def _pattern(case, header):
+    """The documented pattern of the operation's header `header`, or None."""
+    for parameter in case.operation.headers:
+        if parameter.name.lower() == header.lower():
+            return (parameter.definition.get("schema") or {}).get("pattern")
+    return None
 
 
 def _unexpressible(case, response):
@@ -36,6 +45,10 @@ def _unexpressible(case, response):
         # review it names): which reviews exist is not the schema's to say. Every other
         # parameter of a positive case is in its range, so the cursor is the refusal.
         return "a cursor naming no review"
+    if response.status_code == 412 and code == "VERSION_MISMATCH":
+        # An If-Match of the right form naming a version the document is not at: which
+        # version a document is at is state.
+        return "an If-Match naming another version"
     if operation == "POST /api/v1/admin/spaces" and response.status_code == 409 and code == "ALREADY_EXISTS":
         # A space key of the right form that is taken (`default` always is): which spaces
         # exist is state.
@@ -103,6 +116,13 @@ def _unexpressible(case, response):
     if operation == "POST /api/v1/admin/replays" and response.status_code == 409 and code == "REPLAY_RUNNING":
         # One running replay per queue: whether one runs is state.
         return "a replay to a queue that has one running"
+    if response.status_code == 400 and code == "VALIDATION_FAILED" and message.startswith("If-Match:"):
+        # schemathesis's coverage phase sends `If-Match: 0` as valid, though the header's
+        # documented pattern (entity tags, or *) refuses it: refused only if it matches.
+        value = (case.headers or {}).get("If-Match")
+        pattern = _pattern(case, "If-Match")
+        if value is not None and pattern is not None and re.search(pattern, value) is None:
+            return "an If-Match off its documented pattern, labelled valid by the coverage phase"
     body = case.body
     if response.status_code == 422 and isinstance(body, (bool, int, float, str, list)):
         # schemathesis's coverage phase pairs a valid header with an invalid body (`0`) and
@@ -124,12 +144,14 @@ def positive_data_acceptance_but_state(ctx, response, case):
 
 @schemathesis.check
 def ensure_resource_availability_but_unpublished(ctx, response, case):
-    """ensure_resource_availability, less the published revision of a document just created:
-    `GET /documents/{id}/published` is 404 until a first approval publishes one, by contract.
+    """ensure_resource_availability, less what a document just created does not have yet, by
+    contract: its published revision (`GET /documents/{id}/published` is 404 until a first
+    approval publishes one) and an edit lease (`GET /documents/{id}/lease` is 404 until
+    someone takes one).
     """
     if (
         case.method.upper() == "GET"
-        and case.path == "/api/v1/documents/{id}/published"
+        and case.path in ("/api/v1/documents/{id}/published", "/api/v1/documents/{id}/lease")
         and response.status_code == 404
         and _code(response) == "NOT_FOUND"
     ):

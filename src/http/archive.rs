@@ -23,7 +23,7 @@ pub struct ArchiveBody {
     reason: Option<String>,
     /// Archive only if the document is still at this version (what the caller saw); 409
     /// INVALID_STATE otherwise.
-    #[schema(minimum = 1)]
+    #[schema(minimum = 1, maximum = 9007199254740991.0)]
     #[serde(default, deserialize_with = "super::policies::whole_number")]
     version: Option<i64>,
 }
@@ -33,7 +33,7 @@ pub struct ArchiveBody {
     path = "/api/v1/documents/{id}/archive",
     tag = "documents",
     summary = "Archive a document (its author or an admin): terminal, a pending review withdrawn, out of the published set",
-    params(("id" = Uuid, Path, description = "document id"), ("If-Match" = Option<String>, Header, nullable = false, max_length = 1000, description = "the ETag of the version the caller read (\"3\"), or *: the write is refused 412 VERSION_MISMATCH unless the document is still at it (checked under the row lock); required (428) when http.require_if_match is on"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
+    params(("id" = Uuid, Path, description = "document id"), ("If-Match" = Option<String>, Header, nullable = false, pattern = r#"^[ \t]*(\*|[ \t,]*(W/)?"[!#-~]*"[ \t]*(,[ \t,]*(W/)?"[!#-~]*"[ \t]*)*[ \t,]*)[ \t]*$"#, description = "the ETag of the version the caller read (\"3\"), or *: the write is refused 412 VERSION_MISMATCH unless the document is still at it (checked under the row lock); required (428) when http.require_if_match is on"), ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "1 to 255 printable ASCII characters. Makes the POST safe to retry: the same key and request replay the first response (header Idempotent-Replayed: true)")),
     request_body = Option<ArchiveBody>,
     responses(
         (status = 200, description = "archived", body = ArchiveView),

@@ -76,7 +76,7 @@ pub struct WordView {
 /// `published`, `working` or a version number.
 fn held(value: Option<&str>, default: Held, name: &str) -> Result<Held, ApiError> {
     match value {
-        None | Some("") => Ok(default),
+        None => Ok(default),
         Some("published") => Ok(Held::Published),
         Some("working") => Ok(Held::Working),
         Some(v) => v

@@ -269,7 +269,7 @@ fn document_cursor(c: &str) -> Result<Uuid, ApiError> {
     path = "/api/v1/documents/{id}",
     tag = "documents",
     summary = "A document with body and preview",
-    params(("id" = Uuid, Path, description = "document id"), ("If-None-Match" = Option<String>, Header, nullable = false, max_length = 1000, description = "the ETag of the version the caller holds (\"3\"): 304 while it is still the current one")),
+    params(("id" = Uuid, Path, description = "document id"), ("If-None-Match" = Option<String>, Header, nullable = false, description = "the ETag of the version the caller holds (\"3\"): 304 while it is still the current one")),
     responses(
         (status = 200, description = "the document, with `ETag: \"<version>\"`", body = DocumentView),
         (status = 304, description = "not modified: If-None-Match names the current version"),
@@ -304,7 +304,7 @@ pub async fn get(
     path = "/api/v1/documents/{id}",
     tag = "documents",
     summary = "Edit title, body and/or policy (its author; once submitted, any author of its space; DRAFT, REJECTED, or APPROVED: that starts a revision, the approved version staying published)",
-    params(("id" = Uuid, Path, description = "document id"), ("If-Match" = Option<String>, Header, nullable = false, max_length = 1000, description = "the ETag of the version the caller read (\"3\"), or *: the write is refused 412 VERSION_MISMATCH unless the document is still at it (checked under the row lock); required (428) when http.require_if_match is on"), ("Lease-Token" = Option<String>, Header, nullable = false, min_length = 1, max_length = 64, pattern = "^[!-~]+$", description = "the token of the caller's edit lease (POST /documents/{id}/lease): 409 LEASE_LOST once that lease expired or was broken")),
+    params(("id" = Uuid, Path, description = "document id"), ("If-Match" = Option<String>, Header, nullable = false, pattern = r#"^[ \t]*(\*|[ \t,]*(W/)?"[!#-~]*"[ \t]*(,[ \t,]*(W/)?"[!#-~]*"[ \t]*)*[ \t,]*)[ \t]*$"#, description = "the ETag of the version the caller read (\"3\"), or *: the write is refused 412 VERSION_MISMATCH unless the document is still at it (checked under the row lock); required (428) when http.require_if_match is on"), ("Lease-Token" = Option<String>, Header, nullable = false, min_length = 1, max_length = 64, pattern = "^[!-~]+$", description = "the token of the caller's edit lease (POST /documents/{id}/lease): 409 LEASE_LOST once that lease expired or was broken")),
     request_body = UpdateDocument,
     responses(
         (status = 200, description = "edited, with `ETag: \"<version>\"`", body = DocumentView),

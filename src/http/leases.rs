@@ -115,6 +115,7 @@ pub struct GiveBackQuery {
         (status = 403, description = "FORBIDDEN: force=true by one who does not administer the space", body = ErrorEnvelope),
         (status = 404, description = "NOT_FOUND: no such document, or nobody holds a lease on it", body = ErrorEnvelope),
         (status = 409, description = "DOCUMENT_LEASED (with Retry-After): another holds it, and force=true was not given", body = ErrorEnvelope),
+        (status = 422, description = "VALIDATION_FAILED: force is not true or false", body = ErrorEnvelope),
         (status = 503, description = "DEPENDENCY_UNAVAILABLE: PostgreSQL is down", body = ErrorEnvelope)
     ),
     security(("bearer" = []))

@@ -146,12 +146,16 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8], empty_ok: bool) -> Result<T,
     })
 }
 
+/// The largest whole number a JSON float holds exactly (2^53 - 1): past it, `…0.0` may stand
+/// for a neighbour. A field that takes such floats documents it as its maximum.
+pub const MAX_EXACT_FLOAT: i64 = (1 << 53) - 1;
+
 /// A JSON number as JSON Schema's `integer` counts one: `41719` and `41719.0` alike; `None`
-/// for a fraction or a value out of range.
+/// for a fraction or a float past [`MAX_EXACT_FLOAT`].
 pub fn whole(n: &serde_json::Number) -> Option<i64> {
     n.as_i64().or_else(|| {
         n.as_f64()
-            .filter(|f| f.fract() == 0.0 && f.abs() < 1e15)
+            .filter(|f| f.fract() == 0.0 && f.abs() <= MAX_EXACT_FLOAT as f64)
             .map(|f| f as i64)
     })
 }
@@ -181,6 +185,16 @@ mod tests {
     }
 
     /// serde reads a struct from a JSON array too: `["x"]` was taken as `{"comment": "x"}`.
+    #[test]
+    fn a_whole_float_counts_up_to_the_largest_exact_one() {
+        let n = |s: &str| serde_json::from_str::<serde_json::Number>(s).unwrap();
+        assert_eq!(whole(&n("1117739510849014.0")), Some(1_117_739_510_849_014));
+        assert_eq!(whole(&n("9007199254740991.0")), Some(MAX_EXACT_FLOAT));
+        assert_eq!(whole(&n("9007199254740993")), Some(9_007_199_254_740_993));
+        assert_eq!(whole(&n("9007199254740992.0")), None);
+        assert_eq!(whole(&n("2.5")), None);
+    }
+
     #[test]
     fn a_body_that_is_not_an_object_is_refused() {
         for body in [&b"[null]"[..], b" [\"x\"]", b"\"x\"", b"1", b"true"] {

@@ -124,7 +124,7 @@ async fn by_version_number_either_way_round(app: &TestApp, id: &str) {
             .contains("published version 3 and its working version 4"),
         "{e}"
     );
-    for bad in ["?from=latest", "?to=0", "?to=03"] {
+    for bad in ["?from=latest", "?to=0", "?to=03", "?to="] {
         let r = app.diff_of(id, bad, "application/json").await;
         expect_error(r, StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_FAILED").await;
     }
