@@ -157,7 +157,8 @@ impl PolicyDraft {
 
 fn check_stage(stage: Stage, before: &[Stage]) -> Result<Stage, InputError> {
     let name = stage.name.trim().to_string();
-    if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
+    let control = stage.name.chars().any(char::is_control); // even where the trim drops it
+    if name.is_empty() || name.chars().count() > 64 || control {
         return Err(invalid(
             "stages.name",
             "must be 1 to 64 characters, not blank",

@@ -18,10 +18,12 @@ impl SpaceName {
     pub const MAX_CHARS: usize = 200;
 
     pub fn parse(s: &str) -> Result<Self, InputError> {
+        // Control characters anywhere, even where the trim would drop them (a tab, U+0085),
+        // as the documented pattern says.
         let trimmed = s.trim();
         let ok = !trimmed.is_empty()
             && trimmed.chars().count() <= Self::MAX_CHARS
-            && !trimmed.chars().any(char::is_control);
+            && !s.chars().any(char::is_control);
         if ok {
             Ok(Self(trimmed.to_string()))
         } else {

@@ -135,6 +135,11 @@ mod tests {
         assert!(!admits(&body(), "a\u{0}b"), "NUL");
         assert!(admits(&body(), "a\nb\tc"));
         assert!(admits(&comment(), ""));
+        // A name's pattern refuses a control character anywhere, trimmed or not: so do they.
+        for s in ["\u{85}Ops", "\tOps", "Ops\u{9f}"] {
+            assert!(!admits(&space_name(), s), "{s:?}");
+            assert!(SpaceName::parse(s).is_err(), "{s:?}");
+        }
     }
 
     proptest! {
