@@ -14,7 +14,7 @@ use serde_with::{serde_as, DurationSeconds};
 use uuid::Uuid;
 
 use crate::domain::leases::lease_key;
-use crate::domain::{rules, Reader, Refusal};
+use crate::domain::{rules, Document, Reader, Refusal};
 use crate::lock::postgres::{HeldLock, PgLockProvider, Taken};
 use crate::lock::Ttl;
 use crate::outbox::Dispatcher;
@@ -116,8 +116,7 @@ impl LeaseService {
     /// same fence), if the caller may edit the document now. Held by another: refused,
     /// naming the holder and when it ends.
     pub async fn take(&self, reader: Reader<'_>, id: Uuid) -> Result<LeaseSeen, Error> {
-        let doc = self.store.document(id).await?.ok_or(Refusal::NotFound)?;
-        rules::may_edit(&doc, reader)?;
+        self.editable(reader, id).await?;
         let me = reader.id.as_str();
         match self.locks.take(&lease_key(id), self.ttl, Some(me)).await? {
             Taken::Held(token, held) => Ok(LeaseSeen::of(held, Some(token.as_str().to_string()))),
@@ -132,8 +131,7 @@ impl LeaseService {
         id: Uuid,
         take: bool,
     ) -> Result<LeaseState, Error> {
-        let doc = self.store.document(id).await?.ok_or(Refusal::NotFound)?;
-        rules::may_edit(&doc, reader)?;
+        let doc = self.editable(reader, id).await?;
         let may_break = reader.administers(&doc.space);
         let me = reader.id.as_str();
         let key = lease_key(id);
@@ -158,10 +156,7 @@ impl LeaseService {
 
     /// The live lease on the document, if any, without its token.
     pub async fn current(&self, reader: Reader<'_>, id: Uuid) -> Result<Option<LeaseSeen>, Error> {
-        let doc = self.store.document(id).await?;
-        if !doc.is_some_and(|d| d.readable_by(reader)) {
-            return Err(Refusal::NotFound.into());
-        }
+        self.readable(reader, id).await?;
         let held = self.locks.held(&lease_key(id)).await?;
         Ok(held.map(|h| LeaseSeen::of(h, None)))
     }
@@ -170,10 +165,7 @@ impl LeaseService {
     /// admin's: audited and announced). Nobody's: not found.
     pub async fn give_back(&self, ctx: Context, id: Uuid, force: bool) -> Result<GivenBack, Error> {
         let reader = ctx.reader();
-        let doc = self.store.document(id).await?;
-        if !doc.is_some_and(|d| d.readable_by(reader)) {
-            return Err(Refusal::NotFound.into());
-        }
+        self.readable(reader, id).await?;
         let key = lease_key(id);
         if self.locks.give_back(&key, reader.id.as_str()).await? {
             return Ok(GivenBack::Own);
@@ -201,6 +193,24 @@ impl LeaseService {
         Ok(GivenBack::Broken {
             holder: value.holder,
         })
+    }
+
+    /// The document, if `reader` may edit it now (`rules::may_edit`): only then is its
+    /// lease taken.
+    async fn editable(&self, reader: Reader<'_>, id: Uuid) -> Result<Document, Error> {
+        let doc = self.store.document(id).await?.ok_or(Refusal::NotFound)?;
+        rules::may_edit(&doc, reader)?;
+        Ok(doc)
+    }
+
+    /// Not found unless the document exists and `reader` may read it: the lease of a
+    /// document one cannot see is not seen either.
+    async fn readable(&self, reader: Reader<'_>, id: Uuid) -> Result<(), Error> {
+        let doc = self.store.document(id).await?;
+        match doc.is_some_and(|d| d.readable_by(reader)) {
+            true => Ok(()),
+            false => Err(Refusal::NotFound.into()),
+        }
     }
 }
 
