@@ -9,7 +9,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::render::{form, rendered, when, Shown};
-use crate::domain::{Policy, PolicyDraft, PolicyName, Stage, DEFAULT_POLICY};
+use crate::domain::{Policy, PolicyDraft, PolicyName, Reverify, Stage, DEFAULT_POLICY};
 use crate::web::auth::{Caller, Role};
 use crate::web::error::ApiError;
 use crate::web::state::AppState;
@@ -25,6 +25,8 @@ pub struct PolicyRow {
     /// "review: 1 approval, any reviewer"; one line per stage.
     pub stages: Vec<String>,
     pub due: String,
+    /// "86400 s, 604800 s to re-verify", or "never".
+    pub reverify: String,
     pub claim_ttl: String,
     pub built_in: bool,
     pub updated_at: String,
@@ -48,6 +50,8 @@ struct Policies {
     stages: Vec<StageInput>,
     due_after_secs: String,
     claim_ttl_secs: String,
+    reverify_after_secs: String,
+    reverify_grace_secs: String,
 }
 
 #[derive(Deserialize)]
@@ -78,6 +82,11 @@ fn row(p: &Policy) -> PolicyRow {
         due: p
             .due_after_secs
             .map_or("never".into(), |s| format!("{s} s")),
+        reverify: match (p.reverify_after_secs, p.reverify_grace_secs) {
+            (Some(a), Some(g)) => format!("{a} s, {g} s to re-verify"),
+            (Some(a), None) => format!("{a} s"),
+            _ => "never".into(),
+        },
         claim_ttl: format!("{} s", p.claim_ttl_secs),
         built_in: p.name == DEFAULT_POLICY,
         updated_at: when(p.updated_at),
@@ -138,7 +147,14 @@ async fn render(
         claim_ttl_secs: editing
             .map(|p| p.claim_ttl_secs.to_string())
             .unwrap_or_default(),
+        reverify_after_secs: shown(editing.and_then(|p| p.reverify_after_secs)),
+        reverify_grace_secs: shown(editing.and_then(|p| p.reverify_grace_secs)),
     })
+}
+
+/// A number as the form shows it (empty: none).
+fn shown(n: Option<i32>) -> String {
+    n.map(|s| s.to_string()).unwrap_or_default()
 }
 
 /// A number as typed: a JSON number when it reads as one, else the text (which the API
@@ -157,6 +173,8 @@ struct Written {
     stages: Vec<Stage>,
     due_after_secs: Option<i64>,
     claim_ttl_secs: Option<i64>,
+    reverify_after_secs: Option<i64>,
+    reverify_grace_secs: Option<i64>,
 }
 
 fn written(fields: &[(String, String)]) -> Result<Written, ApiError> {
@@ -197,6 +215,8 @@ fn written(fields: &[(String, String)]) -> Result<Written, ApiError> {
         stages,
         due_after_secs: optional("due_after_secs")?,
         claim_ttl_secs: optional("claim_ttl_secs")?,
+        reverify_after_secs: optional("reverify_after_secs")?,
+        reverify_grace_secs: optional("reverify_grace_secs")?,
     })
 }
 
@@ -209,7 +229,8 @@ async fn write_policy(
     let invalid = |e: crate::domain::InputError| ApiError::validation(e.to_string());
     let w = written(fields)?;
     let name = PolicyName::parse(&w.name).map_err(invalid)?;
-    let draft = PolicyDraft::parse(w.stages, w.due_after_secs, w.claim_ttl_secs);
+    let draft = Reverify::parse(w.reverify_after_secs, w.reverify_grace_secs)
+        .and_then(|r| PolicyDraft::parse(w.stages, w.due_after_secs, w.claim_ttl_secs, r));
     let draft = draft.map_err(invalid)?;
     Ok(state.policies.put(&caller.id, &name, &draft).await?)
 }

@@ -55,6 +55,7 @@ pub(super) fn plan_archive(
     Ok(Plan {
         document: Some(DocumentChange {
             published: Publication::Withdraw,
+            verify: super::plan::Verify::Clear,
             ..transitioned(doc, status, doc.current_review_id, guard)
         }),
         review,

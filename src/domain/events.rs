@@ -126,6 +126,35 @@ event_types! {
         holder: String,
         broken_by: String,
     }
+    /// The published version came due for re-verification: a review of kind `reverify` is
+    /// open until `deadline`, and the document stays published meanwhile.
+    ReverificationDue = "document.reverification_due", published: true, projects: false, data {
+        title: String,
+        /// The published version to re-verify.
+        published_version: i64,
+        /// When the document expires unless a reviewer approves the re-verification.
+        deadline: String,
+    }
+    /// A reviewer re-verified the published version: it stays published as it is (no new
+    /// version, nothing to re-index).
+    Verified = "document.verified", published: true, projects: false, data {
+        title: String,
+        verified_by: String,
+        comment: Option<String>,
+        /// When it is next due (`None`: its policy no longer re-verifies).
+        verify_by: Option<String>,
+    }
+    /// The published version is withdrawn: its re-verification was rejected, or nobody
+    /// approved it by its deadline. Consumers remove the document from their index, as for
+    /// `document.archived`.
+    Expired = "document.expired", published: true, projects: true, data {
+        title: String,
+        /// The version that was published until now.
+        expired_version: i64,
+        /// Who rejected the re-verification, or `kh-review` when its deadline passed.
+        expired_by: String,
+        reason: String,
+    }
     ApprovalRecorded = "review.approval_recorded", published: true, projects: false, data {
         title: String,
         stage: i32,

@@ -13,6 +13,7 @@ mod model;
 mod plan;
 pub mod policy;
 pub mod replay;
+pub mod reverify;
 pub mod rules;
 mod search;
 pub mod space_changes;
@@ -30,7 +31,7 @@ pub use model::{
     readable, Archived, Claim, Commented, Document, FencingToken, Guard, LockScope, PostedComment,
     Reader, Review, Transitioned, Vote, VoteKind,
 };
-pub use policy::{Policy, PolicyDraft, PolicyName, Stage, DEFAULT_POLICY};
+pub use policy::{Policy, PolicyDraft, PolicyName, Reverify, Stage, DEFAULT_POLICY};
 pub use rules::{Command, Decision, Locked, Plan, Refusal};
 pub use search::TitleQuery;
 pub use space_changes::{
@@ -40,7 +41,7 @@ pub use space_changes::{
 pub use spaces::{
     Access, Space, SpaceKey, SpaceRole, SpaceRoles, Subject, TokenRoles, DEFAULT_SPACE,
 };
-pub use state::{Action, DocumentStatus, InvalidTransition, ReviewStatus};
+pub use state::{Action, DocumentStatus, InvalidTransition, ReviewKind, ReviewStatus};
 pub use versions::{Conditions, IfMatch};
 
 /// How much of the body the preview keeps, in characters.

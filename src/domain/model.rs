@@ -8,7 +8,7 @@ use uuid::Uuid;
 use super::inputs::UserId;
 use super::policy::Stage;
 use super::spaces::{Access, SpaceRole, SpaceRoles, DEFAULT_SPACE};
-use super::state::{DocumentStatus, ReviewStatus};
+use super::state::{DocumentStatus, ReviewKind, ReviewStatus};
 
 /// A document. `body` is the source of truth; MongoDB holds a projection of it. (Serialized,
 /// a document may leave its body out: it then reads back empty.)
@@ -45,6 +45,12 @@ pub struct Document {
     /// Everyone who edited it since its last approval, in the order of their first edit.
     #[serde(default)]
     pub contributors: Vec<String>,
+    /// When its published version is next due for re-verification (its policy's
+    /// `reverify_after_secs` after the approval that published it, or after the last
+    /// re-verification). `None`: none is scheduled, or one is open (its review carries the
+    /// deadline).
+    #[serde(default)]
+    pub verify_by: Option<DateTime<Utc>>,
 }
 
 impl Document {
@@ -177,8 +183,17 @@ pub struct Review {
     /// Index of the current stage in `stages`.
     #[serde(default)]
     pub stage: i32,
+    /// When it is due: its policy's `due_after_secs` after its submit; for a
+    /// re-verification, the deadline after which its document expires.
     #[serde(default)]
     pub due_at: Option<DateTime<Utc>>,
+    /// A submit opened it, or the re-verification scheduler.
+    #[serde(default)]
+    pub kind: ReviewKind,
+    /// Its policy version's `reverify_after_secs`: an approval of it makes the document
+    /// due for re-verification that long after.
+    #[serde(default)]
+    pub reverify_after_secs: Option<i32>,
     /// How long a claim on it lasts (its policy version's `claim_ttl_secs`).
     #[serde(default = "default_claim_ttl")]
     pub claim_ttl_secs: i32,

@@ -9,7 +9,7 @@ use super::events::OutboxEntry;
 use super::inputs::{ArchiveReason, Comment, DocumentBody, DocumentTitle, RejectReason};
 use super::model::{Document, EditLease, FencingToken, Guard, LockScope, Review, VoteKind};
 use super::policy::Policy;
-use super::state::{Action, DocumentStatus, InvalidTransition, ReviewStatus};
+use super::state::{Action, DocumentStatus, InvalidTransition, ReviewKind, ReviewStatus};
 
 /// A reviewer's vote. An approval carries an optional comment, a rejection a reason: an
 /// approval with a reason cannot be written down.
@@ -158,6 +158,9 @@ pub enum Refusal {
     LeaseLost,
     #[error("review {0} is not a review of this document")]
     ReviewOfAnotherDocument(Uuid),
+    /// A re-verification of the document is open: it takes no edit until it is decided.
+    #[error("a re-verification of this document is open until {}: a reviewer approves it (the document stays published) or rejects it (then it can be revised); until then it takes no edit", until.format("%Y-%m-%dT%H:%M:%SZ"))]
+    Reverifying { until: DateTime<Utc> },
 }
 
 fn not_held_message(asked: i64, working: i64, published: Option<i64>) -> String {
@@ -219,6 +222,29 @@ pub struct DocumentChange {
     /// Everyone who edited the document since its last approval, when the change moves the
     /// list (an edit adds its editor, an approval empties it); `None`: unchanged.
     pub contributors: Option<Vec<String>>,
+    /// What the change does to the next re-verification's due time.
+    pub verify: Verify,
+}
+
+/// What a change does to `verify_by`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verify {
+    Keep,
+    /// Due at this time (an approval under a policy that re-verifies, a re-verification).
+    At(DateTime<Utc>),
+    /// Nothing scheduled (an approval under a policy that does not re-verify, a
+    /// re-verification opened, an expiry, an archive).
+    Clear,
+}
+
+impl Verify {
+    /// The due time `after_secs` after `now` (`Clear`: none).
+    pub fn after(now: DateTime<Utc>, after_secs: Option<i32>) -> Self {
+        match after_secs {
+            Some(secs) => Verify::At(now + chrono::Duration::seconds(i64::from(secs))),
+            None => Verify::Clear,
+        }
+    }
 }
 
 /// What a change does to the published revision.
@@ -231,16 +257,20 @@ pub enum Publication {
     Withdraw,
 }
 
-/// A new pending review, opened by a submit.
+/// A new pending review, opened by a submit (or by the re-verification scheduler).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenReview {
     pub id: Uuid,
+    pub kind: ReviewKind,
     pub document_version: i64,
     pub submitted_by: String,
     pub policy: String,
     pub policy_version: i32,
-    /// The review is due this long after its submit.
+    /// The review is due this long after it opens.
     pub due_after_secs: Option<i32>,
+    /// When it is due, when the rules chose the time (a re-verification's deadline, also
+    /// named by its event); else `due_after_secs` after the time the store writes it.
+    pub deadline: Option<DateTime<Utc>>,
     pub fence_token: Option<FencingToken>,
 }
 
@@ -352,6 +382,7 @@ pub fn transitioned(
         fence_token: doc.fence_token.max(guard.fence_of(LockScope::Document)),
         published: Publication::Keep,
         contributors: None,
+        verify: Verify::Keep,
     }
 }
 

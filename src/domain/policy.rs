@@ -17,6 +17,12 @@ pub const MAX_GROUPS: usize = 20;
 pub const CLAIM_TTL_SECS: std::ops::RangeInclusive<i32> = 60..=86_400;
 pub const DUE_AFTER_SECS: std::ops::RangeInclusive<i32> = 1..=31_536_000;
 pub const DEFAULT_CLAIM_TTL_SECS: i32 = 1800;
+/// An approval holds for 1 minute to 5 years before it is due for re-verification.
+pub const REVERIFY_AFTER_SECS: std::ops::RangeInclusive<i32> = 60..=157_680_000;
+/// A re-verification may stay undecided for 1 minute to a year before the document expires.
+pub const REVERIFY_GRACE_SECS: std::ops::RangeInclusive<i32> = 60..=31_536_000;
+/// The grace of a policy that sets `reverify_after_secs` without one: a week.
+pub const DEFAULT_REVERIFY_GRACE_SECS: i32 = 604_800;
 
 /// One stage of a policy. `eligible_groups` empty: any reviewer may vote in it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,6 +57,12 @@ pub struct Policy {
     pub stages: Vec<Stage>,
     pub due_after_secs: Option<i32>,
     pub claim_ttl_secs: i32,
+    /// An approval under this version is due for re-verification this long after it.
+    #[serde(default)]
+    pub reverify_after_secs: Option<i32>,
+    /// How long a re-verification may stay undecided before its document expires.
+    #[serde(default)]
+    pub reverify_grace_secs: Option<i32>,
     pub updated_at: DateTime<Utc>,
 }
 
@@ -69,10 +81,16 @@ pub struct PolicyRecord {
     pub created_by: String,
     #[serde(with = "super::audit::audited::micros")]
     pub created_at: DateTime<Utc>,
+    #[serde(default)]
+    pub reverify_after_secs: Option<i32>,
+    #[serde(default)]
+    pub reverify_grace_secs: Option<i32>,
 }
 
 impl Audited for PolicyRecord {
     const KIND: &'static str = "policy";
+    const ADDED: &'static [(&'static str, super::audit::audited::Format)] =
+        &[("reverify_after_secs", 3), ("reverify_grace_secs", 3)];
 }
 
 /// A policy's name: 1 to 64 of `a-z`, `0-9`, `_` and `-`, starting with a letter or digit.
@@ -107,6 +125,54 @@ pub struct PolicyDraft {
     pub stages: Vec<Stage>,
     pub due_after_secs: Option<i32>,
     pub claim_ttl_secs: i32,
+    pub reverify: Reverify,
+}
+
+/// A policy's re-verification: none, or an approval due again `after_secs` after it, with
+/// `grace_secs` for a reviewer to re-verify it before the document expires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Reverify {
+    pub after_secs: Option<i32>,
+    pub grace_secs: Option<i32>,
+}
+
+impl Reverify {
+    /// `after` and `grace` as written: each in its range, a grace only with an `after`
+    /// (a week when left out).
+    pub fn parse(after: Option<i64>, grace: Option<i64>) -> Result<Self, InputError> {
+        let after_secs = after
+            .map(|v| in_range("reverify_after_secs", v, &REVERIFY_AFTER_SECS))
+            .transpose()?;
+        let grace_secs = grace
+            .map(|v| in_range("reverify_grace_secs", v, &REVERIFY_GRACE_SECS))
+            .transpose()?;
+        match (after_secs, grace_secs) {
+            (None, Some(_)) => Err(invalid(
+                "reverify_grace_secs",
+                "needs reverify_after_secs: without it nothing is re-verified",
+            )),
+            (Some(_), None) => Ok(Self {
+                after_secs,
+                grace_secs: Some(DEFAULT_REVERIFY_GRACE_SECS),
+            }),
+            _ => Ok(Self {
+                after_secs,
+                grace_secs,
+            }),
+        }
+    }
+}
+
+/// `v` as an `i32` in `r`, or what is wrong with `field`.
+fn in_range(
+    field: &'static str,
+    v: i64,
+    r: &std::ops::RangeInclusive<i32>,
+) -> Result<i32, InputError> {
+    i32::try_from(v)
+        .ok()
+        .filter(|v| r.contains(v))
+        .ok_or_else(|| invalid(field, format!("must be {} to {}", r.start(), r.end())))
 }
 
 fn invalid(field: &'static str, problem: impl Into<String>) -> InputError {
@@ -123,6 +189,7 @@ impl PolicyDraft {
         stages: Vec<Stage>,
         due_after_secs: Option<i64>,
         claim_ttl_secs: Option<i64>,
+        reverify: Reverify,
     ) -> Result<Self, InputError> {
         if stages.is_empty() || stages.len() > MAX_STAGES {
             return Err(invalid(
@@ -134,12 +201,6 @@ impl PolicyDraft {
         for stage in stages {
             checked.push(check_stage(stage, &checked)?);
         }
-        let in_range = |field, v: i64, r: &std::ops::RangeInclusive<i32>| {
-            i32::try_from(v)
-                .ok()
-                .filter(|v| r.contains(v))
-                .ok_or_else(|| invalid(field, format!("must be {} to {}", r.start(), r.end())))
-        };
         let due_after_secs = due_after_secs
             .map(|v| in_range("due_after_secs", v, &DUE_AFTER_SECS))
             .transpose()?;
@@ -151,6 +212,7 @@ impl PolicyDraft {
             stages: checked,
             due_after_secs,
             claim_ttl_secs,
+            reverify,
         })
     }
 }
@@ -214,38 +276,100 @@ mod tests {
     #[test]
     fn bad_policies_name_their_field() {
         let field = |r: Result<PolicyDraft, InputError>| r.unwrap_err().field;
-        assert_eq!(field(PolicyDraft::parse(vec![], None, None)), "stages");
         assert_eq!(
-            field(PolicyDraft::parse(vec![stage("a", 0)], None, None)),
+            field(PolicyDraft::parse(vec![], None, None, Reverify::default())),
+            "stages"
+        );
+        assert_eq!(
+            field(PolicyDraft::parse(
+                vec![stage("a", 0)],
+                None,
+                None,
+                Reverify::default()
+            )),
             "stages.required_approvals"
         );
         assert_eq!(
-            field(PolicyDraft::parse(vec![stage("a", 6)], None, None)),
+            field(PolicyDraft::parse(
+                vec![stage("a", 6)],
+                None,
+                None,
+                Reverify::default()
+            )),
             "stages.required_approvals"
         );
         assert_eq!(
-            field(PolicyDraft::parse(vec![stage("  ", 1)], None, None)),
+            field(PolicyDraft::parse(
+                vec![stage("  ", 1)],
+                None,
+                None,
+                Reverify::default()
+            )),
             "stages.name"
         );
         assert_eq!(
             field(PolicyDraft::parse(
                 vec![stage("a", 1), stage(" a", 2)],
                 None,
-                None
+                None,
+                Reverify::default()
             )),
             "stages.name"
         );
         assert_eq!(
-            field(PolicyDraft::parse(vec![stage("a", 1)], Some(0), None)),
+            field(PolicyDraft::parse(
+                vec![stage("a", 1)],
+                Some(0),
+                None,
+                Reverify::default()
+            )),
             "due_after_secs"
         );
         assert_eq!(
-            field(PolicyDraft::parse(vec![stage("a", 1)], None, Some(59))),
+            field(PolicyDraft::parse(
+                vec![stage("a", 1)],
+                None,
+                Some(59),
+                Reverify::default()
+            )),
             "claim_ttl_secs"
         );
-        let ok = PolicyDraft::parse(vec![stage(" legal ", 2)], Some(3600), None).unwrap();
+        let ok = PolicyDraft::parse(
+            vec![stage(" legal ", 2)],
+            Some(3600),
+            None,
+            Reverify::default(),
+        )
+        .unwrap();
         assert_eq!(ok.stages[0].name, "legal");
         assert_eq!(ok.claim_ttl_secs, DEFAULT_CLAIM_TTL_SECS);
+    }
+
+    #[test]
+    fn reverification_in_its_ranges_with_a_week_of_grace_by_default() {
+        let field = |r: Result<Reverify, InputError>| r.unwrap_err().field;
+        assert_eq!(
+            field(Reverify::parse(Some(59), None)),
+            "reverify_after_secs"
+        );
+        assert_eq!(
+            field(Reverify::parse(Some(157_680_001), None)),
+            "reverify_after_secs"
+        );
+        assert_eq!(
+            field(Reverify::parse(Some(60), Some(59))),
+            "reverify_grace_secs"
+        );
+        assert_eq!(
+            field(Reverify::parse(None, Some(600))),
+            "reverify_grace_secs"
+        );
+        assert_eq!(Reverify::parse(None, None).unwrap(), Reverify::default());
+        let r = Reverify::parse(Some(86_400), None).unwrap();
+        assert_eq!(r.after_secs, Some(86_400));
+        assert_eq!(r.grace_secs, Some(DEFAULT_REVERIFY_GRACE_SECS));
+        let r = Reverify::parse(Some(86_400), Some(600)).unwrap();
+        assert_eq!(r.grace_secs, Some(600));
     }
 
     #[test]

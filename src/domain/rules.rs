@@ -24,7 +24,7 @@ pub use super::comments::{plan_comment, CommentPlan, NewComment};
 pub use super::plan::{
     audit, check_fence, transitioned, AuditEntry, Command, Decision, DocumentChange, Locked,
     NewDocument, NewVote, OpenReview, Plan, Publication, Refusal, ReviewChange, ReviewUpdate,
-    ReviewWrite,
+    ReviewWrite, Verify,
 };
 
 /// The plan of a create (its policy is chosen by the store: the one named, else the
@@ -94,7 +94,10 @@ pub fn plan_conditional<'a>(
             title,
             body,
             policy,
-        } => plan_edit(doc, actor, title, body, policy),
+        } => {
+            super::reverify::check_not_reverifying(doc, locked.review.as_ref())?;
+            plan_edit(doc, actor, title, body, policy)
+        }
         Command::Submit { new_review_id } => {
             let policy = locked.policy.as_ref().ok_or(Refusal::NotFound)?;
             plan_submit(doc, policy, actor, new_review_id, guard)
@@ -205,6 +208,7 @@ fn plan_edit(
             fence_token: doc.fence_token,
             published: Publication::Keep,
             contributors: Some(contributors),
+            verify: Verify::Keep,
         }),
         review: None,
         audit: audit("edit", None, doc, status, Guard::Unlocked),
@@ -226,11 +230,13 @@ fn plan_submit(
         document: Some(transitioned(doc, status, Some(review_id), guard)),
         review: Some(ReviewChange::Open(OpenReview {
             id: review_id,
+            kind: super::state::ReviewKind::Publish,
             document_version: version,
             submitted_by: actor.as_str().to_string(),
             policy: policy.name.clone(),
             policy_version: policy.version,
             due_after_secs: policy.due_after_secs,
+            deadline: None,
             fence_token: guard.fence_of(LockScope::Document),
         })),
         audit: audit("submit", Some(review_id), doc, status, guard),

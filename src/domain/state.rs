@@ -3,7 +3,9 @@
 //! Document: `DRAFT -submit-> PENDING_REVIEW -approve-> APPROVED`,
 //! `PENDING_REVIEW -reject-> REJECTED`, `PENDING_REVIEW -withdraw-> DRAFT`,
 //! `REJECTED -submit-> PENDING_REVIEW`, `APPROVED -edit-> DRAFT` (a revision: the approved
-//! version stays published), any status but `ARCHIVED` `-archive-> ARCHIVED` (terminal).
+//! version stays published), `APPROVED -expire-> EXPIRED` (a re-verification rejected or
+//! left undecided past its grace: nothing is published any more), `EXPIRED` revised and
+//! submitted like `REJECTED`, any status but `ARCHIVED` `-archive-> ARCHIVED` (terminal).
 //! (`approve` is the approval that completes the review's last stage; the others are votes
 //! that leave the status as it is.) Comments leave the status as it is, and an archived
 //! document takes none.
@@ -52,6 +54,8 @@ pub enum DocumentStatus {
     Approved,
     Rejected,
     Archived,
+    /// Was approved; nobody re-verified it in time, or a re-verification was rejected.
+    Expired,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -63,8 +67,36 @@ pub enum ReviewStatus {
     Withdrawn,
 }
 
+/// Why a review was opened: a submit of a version (`publish`), or the re-verification of a
+/// published one that came due (`reverify`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ReviewKind {
+    #[default]
+    Publish,
+    Reverify,
+}
+
+impl ReviewKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewKind::Publish => "publish",
+            ReviewKind::Reverify => "reverify",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "publish" => Some(ReviewKind::Publish),
+            "reverify" => Some(ReviewKind::Reverify),
+            _ => None,
+        }
+    }
+}
+
 text_column!(DocumentStatus, "document status");
 text_column!(ReviewStatus, "review status");
+text_column!(ReviewKind, "review kind");
 pub(crate) use text_column;
 
 /// What a caller asks of a document; the rules in `rules.rs` say whether it may happen.
@@ -77,6 +109,9 @@ pub enum Action {
     Withdraw,
     Archive,
     Comment,
+    /// Unpublish an approved document nobody re-verified (the scheduler, or a rejected
+    /// re-verification).
+    Expire,
 }
 
 impl Action {
@@ -89,6 +124,7 @@ impl Action {
             Action::Withdraw => "withdraw",
             Action::Archive => "archive",
             Action::Comment => "comment on",
+            Action::Expire => "expire",
         }
     }
 }
@@ -108,6 +144,7 @@ impl DocumentStatus {
             DocumentStatus::Approved => "APPROVED",
             DocumentStatus::Rejected => "REJECTED",
             DocumentStatus::Archived => "ARCHIVED",
+            DocumentStatus::Expired => "EXPIRED",
         }
     }
 
@@ -118,21 +155,24 @@ impl DocumentStatus {
             "APPROVED" => DocumentStatus::Approved,
             "REJECTED" => DocumentStatus::Rejected,
             "ARCHIVED" => DocumentStatus::Archived,
+            "EXPIRED" => DocumentStatus::Expired,
             _ => return None,
         })
     }
 
     /// The status after `action`, or why it is not allowed. Edits keep the status, except
-    /// that an edit of an approved document starts a revision (DRAFT).
+    /// that an edit of an approved document starts a revision (DRAFT). An expired document
+    /// is revised and submitted like a rejected one.
     pub fn apply(self, action: Action) -> Result<DocumentStatus, InvalidTransition> {
         use Action::*;
         use DocumentStatus::*;
         match (self, action) {
-            (Draft | Rejected, Edit) => Ok(self),
+            (Draft | Rejected | Expired, Edit) => Ok(self),
             (Approved, Edit) => Ok(Draft),
-            (Draft | PendingReview | Approved | Rejected, Archive) => Ok(Archived),
-            (Draft | PendingReview | Approved | Rejected, Comment) => Ok(self),
-            (Draft | Rejected, Submit) => Ok(PendingReview),
+            (Draft | PendingReview | Approved | Rejected | Expired, Archive) => Ok(Archived),
+            (Draft | PendingReview | Approved | Rejected | Expired, Comment) => Ok(self),
+            (Draft | Rejected | Expired, Submit) => Ok(PendingReview),
+            (Approved, Expire) => Ok(Expired),
             (PendingReview, Approve) => Ok(Approved),
             (PendingReview, Reject) => Ok(Rejected),
             (PendingReview, Withdraw) => Ok(Draft),
@@ -184,6 +224,7 @@ mod tests {
             Just(DocumentStatus::Approved),
             Just(DocumentStatus::Rejected),
             Just(DocumentStatus::Archived),
+            Just(DocumentStatus::Expired),
         ]
     }
 
@@ -196,6 +237,7 @@ mod tests {
             Just(Action::Withdraw),
             Just(Action::Archive),
             Just(Action::Comment),
+            Just(Action::Expire),
         ]
     }
 
@@ -214,18 +256,24 @@ mod tests {
         assert!(Archived.apply(Comment).is_err());
         assert!(PendingReview.apply(Edit).is_err());
         assert!(Draft.apply(Approve).is_err());
+        assert_eq!(Approved.apply(Expire), Ok(Expired));
+        assert_eq!(Expired.apply(Edit), Ok(Expired));
+        assert_eq!(Expired.apply(Submit), Ok(PendingReview));
+        assert_eq!(Expired.apply(Archive), Ok(Archived));
+        assert!(Expired.apply(Approve).is_err());
+        assert!(PendingReview.apply(Expire).is_err());
     }
 
     proptest! {
         // ARCHIVED is terminal; an approved document only leaves APPROVED by an edit (a
-        // revision) or an archive; PENDING_REVIEW is left by a decision, a withdrawal or an
+        // revision), an expiry or an archive; PENDING_REVIEW is left by a decision, a withdrawal or an
         // archive.
         #[test]
         fn archived_is_terminal_and_pending_only_decides(s in any_status(), a in any_action()) {
             let r = s.apply(a);
             if s == DocumentStatus::Archived { prop_assert!(r.is_err()); }
             if s == DocumentStatus::Approved {
-                prop_assert_eq!(r.is_ok(), matches!(a, Action::Edit | Action::Archive | Action::Comment));
+                prop_assert_eq!(r.is_ok(), matches!(a, Action::Edit | Action::Expire | Action::Archive | Action::Comment));
             }
             if s == DocumentStatus::PendingReview {
                 prop_assert_eq!(r.is_ok(), matches!(a, Action::Approve | Action::Reject | Action::Withdraw | Action::Archive | Action::Comment));
@@ -242,6 +290,9 @@ mod tests {
                     let allowed = matches!((s, next),
                         (DocumentStatus::Draft, DocumentStatus::Draft)
                         | (DocumentStatus::Rejected, DocumentStatus::Rejected)
+                        | (DocumentStatus::Expired, DocumentStatus::Expired)
+                        | (DocumentStatus::Approved, DocumentStatus::Expired)
+                        | (DocumentStatus::Expired, DocumentStatus::PendingReview)
                         | (DocumentStatus::PendingReview, DocumentStatus::PendingReview)
                         | (DocumentStatus::Approved, DocumentStatus::Approved)
                         | (DocumentStatus::Approved, DocumentStatus::Draft)

@@ -43,6 +43,7 @@ pub fn doc(status: DocumentStatus, fence: Option<i64>) -> Document {
         published_title: None,
         published_body: None,
         contributors: Vec::new(),
+        verify_by: None,
     }
 }
 
@@ -64,6 +65,8 @@ pub fn review(d: &Document, status: ReviewStatus) -> Review {
         policy_version: 1,
         stage: 0,
         due_at: None,
+        kind: Default::default(),
+        reverify_after_secs: None,
         claim_ttl_secs: 1800,
         stages: vec![Stage::default_stage()],
         votes: vec![],
@@ -97,6 +100,7 @@ pub fn any_doc_status() -> impl Strategy<Value = DocumentStatus> {
         Just(DocumentStatus::Approved),
         Just(DocumentStatus::Rejected),
         Just(DocumentStatus::Archived),
+        Just(DocumentStatus::Expired),
     ]
 }
 

@@ -16,9 +16,9 @@ use super::inputs::{Comment, UserId};
 use super::model::{Document, Guard, LockScope, Review, VoteKind};
 use super::plan::{
     audit, check_fence, transitioned, AuditEntry, Decision, DocumentChange, NewVote, Plan,
-    Publication, Refusal, ReviewChange, ReviewUpdate, ReviewWrite,
+    Publication, Refusal, ReviewChange, ReviewUpdate, ReviewWrite, Verify,
 };
-use super::state::Action;
+use super::state::{Action, DocumentStatus, InvalidTransition, ReviewKind};
 
 /// Who votes: the caller and the groups of its token.
 #[derive(Debug, Clone, Copy)]
@@ -57,7 +57,20 @@ pub fn check_voter(doc: &Document, review: &Review, voter: Voter<'_>) -> Result<
         .status
         .apply(Action::Approve)
         .ok_or(Refusal::ReviewNotPending(review.status))?;
-    doc.status.apply(Action::Approve)?;
+    match review.kind {
+        ReviewKind::Publish => {
+            doc.status.apply(Action::Approve)?;
+        }
+        // A re-verification is decided on the approved document it re-verifies.
+        ReviewKind::Reverify if doc.status != DocumentStatus::Approved => {
+            return Err(InvalidTransition {
+                from: doc.status,
+                action: Action::Approve,
+            }
+            .into())
+        }
+        ReviewKind::Reverify => {}
+    }
     if doc.current_review_id != Some(review.id) {
         return Err(Refusal::NotCurrentReview);
     }
@@ -114,7 +127,14 @@ pub fn plan_vote(
         fence_token: guard.fence_of(LockScope::Voter),
     };
     match decision {
-        Decision::Reject(reason) => Ok(decide(doc, review, vote, guard, Err(reason.into_string()))),
+        Decision::Reject(reason) => Ok(decide(
+            doc,
+            review,
+            vote,
+            guard,
+            Err(reason.into_string()),
+            now,
+        )),
         Decision::Approve(comment) => {
             let comment = comment.map(Comment::into_string).filter(|c| !c.is_empty());
             let vote = NewVote {
@@ -127,7 +147,7 @@ pub fn plan_vote(
             if approvals < stage.required_approvals as usize {
                 Ok(recorded(doc, review, vote, guard, approvals))
             } else if last_stage {
-                Ok(decide(doc, review, vote, guard, Ok(comment)))
+                Ok(decide(doc, review, vote, guard, Ok(comment), now))
             } else {
                 Ok(stage_completed(doc, review, vote, guard))
             }
@@ -141,14 +161,18 @@ fn review_fence(review: &Review, guard: Guard) -> Option<super::model::FencingTo
 }
 
 /// A vote that decides the review: the last approval (`Ok(comment)`) or a reject
-/// (`Err(reason)`).
+/// (`Err(reason)`), at `now`. A re-verification's decision is judged in `reverify.rs`.
 fn decide(
     doc: &Document,
     review: &Review,
     vote: NewVote,
     guard: Guard,
     outcome: Result<Option<String>, String>,
+    now: DateTime<Utc>,
 ) -> Plan {
+    if review.kind == ReviewKind::Reverify {
+        return super::reverify::decided(doc, review, vote, guard, outcome, now);
+    }
     let (action, decided) = match outcome {
         Ok(_) => (Action::Approve, super::state::ReviewStatus::Approved),
         Err(_) => (Action::Reject, super::state::ReviewStatus::Rejected),
@@ -172,15 +196,21 @@ fn decide(
             reason: r.clone(),
         },
     };
-    // An approval publishes the working copy: its contributors start anew.
-    let (published, contributors) = match decided {
-        super::state::ReviewStatus::Approved => (Publication::Publish, Some(Vec::new())),
-        _ => (Publication::Keep, None),
+    // An approval publishes the working copy: its contributors start anew, and it is due
+    // for re-verification after its policy's `reverify_after_secs`.
+    let (published, contributors, verify) = match decided {
+        super::state::ReviewStatus::Approved => (
+            Publication::Publish,
+            Some(Vec::new()),
+            Verify::after(now, review.reverify_after_secs),
+        ),
+        _ => (Publication::Keep, None, Verify::Keep),
     };
     Plan {
         document: Some(DocumentChange {
             published,
             contributors,
+            verify,
             ..transitioned(doc, status, doc.current_review_id, guard)
         }),
         review: Some(ReviewChange::Write(ReviewWrite {

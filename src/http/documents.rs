@@ -189,7 +189,7 @@ pub struct ListQuery {
                    every space where it still has a role.",
     params(
         ("space" = Option<String>, Query, pattern = "^[a-z0-9][a-z0-9-]{0,62}$", max_length = 63, description = "a space's key: its documents (no role there: 404)"),
-        ("status" = Option<String>, Query, pattern = "^(DRAFT|PENDING_REVIEW|APPROVED|REJECTED|ARCHIVED)$", description = "only documents in this status"),
+        ("status" = Option<String>, Query, pattern = "^(DRAFT|PENDING_REVIEW|APPROVED|REJECTED|ARCHIVED|EXPIRED)$", description = "only documents in this status"),
         ("q" = Option<String>, Query, min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$", description = "with space only: titles that contain this text, ignoring case (`%`, `_` and `\\` match themselves)"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 100, description = "1 to 100, default 20"),
         ("cursor" = Option<String>, Query, pattern = "^[0-9a-f]{32}$", description = "next_cursor of the previous page")
@@ -251,7 +251,7 @@ async fn listed(
 fn document_status(s: &str) -> Result<DocumentStatus, ApiError> {
     DocumentStatus::parse(s).ok_or_else(|| {
         ApiError::validation(
-            "status must be one of DRAFT, PENDING_REVIEW, APPROVED, REJECTED, ARCHIVED",
+            "status must be one of DRAFT, PENDING_REVIEW, APPROVED, REJECTED, ARCHIVED, EXPIRED",
         )
     })
 }

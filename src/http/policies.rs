@@ -4,7 +4,7 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 
-use crate::domain::{PolicyDraft, PolicyName, Stage};
+use crate::domain::{PolicyDraft, PolicyName, Reverify, Stage};
 use crate::web::auth::{Caller, Role};
 use crate::web::body::{parse_json, read_body, whole};
 use crate::web::error::{ApiError, ErrorEnvelope};
@@ -27,6 +27,16 @@ pub struct PolicyBody {
     #[schema(minimum = 60, maximum = 86400, nullable = false)]
     #[serde(default, deserialize_with = "whole_number")]
     claim_ttl_secs: Option<i64>,
+    /// An approval is due for re-verification this long after it: 60 to 157,680,000 (5
+    /// years). Left out or null: never (approved documents stay published).
+    #[schema(minimum = 60, maximum = 157680000)]
+    #[serde(default, deserialize_with = "whole_number")]
+    reverify_after_secs: Option<i64>,
+    /// How long a re-verification may stay undecided before its document expires: 60 to
+    /// 31,536,000; 604,800 (a week) when left out. Only with `reverify_after_secs`.
+    #[schema(minimum = 60, maximum = 31536000)]
+    #[serde(default, deserialize_with = "whole_number")]
+    reverify_grace_secs: Option<i64>,
 }
 
 /// An optional integer as JSON Schema counts one (`41719` and `41719.0` alike).
@@ -144,7 +154,8 @@ async fn write(
             eligible_groups: s.eligible_groups,
         })
         .collect();
-    let draft = PolicyDraft::parse(stages, body.due_after_secs, body.claim_ttl_secs)
+    let draft = Reverify::parse(body.reverify_after_secs, body.reverify_grace_secs)
+        .and_then(|r| PolicyDraft::parse(stages, body.due_after_secs, body.claim_ttl_secs, r))
         .map_err(|e| ApiError::validation(e.to_string()))?;
     let p = state.policies.put(&caller.id, &name, &draft).await?;
     Ok(PolicyView::from(&p))

@@ -22,9 +22,9 @@ use crate::store::mongo::{CheckpointStore, MongoProjection};
 use crate::store::PgStore;
 use crate::tasks::{Backoff, Supervisor};
 use crate::usecases::{
-    sweep_overdue, AuditService, CheckpointWriter, DocumentService, Idempotency, LeaseService,
-    OutboxAdmin, PolicyService, Probes, ReplayService, Retention, RetentionSettings, ReviewService,
-    ReviewStats, SpaceService,
+    schedule_reverifications, sweep_overdue, AuditService, CheckpointWriter, DocumentService,
+    Idempotency, LeaseService, OutboxAdmin, PolicyService, Probes, ReplayService, Retention,
+    RetentionSettings, ReviewService, ReviewStats, SpaceService,
 };
 use crate::web::body::BodyLimits;
 use crate::web::metrics::HttpMetrics;
@@ -145,6 +145,14 @@ impl<'a> CoreBuilder<'a> {
             require_if_match: s.http.require_if_match,
             events: EventDocs::new(&s.amqp.exchange, &s.events),
         };
+        let (scheduled, every, batch) = (
+            background.clone(),
+            s.review.reverify_sweep,
+            s.review.reverify_batch,
+        );
+        tasks.spawn("reverify.scheduler", move |stop| {
+            schedule_reverifications(scheduled.clone(), every, batch, stop)
+        });
         let (swept, every, batch) = (background, s.review.overdue_sweep, s.review.overdue_batch);
         tasks.spawn("overdue.sweeper", move |stop| {
             sweep_overdue(swept.clone(), every, batch, stop)

@@ -90,6 +90,7 @@ impl PgStore {
             r#"SELECT r.id, r.document_id FROM reviews r JOIN documents d ON d.id = r.document_id
                WHERE r.status = 'PENDING' AND r.due_at IS NOT NULL
                  AND r.overdue_notified_at IS NULL AND r.due_at <= now()
+                 AND r.kind = 'publish'
                ORDER BY r.due_at LIMIT $1
                FOR UPDATE OF d, r SKIP LOCKED"#,
             limit

@@ -53,7 +53,8 @@ impl PgStore {
                     r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
                           author_id, space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                           created_at, updated_at, published_version,
-                          NULL::text AS published_title, NULL::text AS published_body, contributors
+                          NULL::text AS published_title, NULL::text AS published_body, contributors,
+                      verify_by
                    FROM documents
                    WHERE author_id = $1 AND id < $2
                      AND ($4::text[] IS NULL OR space_id = ANY($4))
@@ -73,7 +74,8 @@ impl PgStore {
                     r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
                           author_id, space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                           created_at, updated_at, published_version,
-                          NULL::text AS published_title, NULL::text AS published_body, contributors
+                          NULL::text AS published_title, NULL::text AS published_body, contributors,
+                      verify_by
                    FROM documents
                    WHERE author_id = $1 AND status = $2 AND id < $3
                      AND ($5::text[] IS NULL OR space_id = ANY($5))
@@ -114,7 +116,8 @@ impl PgStore {
             r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
                       author_id, space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                       created_at, updated_at, published_version,
-                      NULL::text AS published_title, NULL::text AS published_body, contributors
+                      NULL::text AS published_title, NULL::text AS published_body, contributors,
+                      verify_by
                FROM documents
                WHERE space_id = $1 AND id < $2
                  AND ($3::bool OR current_review_id IS NOT NULL OR author_id = $4)
@@ -144,7 +147,8 @@ impl PgStore {
             r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
                       author_id, space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                       created_at, updated_at, published_version,
-                      NULL::text AS published_title, NULL::text AS published_body, contributors
+                      NULL::text AS published_title, NULL::text AS published_body, contributors,
+                      verify_by
                FROM documents
                WHERE space_id = $1 AND status = $7 AND id < $2
                  AND ($3::bool OR current_review_id IS NOT NULL OR author_id = $4)
@@ -179,7 +183,8 @@ impl PgStore {
             r#"SELECT id, title, '' AS "body!", status AS "status: DocumentStatus", version,
                       author_id, space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                       created_at, updated_at, published_version,
-                      NULL::text AS published_title, NULL::text AS published_body, contributors
+                      NULL::text AS published_title, NULL::text AS published_body, contributors,
+                      verify_by
                FROM documents
                WHERE id = ANY(ARRAY(SELECT kh_title_matches($1, $6)))
                  AND space_id = $1 AND id < $2

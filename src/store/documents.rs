@@ -7,7 +7,7 @@ use uuid::Uuid;
 use super::error::{violates, StoreError, WriteError};
 use super::pg::{PgStore, Statement};
 use super::tx::{write_audit_and_event, Link, Uncommitted, WriteContext};
-use crate::domain::rules::{self, DocumentChange, Publication};
+use crate::domain::rules::{self, DocumentChange, Publication, Verify};
 use crate::domain::{
     Command, Document, DocumentBody, DocumentStatus, DocumentTitle, FencingToken, Locked, Reader,
     Refusal, SpaceKey,
@@ -89,6 +89,7 @@ impl PgStore {
             published_title: None,
             published_body: None,
             contributors: Vec::new(),
+            verify_by: None,
         };
         let head = Head {
             count: 0,
@@ -112,7 +113,7 @@ impl PgStore {
             r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
                       space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                       created_at, updated_at, published_version, published_title, published_body,
-                      contributors
+                      contributors, verify_by
                FROM documents WHERE id = $1"#,
             id
         )
@@ -128,7 +129,7 @@ impl PgStore {
             r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
                       space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                       created_at, updated_at, published_version, published_title, published_body,
-                      contributors
+                      contributors, verify_by
                FROM documents WHERE id = ANY($1)"#,
             ids
         )
@@ -164,9 +165,19 @@ impl PgStore {
             Some(_) => super::lease_row::read_lease(&mut tx, id).await?,
             None => None,
         };
+        // An approved document's current review, which may be an open re-verification
+        // (then it takes no edit).
+        let review = match document.as_ref() {
+            Some(d) if d.status == DocumentStatus::Approved => match d.current_review_id {
+                Some(r) => super::reviews::rows::lock_review(&mut tx, r).await?.0,
+                None => None,
+            },
+            _ => None,
+        };
         let locked = Locked {
             document,
             lease,
+            review,
             ..Locked::default()
         };
         let command = Command::Edit {
@@ -208,7 +219,7 @@ pub(super) async fn lock_document(
         r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
                   space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                   created_at, updated_at, published_version, published_title, published_body,
-                  contributors, audit_count, audit_head, now() AS "now!"
+                  contributors, verify_by, audit_count, audit_head, now() AS "now!"
            FROM documents WHERE id = $1 FOR UPDATE"#,
         id
     )
@@ -228,7 +239,7 @@ pub(super) async fn lock_document_of_review(
         r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
                   space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                   created_at, updated_at, published_version, published_title, published_body,
-                  contributors, audit_count, audit_head, now() AS "now!"
+                  contributors, verify_by, audit_count, audit_head, now() AS "now!"
            FROM documents
            WHERE id = (SELECT document_id FROM reviews WHERE id = $1) FOR UPDATE"#,
         review_id
@@ -267,7 +278,8 @@ pub(super) async fn write_document(
          published_body = CASE $9 WHEN 'publish' THEN COALESCE($3, body) \
                                   WHEN 'withdraw' THEN NULL ELSE published_body END, \
          audit_count = COALESCE($10, audit_count), audit_head = COALESCE($11, audit_head), \
-         contributors = COALESCE($12, contributors) \
+         contributors = COALESCE($12, contributors), \
+         verify_by = CASE $13 WHEN 'keep' THEN verify_by ELSE $14 END \
          WHERE id = $1 RETURNING updated_at",
         change.id,
         title,
@@ -281,10 +293,24 @@ pub(super) async fn write_document(
         link.seq,
         link.hash.as_deref(),
         change.contributors.as_deref(),
+        verification(change.verify).0,
+        verification(change.verify).1,
     )
     .fetch_one(&mut **tx)
     .await?;
     Ok(changed(before, change, updated_at))
+}
+
+/// How a change moves `verify_by`, as the statements that write it say it: `keep`, or
+/// `set` to the time (`None`: cleared).
+pub(super) fn verification(
+    verify: Verify,
+) -> (&'static str, Option<chrono::DateTime<chrono::Utc>>) {
+    match verify {
+        Verify::Keep => ("keep", None),
+        Verify::At(t) => ("set", Some(t)),
+        Verify::Clear => ("set", None),
+    }
 }
 
 /// How a change moves the published revision, as the statements that write it say it.
@@ -330,6 +356,11 @@ pub(super) fn changed(
         current_review_id: change.current_review_id,
         policy: change.policy.unwrap_or(before.policy),
         contributors: change.contributors.unwrap_or(before.contributors),
+        verify_by: match change.verify {
+            Verify::Keep => before.verify_by,
+            Verify::At(t) => Some(t),
+            Verify::Clear => None,
+        },
         fence_token: change.fence_token,
         created_at: before.created_at,
         updated_at,

@@ -27,6 +27,7 @@ mod policies;
 mod read_only;
 mod replays;
 mod retention;
+mod reverify;
 mod reviews;
 pub mod scope;
 mod spaces;

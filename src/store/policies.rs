@@ -18,6 +18,8 @@ struct PolicyRow {
     stages: Json<Vec<Stage>>,
     due_after_secs: Option<i32>,
     claim_ttl_secs: i32,
+    reverify_after_secs: Option<i32>,
+    reverify_grace_secs: Option<i32>,
     updated_at: DateTime<Utc>,
 }
 
@@ -29,6 +31,8 @@ impl From<PolicyRow> for Policy {
             stages: r.stages.0,
             due_after_secs: r.due_after_secs,
             claim_ttl_secs: r.claim_ttl_secs,
+            reverify_after_secs: r.reverify_after_secs,
+            reverify_grace_secs: r.reverify_grace_secs,
             updated_at: r.updated_at,
         }
     }
@@ -42,7 +46,7 @@ pub(super) async fn current_policy(
     let row = sqlx::query_as!(
         PolicyRow,
         r#"SELECT p.name, p.version, v.stages AS "stages: Json<Vec<Stage>>", v.due_after_secs,
-                  v.claim_ttl_secs, p.updated_at
+                  v.claim_ttl_secs, v.reverify_after_secs, v.reverify_grace_secs, p.updated_at
            FROM policies p JOIN policy_versions v ON v.name = p.name AND v.version = p.version
            WHERE p.name = $1"#,
         name
@@ -63,7 +67,8 @@ impl PgStore {
         let rows = sqlx::query_as!(
             PolicyRow,
             r#"SELECT p.name, p.version, v.stages AS "stages: Json<Vec<Stage>>",
-                      v.due_after_secs, v.claim_ttl_secs, p.updated_at
+                      v.due_after_secs, v.claim_ttl_secs, v.reverify_after_secs,
+                      v.reverify_grace_secs, p.updated_at
                FROM policies p
                JOIN policy_versions v ON v.name = p.name AND v.version = p.version
                ORDER BY p.name LIMIT 1000"#
@@ -91,14 +96,17 @@ impl PgStore {
                    SET version = policies.version + 1, updated_at = clock_timestamp()
                  RETURNING version, updated_at)
                INSERT INTO policy_versions (name, version, stages, due_after_secs,
-                                            claim_ttl_secs, created_by)
-               SELECT $1, version, $2, $3, $4, $5 FROM head
+                                            claim_ttl_secs, created_by, reverify_after_secs,
+                                            reverify_grace_secs)
+               SELECT $1, version, $2, $3, $4, $5, $6, $7 FROM head
                RETURNING version, (SELECT updated_at FROM head) AS "updated_at!""#,
                 name.as_str(),
                 stages,
                 draft.due_after_secs,
                 draft.claim_ttl_secs,
                 actor,
+                draft.reverify.after_secs,
+                draft.reverify.grace_secs,
             )
             .fetch_one(&mut *tx)
             .await?;
@@ -115,6 +123,8 @@ impl PgStore {
             stages: draft.stages.clone(),
             due_after_secs: draft.due_after_secs,
             claim_ttl_secs: draft.claim_ttl_secs,
+            reverify_after_secs: draft.reverify.after_secs,
+            reverify_grace_secs: draft.reverify.grace_secs,
             updated_at: row.updated_at,
         })
     }

@@ -46,6 +46,7 @@ pub use probes::{Check, OutboxFigures, Probes, QueuesCheck, Readiness};
 pub use replays::{ReplayError, ReplayService};
 pub use retention::{PurgeRound, Retention, RetentionSettings, RetentionStats};
 pub use reviews::overdue::{sweep_overdue, ReviewSettings};
+pub use reviews::reverify::schedule_reverifications;
 pub use reviews::service::ReviewService;
 pub use spaces::{SpaceError, SpaceSeen, SpaceService};
 pub use stats::{ReviewStats, LATENCY_BUCKETS};

@@ -71,6 +71,9 @@ impl QueuesCheck {
 pub struct OutboxFigures {
     pub backlog: Option<(i64, f64)>,
     pub parked: Option<(i64, f64)>,
+    /// Documents due for re-verification with none opened yet, and how long the oldest
+    /// has waited (the scheduler's lag).
+    pub reverification: Option<(i64, f64)>,
 }
 
 /// How long a dependency's check may take.
@@ -229,11 +232,16 @@ impl Probes {
     pub async fn outbox(&self) -> OutboxFigures {
         self.outbox
             .get(|| async {
-                let (backlog, parked) = tokio::join!(
+                let (backlog, parked, reverification) = tokio::join!(
                     within_a_second(self.store.backlog()),
-                    within_a_second(self.store.parked())
+                    within_a_second(self.store.parked()),
+                    within_a_second(self.store.reverification_lag())
                 );
-                OutboxFigures { backlog, parked }
+                OutboxFigures {
+                    backlog,
+                    parked,
+                    reverification,
+                }
             })
             .await
     }

@@ -333,6 +333,9 @@ impl From<Refusal> for ApiError {
             } => ApiError::conflict(ErrorCode::DocumentLeased, e.to_string()).retry_after(retry_after_secs),
             e @ Refusal::NoLease => ApiError::not_found(e.to_string()),
             e @ Refusal::LeaseLost => ApiError::conflict(ErrorCode::LeaseLost, e.to_string()),
+            e @ Refusal::Reverifying { .. } => {
+                ApiError::conflict(ErrorCode::InvalidState, e.to_string())
+            }
             e @ Refusal::VersionMismatch { .. } => ApiError::new(
                 StatusCode::PRECONDITION_FAILED,
                 ErrorCode::VersionMismatch,

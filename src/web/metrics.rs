@@ -81,6 +81,7 @@ impl HttpMetrics {
             dispatch: probes.dispatch_stats(),
             backlog: outbox.backlog,
             parked: outbox.parked,
+            reverification: outbox.reverification,
             pool: probes.pool(),
             task_restarts: probes.task_restarts(),
         })
@@ -92,6 +93,7 @@ impl HttpMetrics {
         lock_metrics(&scrape, snapshot.locks, snapshot.breaker);
         dispatch_metrics(&scrape, snapshot.dispatch, snapshot.backlog);
         parked_metrics(&scrape, snapshot.parked);
+        reverification_metrics(&scrape, snapshot.reverification);
         pool_metrics(&scrape, &snapshot.pool);
         task_metrics(&scrape, &snapshot.task_restarts);
         let mut families = self.registry.gather();
@@ -213,6 +215,26 @@ fn parked_metrics(scrape: &Registry, parked: Option<(i64, f64)>) {
     register(scrape, a);
 }
 
+/// The re-verification scheduler's lag: documents past their `verify_by` it has not opened
+/// a re-verification on yet, and how long the oldest has waited.
+fn reverification_metrics(scrape: &Registry, due: Option<(i64, f64)>) {
+    let Some((rows, lag)) = due else { return };
+    let g = IntGauge::new(
+        "kh_reverification_due",
+        "Approved documents past their verify_by with no re-verification opened yet",
+    )
+    .expect("valid metric");
+    g.set(rows);
+    register(scrape, g);
+    let a = Gauge::new(
+        "kh_reverification_lag_seconds",
+        "How long the oldest document due for re-verification has waited for the scheduler (0: none)",
+    )
+    .expect("valid metric");
+    a.set(lag);
+    register(scrape, a);
+}
+
 /// The PostgreSQL pool: connections held and idle, and how many were handed out.
 fn pool_metrics(scrape: &Registry, pool: &PoolFigures) {
     let g = IntGaugeVec::new(
@@ -277,6 +299,9 @@ pub struct Snapshot<'a> {
     /// Parked outbox rows and how long the oldest has been parked; None when PostgreSQL is
     /// down.
     pub parked: Option<(i64, f64)>,
+    /// Documents due for re-verification with none opened yet, and how long the oldest has
+    /// waited past its `verify_by`; None when PostgreSQL is down.
+    pub reverification: Option<(i64, f64)>,
     pub pool: PoolFigures,
     /// Each background task and its restarts.
     pub task_restarts: Vec<(&'static str, u64)>,
@@ -305,6 +330,7 @@ mod tests {
             dispatch: &DispatchStats::default(),
             backlog: Some((3, 1.5)),
             parked: Some((1, 42.0)),
+            reverification: Some((2, 7.5)),
             pool: PoolFigures {
                 size: 5,
                 access_size: 2,
@@ -322,6 +348,8 @@ mod tests {
         assert!(text.contains("kh_outbox_backlog 3"));
         assert!(text.contains("kh_outbox_parked 1"));
         assert!(text.contains("kh_outbox_parked_oldest_age_seconds 42"));
+        assert!(text.contains("kh_reverification_due 2"));
+        assert!(text.contains("kh_reverification_lag_seconds 7.5"));
         assert!(text.contains("kh_transitions_total{type=\"approve\"} 1"));
         assert!(text.contains("kh_db_pool_connections{state=\"in_use\"} 2"));
         assert!(text.contains("kh_db_access_pool_connections{state=\"in_use\"} 1"));

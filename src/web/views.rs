@@ -16,7 +16,8 @@ use crate::domain::{
 pub struct DocumentView {
     pub id: Uuid,
     pub title: String,
-    /// DRAFT, PENDING_REVIEW, APPROVED, REJECTED or ARCHIVED
+    /// DRAFT, PENDING_REVIEW, APPROVED, REJECTED, ARCHIVED or EXPIRED (was approved; its
+    /// re-verification was rejected or not decided in time: nothing is published)
     #[schema(example = "DRAFT")]
     pub status: String,
     pub version: i64,
@@ -35,6 +36,10 @@ pub struct DocumentView {
     /// Everyone who edited it since its last approval (its author among them if they did),
     /// in the order of their first edit. None of them may vote on the version under review.
     pub contributors: Vec<String>,
+    /// When its published version is next due for re-verification (its policy's
+    /// `reverify_after_secs` after its approval or last re-verification). Null: none is
+    /// scheduled, or one is open (its current review, of kind `reverify`, has the deadline).
+    pub verify_by: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -60,6 +65,7 @@ impl From<&Document> for DocumentView {
             policy: d.policy.clone(),
             published_version: d.published_version,
             contributors: d.contributors.clone(),
+            verify_by: d.verify_by,
             created_at: d.created_at,
             updated_at: d.updated_at,
             body: None,
@@ -115,6 +121,11 @@ pub struct ReviewView {
     /// PENDING, APPROVED, REJECTED or WITHDRAWN
     #[schema(example = "PENDING")]
     pub status: String,
+    /// `publish`: a submit opened it, for a new version. `reverify`: the re-verification of
+    /// the published version, opened when it came due; approving it keeps the document
+    /// published, rejecting it (or nobody approving by `due_at`) expires it.
+    #[schema(example = "publish", pattern = "^(publish|reverify)$")]
+    pub kind: &'static str,
     pub document_version: i64,
     pub policy: String,
     pub policy_version: i32,
@@ -125,6 +136,7 @@ pub struct ReviewView {
     pub claims: Vec<ClaimView>,
     /// Approvals the current stage still needs (its seats, free or held).
     pub seats: i64,
+    /// When it is due (a re-verification: its deadline).
     pub due_at: Option<DateTime<Utc>>,
     /// Still pending and past `due_at`.
     pub overdue: bool,
@@ -180,6 +192,7 @@ impl From<&Review> for ReviewView {
             id: r.id,
             document_id: r.document_id,
             status: r.status.as_str().to_string(),
+            kind: r.kind.as_str(),
             document_version: r.document_version,
             policy: r.policy.clone(),
             policy_version: r.policy_version,
@@ -224,6 +237,11 @@ pub struct PolicyView {
     pub stages: Vec<StageOfPolicy>,
     pub due_after_secs: Option<i32>,
     pub claim_ttl_secs: i32,
+    /// An approval under this version is due for re-verification this long after it
+    /// (null: never).
+    pub reverify_after_secs: Option<i32>,
+    /// How long a re-verification may stay undecided before its document expires.
+    pub reverify_grace_secs: Option<i32>,
     pub updated_at: DateTime<Utc>,
 }
 
@@ -265,6 +283,8 @@ impl From<&Policy> for PolicyView {
                 .collect(),
             due_after_secs: p.due_after_secs,
             claim_ttl_secs: p.claim_ttl_secs,
+            reverify_after_secs: p.reverify_after_secs,
+            reverify_grace_secs: p.reverify_grace_secs,
             updated_at: p.updated_at,
         }
     }

@@ -21,6 +21,8 @@ fn review(stages: Vec<Stage>, votes: Vec<Vote>, claims: Vec<Claim>) -> Review {
         policy_version: 1,
         stage: 0,
         due_at: None,
+        kind: Default::default(),
+        reverify_after_secs: None,
         claim_ttl_secs: 1800,
         stages,
         votes,

@@ -51,6 +51,8 @@ fn once_submitted_every_author_of_the_space_edits_submits_and_withdraws() {
             stages: vec![crate::domain::Stage::default_stage()],
             due_after_secs: None,
             claim_ttl_secs: 1800,
+            reverify_after_secs: None,
+            reverify_grace_secs: None,
             updated_at: chrono::Utc::now(),
         }),
         ..locked(withdrawn(), None)

@@ -19,6 +19,8 @@ fn policy() -> Policy {
         stages: vec![crate::domain::Stage::default_stage()],
         due_after_secs: None,
         claim_ttl_secs: 1800,
+        reverify_after_secs: None,
+        reverify_grace_secs: None,
         updated_at: Utc::now(),
     }
 }
@@ -317,6 +319,7 @@ proptest! {
             Action::Withdraw => EventType::Withdrawn,
             Action::Archive => EventType::Archived,
             Action::Comment => EventType::Commented,
+            Action::Expire => EventType::Expired,
         };
         prop_assert_eq!(p.outbox.event, expected);
         // Four-eyes: the author never decides; only the author archives (no admin here), and

@@ -112,6 +112,7 @@ pub(crate) struct LockedDocument {
     pub published_title: Option<String>,
     pub published_body: Option<String>,
     pub contributors: Vec<String>,
+    pub verify_by: Option<DateTime<Utc>>,
     pub audit_count: i64,
     pub audit_head: Option<Vec<u8>>,
     pub now: DateTime<Utc>,
@@ -141,6 +142,7 @@ impl LockedDocument {
             published_title: self.published_title,
             published_body: self.published_body,
             contributors: self.contributors,
+            verify_by: self.verify_by,
         };
         (doc, head)
     }

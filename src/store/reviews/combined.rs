@@ -17,12 +17,12 @@ use uuid::Uuid;
 
 use super::votes::{applied, next_of};
 use crate::domain::rules::{
-    AuditEntry, DocumentChange, NewVote, Publication, ReviewUpdate, ReviewWrite,
+    AuditEntry, DocumentChange, NewVote, Publication, ReviewUpdate, ReviewWrite, Verify,
 };
 use crate::domain::{
     Document, DocumentStatus, FencingToken, OutboxEntry, Refusal, Review, ReviewStatus,
 };
-use crate::store::documents::{changed, publication};
+use crate::store::documents::{changed, publication, verification};
 use crate::store::error::{violates, WriteError};
 use crate::store::outbox::delivery::OutboxRow;
 use crate::store::outbox::trace_context::TraceContext;
@@ -186,6 +186,8 @@ async fn statement(
         traceparent,
         tracestate,
         c.and_then(|c| c.contributors.as_deref()),
+        verification(c.map_or(Verify::Keep, |c| c.verify)).0,
+        verification(c.map_or(Verify::Keep, |c| c.verify)).1,
     )
     .fetch_one(&mut **tx)
     .await?;

@@ -3,7 +3,7 @@
 use uuid::Uuid;
 
 use super::rows::ReviewRow;
-use crate::domain::{FencingToken, Review, ReviewStatus};
+use crate::domain::{FencingToken, Review, ReviewKind, ReviewStatus};
 use crate::store::error::StoreError;
 use crate::store::pg::{PgStore, Statement};
 
@@ -20,7 +20,7 @@ impl PgStore {
             r#"SELECT id, document_id, status AS "status: ReviewStatus", document_version,
                       submitted_by, submitted_at, decided_by, decided_at, comment, reason,
                       fence_token AS "fence_token: FencingToken", policy, policy_version,
-                      stage, due_at, queue_seq
+                      stage, due_at, kind AS "kind: ReviewKind", queue_seq
                FROM reviews WHERE document_id = $1 AND queue_seq > $2
                ORDER BY queue_seq LIMIT $3"#,
             document_id,
@@ -49,6 +49,7 @@ impl PgStore {
                 policy_version: r.policy_version,
                 stage: r.stage,
                 due_at: r.due_at,
+                kind: r.kind,
             })
             .collect();
         let reviews = self.with_flows(rows).await?;

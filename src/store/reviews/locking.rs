@@ -19,7 +19,7 @@ use uuid::Uuid;
 
 use super::rows::{Flow, ReviewRow};
 use crate::domain::{
-    Claim, Document, DocumentStatus, FencingToken, Review, ReviewStatus, Stage, Vote,
+    Claim, Document, DocumentStatus, FencingToken, Review, ReviewKind, ReviewStatus, Stage, Vote,
 };
 use crate::store::audit::links::{Head, LockedDocument};
 use crate::store::error::StoreError;
@@ -64,6 +64,7 @@ pub(crate) async fn lock_at_once(
         published_title: r.published_title,
         published_body: r.published_body,
         contributors: r.contributors,
+        verify_by: r.verify_by,
         audit_count: r.audit_count,
         audit_head: r.audit_head,
         now: r.begun,
@@ -88,8 +89,10 @@ pub(crate) async fn lock_at_once(
         policy_version: r.policy_version,
         stage: r.stage,
         due_at: r.due_at,
+        kind: r.kind,
     };
     let flow = Flow {
+        reverify_after_secs: r.reverify_after_secs,
         claim_ttl_secs: r.claim_ttl_secs,
         stages: r.stages.0,
         votes: r.votes.0,

@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::rows::ReviewRow;
-use crate::domain::{FencingToken, Review, ReviewStatus};
+use crate::domain::{FencingToken, Review, ReviewKind, ReviewStatus};
 use crate::store::error::StoreError;
 use crate::store::pg::{PgStore, Statement};
 
@@ -109,7 +109,7 @@ impl PgStore {
             r#"SELECT r.id, r.document_id, r.status AS "status: ReviewStatus", r.document_version,
                       r.submitted_by, r.submitted_at, r.decided_by, r.decided_at, r.comment,
                       r.reason, r.fence_token AS "fence_token: FencingToken", r.policy,
-                      r.policy_version, r.stage, r.due_at
+                      r.policy_version, r.stage, r.due_at, r.kind AS "kind: ReviewKind"
                FROM reviews r
                CROSS JOIN LATERAL (
                  SELECT v.stages -> r.stage AS st FROM policy_versions v
@@ -159,7 +159,7 @@ impl PgStore {
             r#"SELECT r.id, r.document_id, r.status AS "status: ReviewStatus", r.document_version,
                       r.submitted_by, r.submitted_at, r.decided_by, r.decided_at, r.comment,
                       r.reason, r.fence_token AS "fence_token: FencingToken", r.policy,
-                      r.policy_version, r.stage, r.due_at
+                      r.policy_version, r.stage, r.due_at, r.kind AS "kind: ReviewKind"
                FROM reviews r
                CROSS JOIN LATERAL (
                  SELECT v.stages -> r.stage AS st FROM policy_versions v

@@ -13,7 +13,7 @@
 
 use super::queue::{After, QueueFilter};
 use super::rows::ReviewRow;
-use crate::domain::{FencingToken, ReviewStatus};
+use crate::domain::{FencingToken, ReviewKind, ReviewStatus};
 use crate::store::error::StoreError;
 use crate::store::pg::{PgStore, Statement};
 
@@ -36,7 +36,7 @@ impl PgStore {
             r#"SELECT r.id, r.document_id, r.status AS "status: ReviewStatus", r.document_version,
                       r.submitted_by, r.submitted_at, r.decided_by, r.decided_at, r.comment,
                       r.reason, r.fence_token AS "fence_token: FencingToken", r.policy,
-                      r.policy_version, r.stage, r.due_at
+                      r.policy_version, r.stage, r.due_at, r.kind AS "kind: ReviewKind"
                FROM reviews r
                CROSS JOIN LATERAL (
                  SELECT v.stages -> r.stage AS st FROM policy_versions v
@@ -90,12 +90,13 @@ impl PgStore {
                       q.submitted_by AS "submitted_by!", q.submitted_at AS "submitted_at!",
                       q.decided_by, q.decided_at, q.comment, q.reason,
                       q.fence_token AS "fence_token: FencingToken", q.policy AS "policy!",
-                      q.policy_version AS "policy_version!", q.stage AS "stage!", q.due_at
+                      q.policy_version AS "policy_version!", q.stage AS "stage!", q.due_at,
+                      q.kind AS "kind!: ReviewKind"
                FROM unnest($7::text[]) AS s(space_id)
                CROSS JOIN LATERAL (
                  SELECT r.id, r.document_id, r.status, r.document_version, r.submitted_by,
                         r.submitted_at, r.decided_by, r.decided_at, r.comment, r.reason,
-                        r.fence_token, r.policy, r.policy_version, r.stage, r.due_at, r.queue_seq
+                        r.fence_token, r.policy, r.policy_version, r.stage, r.due_at, r.kind, r.queue_seq
                  FROM reviews r
                  CROSS JOIN LATERAL (
                    SELECT v.stages -> r.stage AS st FROM policy_versions v
@@ -151,12 +152,13 @@ impl PgStore {
                       q.submitted_by AS "submitted_by!", q.submitted_at AS "submitted_at!",
                       q.decided_by, q.decided_at, q.comment, q.reason,
                       q.fence_token AS "fence_token: FencingToken", q.policy AS "policy!",
-                      q.policy_version AS "policy_version!", q.stage AS "stage!", q.due_at
+                      q.policy_version AS "policy_version!", q.stage AS "stage!", q.due_at,
+                      q.kind AS "kind!: ReviewKind"
                FROM unnest($8::text[]) AS s(space_id)
                CROSS JOIN LATERAL (
                  SELECT r.id, r.document_id, r.status, r.document_version, r.submitted_by,
                         r.submitted_at, r.decided_by, r.decided_at, r.comment, r.reason,
-                        r.fence_token, r.policy, r.policy_version, r.stage, r.due_at, r.queue_seq
+                        r.fence_token, r.policy, r.policy_version, r.stage, r.due_at, r.kind, r.queue_seq
                  FROM reviews r
                  CROSS JOIN LATERAL (
                    SELECT v.stages -> r.stage AS st FROM policy_versions v

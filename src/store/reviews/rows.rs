@@ -9,7 +9,7 @@ use sqlx::types::Json;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-use crate::domain::{Claim, FencingToken, Review, ReviewStatus, Stage, Vote};
+use crate::domain::{Claim, FencingToken, Review, ReviewKind, ReviewStatus, Stage, Vote};
 use crate::store::error::StoreError;
 use crate::store::pg::{PgStore, Statement};
 
@@ -30,10 +30,13 @@ pub(crate) struct ReviewRow {
     pub policy_version: i32,
     pub stage: i32,
     pub due_at: Option<DateTime<Utc>>,
+    pub kind: ReviewKind,
 }
 
 /// A review's policy stages, votes and claims.
 pub(crate) struct Flow {
+    /// Its policy version's `reverify_after_secs`.
+    pub reverify_after_secs: Option<i32>,
     pub claim_ttl_secs: i32,
     pub stages: Vec<Stage>,
     pub votes: Vec<Vote>,
@@ -58,6 +61,8 @@ impl ReviewRow {
             policy_version: self.policy_version,
             stage: self.stage,
             due_at: self.due_at,
+            kind: self.kind,
+            reverify_after_secs: flow.reverify_after_secs,
             claim_ttl_secs: flow.claim_ttl_secs,
             stages: flow.stages,
             votes: flow.votes,
@@ -70,7 +75,7 @@ impl PgStore {
     /// The stages, votes and live claims of the reviews of `ids`.
     pub(crate) async fn flows(&self, ids: &[Uuid]) -> Result<HashMap<Uuid, Flow>, StoreError> {
         let rows = sqlx::query!(
-            r#"SELECT r.id, pv.claim_ttl_secs, pv.stages AS "stages!: Json<Vec<Stage>>",
+            r#"SELECT r.id, pv.reverify_after_secs, pv.claim_ttl_secs, pv.stages AS "stages!: Json<Vec<Stage>>",
                       COALESCE((SELECT json_agg(json_build_object(
                                   'voter_id', v.voter_id, 'stage', v.stage, 'kind', v.vote,
                                   'comment', v.comment, 'at', v.at) ORDER BY v.at)
@@ -96,6 +101,7 @@ impl PgStore {
             .into_iter()
             .map(|r| {
                 let flow = Flow {
+                    reverify_after_secs: r.reverify_after_secs,
                     claim_ttl_secs: r.claim_ttl_secs,
                     stages: r.stages.0,
                     votes: r.votes.0,
@@ -132,7 +138,8 @@ pub(crate) async fn lock_review(
         r#"SELECT r.id, r.document_id, r.status AS "status: ReviewStatus", r.document_version,
                   r.submitted_by, r.submitted_at, r.decided_by, r.decided_at, r.comment,
                   r.reason, r.fence_token AS "fence_token: FencingToken", r.policy,
-                  r.policy_version, r.stage, r.due_at, pv.claim_ttl_secs,
+                  r.policy_version, r.stage, r.due_at, r.kind AS "kind: ReviewKind",
+                  pv.reverify_after_secs, pv.claim_ttl_secs,
                   pv.stages AS "stages!: Json<Vec<Stage>>",
                   COALESCE((SELECT json_agg(json_build_object(
                               'voter_id', v.voter_id, 'stage', v.stage, 'kind', v.vote,
@@ -171,8 +178,10 @@ pub(crate) async fn lock_review(
         policy_version: r.policy_version,
         stage: r.stage,
         due_at: r.due_at,
+        kind: r.kind,
     };
     let flow = Flow {
+        reverify_after_secs: r.reverify_after_secs,
         claim_ttl_secs: r.claim_ttl_secs,
         stages: r.stages.0,
         votes: r.votes.0,

@@ -14,8 +14,8 @@ use super::locking::{lock_at_once, AtOnce};
 use super::rows::{lock_review, Flow, ReviewRow};
 use crate::domain::rules::{self, OpenReview, ReviewChange};
 use crate::domain::{
-    Command, Decision, Document, FencingToken, Locked, Plan, Refusal, Review, ReviewStatus, Stage,
-    Transitioned,
+    Command, Decision, Document, FencingToken, Locked, Plan, Refusal, Review, ReviewKind,
+    ReviewStatus, Stage, Transitioned,
 };
 use crate::store::audit::links::Head;
 use crate::store::documents::{
@@ -269,11 +269,12 @@ async fn open_review(
     let row = sqlx::query!(
         r#"WITH opened AS (
              INSERT INTO reviews (id, document_id, status, document_version, submitted_by,
-                                  fence_token, policy, policy_version, due_at)
+                                  fence_token, policy, policy_version, due_at, kind)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-                     now() + make_interval(secs => $9::int4::float8))
+                     COALESCE($10, now() + make_interval(secs => $9::int4::float8)), $11)
              RETURNING submitted_at, due_at)
            SELECT o.submitted_at AS "submitted_at!", o.due_at, pv.claim_ttl_secs,
+                  pv.reverify_after_secs,
                   pv.stages AS "stages!: Json<Vec<Stage>>"
            FROM opened o, policy_versions pv WHERE pv.name = $7 AND pv.version = $8"#,
         open.id,
@@ -285,6 +286,8 @@ async fn open_review(
         &open.policy,
         open.policy_version,
         open.due_after_secs,
+        open.deadline,
+        open.kind as ReviewKind,
     )
     .fetch_one(&mut **tx)
     .await?;
@@ -304,8 +307,10 @@ async fn open_review(
         policy_version: open.policy_version,
         stage: 0,
         due_at: row.due_at,
+        kind: open.kind,
     };
     Ok(row_.with(Flow {
+        reverify_after_secs: row.reverify_after_secs,
         claim_ttl_secs: row.claim_ttl_secs,
         stages: row.stages.0,
         votes: Vec::new(),

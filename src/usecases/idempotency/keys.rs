@@ -244,6 +244,7 @@ mod tests {
             published_title: None,
             published_body: None,
             contributors: Vec::new(),
+            verify_by: None,
         }
     }
 
@@ -272,6 +273,8 @@ mod tests {
             policy_version: 3,
             stage: 1,
             due_at: Some(chrono::Utc::now()),
+            kind: Default::default(),
+            reverify_after_secs: None,
             claim_ttl_secs: 600,
             stages: vec![crate::domain::Stage::default_stage(); 2],
             votes: vec![crate::domain::Vote {

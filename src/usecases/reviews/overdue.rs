@@ -23,6 +23,13 @@ pub struct ReviewSettings {
     pub overdue_sweep: Duration,
     /// How many due reviews one sweep transaction marks at most.
     pub overdue_batch: i64,
+    /// How often each instance opens the re-verifications that came due and expires the
+    /// documents nobody re-verified in time.
+    #[serde_as(as = "DurationMilliSeconds<u64>")]
+    #[serde(rename = "reverify_sweep_ms")]
+    pub reverify_sweep: Duration,
+    /// How many documents one pass of the re-verification scheduler takes at most.
+    pub reverify_batch: i64,
 }
 
 impl Default for ReviewSettings {
@@ -31,6 +38,8 @@ impl Default for ReviewSettings {
             default_policy: DEFAULT_POLICY.to_string(),
             overdue_sweep: Duration::from_secs(5),
             overdue_batch: 200,
+            reverify_sweep: Duration::from_secs(5),
+            reverify_batch: 200,
         }
     }
 }

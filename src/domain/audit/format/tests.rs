@@ -38,7 +38,11 @@ struct PolicyPlus {
 
 impl Audited for PolicyPlus {
     const KIND: &'static str = "policy";
-    const ADDED: &'static [(&'static str, Format)] = &[("min_comment_chars", LATER)];
+    const ADDED: &'static [(&'static str, Format)] = &[
+        ("reverify_after_secs", 3),
+        ("reverify_grace_secs", 3),
+        ("min_comment_chars", LATER),
+    ];
 }
 
 #[test]
@@ -64,22 +68,48 @@ fn a_field_added_in_a_later_format_leaves_the_earlier_rows_bytes_as_they_were() 
     let today = AdminKinds::default();
     let later = AdminKinds::default().with(AdminKind::of::<PolicyPlus>());
     assert_eq!(later.current("policy").unwrap(), LATER);
-    assert_eq!(today.current("policy").unwrap(), LISTED);
+    assert_eq!(
+        today.current("policy").unwrap(),
+        3,
+        "re-verification came in format 3"
+    );
     let row = policy_row();
     let mut with_column = row.clone();
     with_column["min_comment_chars"] = json!(null);
     assert_eq!(bytes(&later, 2, &row), bytes(&today, 2, &row));
     assert_eq!(bytes(&later, 2, &with_column), bytes(&today, 2, &row));
     with_column["min_comment_chars"] = json!(20);
-    assert_ne!(bytes(&later, 3, &with_column), bytes(&later, 3, &row));
+    assert_eq!(bytes(&later, 3, &with_column), bytes(&today, 3, &row));
+    assert_ne!(
+        bytes(&later, LATER, &with_column),
+        bytes(&later, LATER, &row)
+    );
     assert_ne!(
         bytes(&later, 3, &row),
         bytes(&later, 2, &row),
         "the format is in the bytes"
     );
     let mut buf = Vec::new();
-    let unknown = today.canonical(&mut buf, "policy", 7, 3, &[], &with_column);
-    assert!(matches!(unknown, Err(Unreadable::Format(3))), "{unknown:?}");
+    let unknown = today.canonical(&mut buf, "policy", 7, LATER, &[], &with_column);
+    assert!(
+        matches!(unknown, Err(Unreadable::Format(f)) if f == LATER),
+        "{unknown:?}"
+    );
+}
+
+#[test]
+fn the_reverification_columns_leave_the_format_2_rows_bytes_as_they_were() {
+    let kinds = AdminKinds::default();
+    let row = policy_row();
+    let mut with_columns = row.clone();
+    with_columns["reverify_after_secs"] = json!(86400);
+    with_columns["reverify_grace_secs"] = json!(604800);
+    assert_eq!(bytes(&kinds, 2, &with_columns), bytes(&kinds, 2, &row));
+    assert_ne!(bytes(&kinds, 3, &with_columns), bytes(&kinds, 3, &row));
+    let mut nulls = row.clone();
+    nulls["reverify_after_secs"] = json!(null);
+    nulls["reverify_grace_secs"] = json!(null);
+    assert_eq!(bytes(&kinds, 3, &nulls), bytes(&kinds, 3, &row));
 }
 
 #[test]

@@ -1,6 +1,6 @@
 -- A vote's or a withdrawal's writes in one statement (src/store/reviews/combined.rs): the
 -- vote row, the claims it ends, the review row, the document row (or its chain head alone),
--- the audit row and the outbox row. Every value is the plan's ($1..$48, bound there).
+-- the audit row and the outbox row. Every value is the plan's ($1..$50, bound there).
 WITH vote AS (
   INSERT INTO review_votes (review_id, voter_id, stage, vote, comment, fence_token)
   SELECT $1, $2, $3, $4, $5, $6 WHERE $2::text IS NOT NULL
@@ -30,7 +30,8 @@ document AS (
          published_body = CASE $25 WHEN 'publish' THEN COALESCE($19, body)
                                    WHEN 'withdraw' THEN NULL ELSE published_body END,
          audit_count = COALESCE($26, audit_count), audit_head = COALESCE($27, audit_head),
-         contributors = COALESCE($48, contributors)
+         contributors = COALESCE($48, contributors),
+         verify_by = CASE $49 WHEN 'set' THEN $50 ELSE verify_by END
   WHERE id = $28 AND ($17 OR $27::bytea IS NOT NULL)),
 audit AS (
   INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status,
