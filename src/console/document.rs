@@ -13,7 +13,7 @@ use super::history::{HistoryRow, Rounds};
 use super::render::{rendered, when, Shown};
 use super::review::ReviewPanel;
 use super::revision::{Copy, RevisionPanel};
-use crate::domain::{Document, DocumentStatus, Reader, SpaceRole};
+use crate::domain::{Document, DocumentStatus, Reader, ReviewStatus, SpaceRole};
 use crate::usecases::DocumentRead;
 use crate::web::auth::Caller;
 use crate::web::error::{ApiError, ErrorCode};
@@ -52,6 +52,10 @@ struct DocumentFragment {
     /// A revision is in progress: the published version is behind this one.
     revising: bool,
     archived: bool,
+    /// Was approved; its re-verification was rejected or not decided in time.
+    expired: bool,
+    /// When its published version is next due for re-verification.
+    verify_by: Option<String>,
     pending: bool,
     /// Never submitted: its author's and the admins' alone.
     private: bool,
@@ -99,21 +103,30 @@ pub async fn fragment(
     render(&state, &caller, id, None).await
 }
 
-/// The forms `caller` may use on `d`.
-fn forms(d: &Document, caller: &Caller) -> Forms {
+/// The forms `caller` may use on `d` (`reverifying`: a re-verification of it is open, and
+/// it takes no edit until that is decided).
+fn forms(d: &Document, caller: &Caller, reverifying: bool) -> Forms {
     let mine = d.author_id == caller.id.as_str();
     // Co-editing: once submitted, every author of the space edits, submits and withdraws.
     let author = (mine || d.ever_submitted()) && caller.access.has(&d.space, SpaceRole::Author);
     let status = d.status;
     Forms {
         editable: author
+            && !reverifying
             && matches!(
                 status,
-                DocumentStatus::Draft | DocumentStatus::Rejected | DocumentStatus::Approved
+                DocumentStatus::Draft
+                    | DocumentStatus::Rejected
+                    | DocumentStatus::Approved
+                    | DocumentStatus::Expired
             ),
         starts_revision: status == DocumentStatus::Approved,
-        submittable: author && matches!(status, DocumentStatus::Draft | DocumentStatus::Rejected),
-        resubmit: status == DocumentStatus::Rejected,
+        submittable: author
+            && matches!(
+                status,
+                DocumentStatus::Draft | DocumentStatus::Rejected | DocumentStatus::Expired
+            ),
+        resubmit: matches!(status, DocumentStatus::Rejected | DocumentStatus::Expired),
         withdrawable: author && status == DocumentStatus::PendingReview,
         archivable: (mine || caller.reader().administers(&d.space))
             && status != DocumentStatus::Archived,
@@ -180,9 +193,13 @@ pub async fn render(
         source,
     } = read;
     let mine = d.author_id == caller.id.as_str();
-    let pending = d.status == DocumentStatus::PendingReview;
     let reviewer = caller.access.has(&d.space, SpaceRole::Reviewer);
     let now = current.and_then(|c| rounds.get(c));
+    // Its current review is being decided: a submitted version's, or a re-verification's.
+    let pending = now.is_some_and(|(_, r)| {
+        r.status == ReviewStatus::Pending && super::review::deciding(d.status, r.kind)
+    });
+    let reverifying = pending && d.status == DocumentStatus::Approved;
     let review = now
         .filter(|_| pending)
         .map(|(_, r)| ReviewPanel::of(r, &d, caller, chrono::Utc::now()));
@@ -195,6 +212,8 @@ pub async fn render(
         published_version: d.published_version,
         revising: d.in_revision(),
         archived: d.status == DocumentStatus::Archived,
+        expired: d.status == DocumentStatus::Expired,
+        verify_by: d.verify_by.map(when),
         pending,
         private: !d.ever_submitted(),
         author: d.author_id.clone(),
@@ -215,7 +234,7 @@ pub async fn render(
         review,
         decide: current.filter(|_| pending && reviewer && !mine && !voted),
         own_document: pending && reviewer && mine,
-        forms: forms(&d, caller),
+        forms: forms(&d, caller, reverifying),
         key_approve: Uuid::new_v4(),
         key_reject: Uuid::new_v4(),
         key_submit: Uuid::new_v4(),

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::render::{clock, when};
 use crate::domain::votes::{live_claims, seats};
-use crate::domain::{Document, DocumentStatus, Review, ReviewStatus, VoteKind};
+use crate::domain::{Document, DocumentStatus, Review, ReviewKind, ReviewStatus, VoteKind};
 use crate::web::auth::{Caller, Role};
 use crate::web::error::ErrorCode;
 
@@ -46,6 +46,8 @@ pub struct ReviewPanel {
     pub holders: Vec<Holder>,
     pub due: Option<String>,
     pub overdue: bool,
+    /// A re-verification of the published version (its due date is its deadline).
+    pub reverify: bool,
     /// The reader may claim a seat (a reviewer who may vote, a seat free).
     pub can_claim: bool,
     /// The reader holds a seat (and may give it back).
@@ -73,7 +75,7 @@ impl ReviewPanel {
         let may_vote = caller.has(Role::Reviewer)
             && doc.author_id != me
             && review.status == ReviewStatus::Pending
-            && doc.status == DocumentStatus::PendingReview
+            && deciding(doc.status, review.kind)
             && doc.current_review_id == Some(review.id)
             && voted.is_none()
             && current.is_some_and(|s| s.admits(&caller.groups));
@@ -96,10 +98,20 @@ impl ReviewPanel {
                 .collect(),
             due: review.due_at.map(when),
             overdue: review.overdue_at(now),
+            reverify: review.kind == ReviewKind::Reverify,
             can_claim: may_vote && !holds_claim && live.len() < seats,
             holds_claim,
             voted,
         }
+    }
+}
+
+/// A review of `kind` is decided while its document is in `status`: a submitted version's
+/// while it is pending review, a re-verification's while it is approved.
+pub fn deciding(status: DocumentStatus, kind: ReviewKind) -> bool {
+    match kind {
+        ReviewKind::Publish => status == DocumentStatus::PendingReview,
+        ReviewKind::Reverify => status == DocumentStatus::Approved,
     }
 }
 

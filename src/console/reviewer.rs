@@ -41,6 +41,8 @@ pub struct QueueRow {
     pub seats: String,
     pub due: String,
     pub overdue: bool,
+    /// A re-verification of a published version (its due date is its deadline).
+    pub reverify: bool,
 }
 
 #[derive(Template)]
@@ -111,6 +113,7 @@ fn queue_row(r: ReviewView, now: chrono::DateTime<Utc>) -> QueueRow {
         seats,
         due: r.due_at.map(when).unwrap_or_default(),
         overdue: r.overdue,
+        reverify: r.kind == "reverify",
         title: r.document_title.unwrap_or_default(),
         submitted_by: r.submitted_by,
         submitted_at: when(r.submitted_at),

@@ -373,3 +373,24 @@ pub struct EditLease {
     /// Whole seconds until it ends (at least 1 while live).
     pub retry_after_secs: u64,
 }
+
+/// What a change does to `verify_by`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verify {
+    Keep,
+    /// Due at this time (an approval under a policy that re-verifies, a re-verification).
+    At(DateTime<Utc>),
+    /// Nothing scheduled (an approval under a policy that does not re-verify, a
+    /// re-verification opened, an expiry, an archive).
+    Clear,
+}
+
+impl Verify {
+    /// The due time `after_secs` after `now` (`Clear`: none).
+    pub fn after(now: DateTime<Utc>, after_secs: Option<i32>) -> Self {
+        match after_secs {
+            Some(secs) => Verify::At(now + chrono::Duration::seconds(i64::from(secs))),
+            None => Verify::Clear,
+        }
+    }
+}

@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use super::events::OutboxEntry;
 use super::inputs::{ArchiveReason, Comment, DocumentBody, DocumentTitle, RejectReason};
+pub use super::model::Verify;
 use super::model::{Document, EditLease, FencingToken, Guard, LockScope, Review, VoteKind};
 use super::policy::Policy;
 use super::state::{Action, DocumentStatus, InvalidTransition, ReviewKind, ReviewStatus};
@@ -224,27 +225,6 @@ pub struct DocumentChange {
     pub contributors: Option<Vec<String>>,
     /// What the change does to the next re-verification's due time.
     pub verify: Verify,
-}
-
-/// What a change does to `verify_by`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verify {
-    Keep,
-    /// Due at this time (an approval under a policy that re-verifies, a re-verification).
-    At(DateTime<Utc>),
-    /// Nothing scheduled (an approval under a policy that does not re-verify, a
-    /// re-verification opened, an expiry, an archive).
-    Clear,
-}
-
-impl Verify {
-    /// The due time `after_secs` after `now` (`Clear`: none).
-    pub fn after(now: DateTime<Utc>, after_secs: Option<i32>) -> Self {
-        match after_secs {
-            Some(secs) => Verify::At(now + chrono::Duration::seconds(i64::from(secs))),
-            None => Verify::Clear,
-        }
-    }
 }
 
 /// What a change does to the published revision.

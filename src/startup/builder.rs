@@ -24,7 +24,7 @@ use crate::tasks::{Backoff, Supervisor};
 use crate::usecases::{
     schedule_reverifications, sweep_overdue, AuditService, CheckpointWriter, DocumentService,
     Idempotency, LeaseService, OutboxAdmin, PolicyService, Probes, ReplayService, Retention,
-    RetentionSettings, ReviewService, ReviewStats, SpaceService,
+    RetentionSettings, ReviewService, ReviewSettings, ReviewStats, SpaceService,
 };
 use crate::web::body::BodyLimits;
 use crate::web::metrics::HttpMetrics;
@@ -145,18 +145,7 @@ impl<'a> CoreBuilder<'a> {
             require_if_match: s.http.require_if_match,
             events: EventDocs::new(&s.amqp.exchange, &s.events),
         };
-        let (scheduled, every, batch) = (
-            background.clone(),
-            s.review.reverify_sweep,
-            s.review.reverify_batch,
-        );
-        tasks.spawn("reverify.scheduler", move |stop| {
-            schedule_reverifications(scheduled.clone(), every, batch, stop)
-        });
-        let (swept, every, batch) = (background, s.review.overdue_sweep, s.review.overdue_batch);
-        tasks.spawn("overdue.sweeper", move |stop| {
-            sweep_overdue(swept.clone(), every, batch, stop)
-        });
+        spawn_sweepers(&tasks, &background, &s.review);
         Ok(Core {
             state: web::Data::new(state),
             shutdown: self.shutdown,
@@ -261,6 +250,19 @@ impl<'a> CoreBuilder<'a> {
 
 /// The purger (`usecases::Retention`) under `tasks`, its counters registered with
 /// `metrics`.
+/// The review workflow's sweepers under `tasks`: the overdue marks and the
+/// re-verification scheduler.
+fn spawn_sweepers(tasks: &Supervisor, store: &PgStore, s: &ReviewSettings) {
+    let (swept, every, batch) = (store.clone(), s.overdue_sweep, s.overdue_batch);
+    tasks.spawn("overdue.sweeper", move |stop| {
+        sweep_overdue(swept.clone(), every, batch, stop)
+    });
+    let (scheduled, every, batch) = (store.clone(), s.reverify_sweep, s.reverify_batch);
+    tasks.spawn("reverify.scheduler", move |stop| {
+        schedule_reverifications(scheduled.clone(), every, batch, stop)
+    });
+}
+
 fn spawn_purger(tasks: &Supervisor, store: &PgStore, s: &OutboxSettings, metrics: &HttpMetrics) {
     let settings = RetentionSettings::from_outbox(s);
     let retention = Arc::new(Retention::new(store.clone(), settings));

@@ -324,16 +324,13 @@ impl From<Refusal> for ApiError {
             } => ApiError::conflict(ErrorCode::ReviewClaimed, e.to_string()).retry_after(retry_after_secs),
             e @ Refusal::UnknownPolicy(_) => ApiError::validation(format!("policy: {e}")),
             e @ Refusal::NoClaim(_) => ApiError::not_found(e.to_string()),
-            e @ Refusal::VersionMoved { .. } => {
-                ApiError::conflict(ErrorCode::InvalidState, e.to_string())
-            }
             e @ Refusal::VersionNotHeld { .. } => ApiError::not_found(e.to_string()),
             e @ Refusal::DocumentLeased {
                 retry_after_secs, ..
             } => ApiError::conflict(ErrorCode::DocumentLeased, e.to_string()).retry_after(retry_after_secs),
             e @ Refusal::NoLease => ApiError::not_found(e.to_string()),
             e @ Refusal::LeaseLost => ApiError::conflict(ErrorCode::LeaseLost, e.to_string()),
-            e @ Refusal::Reverifying { .. } => {
+            e @ (Refusal::VersionMoved { .. } | Refusal::Reverifying { .. }) => {
                 ApiError::conflict(ErrorCode::InvalidState, e.to_string())
             }
             e @ Refusal::VersionMismatch { .. } => ApiError::new(

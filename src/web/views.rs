@@ -16,8 +16,7 @@ use crate::domain::{
 pub struct DocumentView {
     pub id: Uuid,
     pub title: String,
-    /// DRAFT, PENDING_REVIEW, APPROVED, REJECTED, ARCHIVED or EXPIRED (was approved; its
-    /// re-verification was rejected or not decided in time: nothing is published)
+    /// DRAFT, PENDING_REVIEW, APPROVED, REJECTED, ARCHIVED or EXPIRED (nothing published)
     #[schema(example = "DRAFT")]
     pub status: String,
     pub version: i64,
@@ -36,9 +35,7 @@ pub struct DocumentView {
     /// Everyone who edited it since its last approval (its author among them if they did),
     /// in the order of their first edit. None of them may vote on the version under review.
     pub contributors: Vec<String>,
-    /// When its published version is next due for re-verification (its policy's
-    /// `reverify_after_secs` after its approval or last re-verification). Null: none is
-    /// scheduled, or one is open (its current review, of kind `reverify`, has the deadline).
+    /// When it is next due for re-verification (null: none, or one is open until its `due_at`).
     pub verify_by: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -121,9 +118,8 @@ pub struct ReviewView {
     /// PENDING, APPROVED, REJECTED or WITHDRAWN
     #[schema(example = "PENDING")]
     pub status: String,
-    /// `publish`: a submit opened it, for a new version. `reverify`: the re-verification of
-    /// the published version, opened when it came due; approving it keeps the document
-    /// published, rejecting it (or nobody approving by `due_at`) expires it.
+    /// `publish` (a submit opened it) or `reverify` (the re-verification of the published
+    /// version: approved, it stays published; rejected or not approved by `due_at`, expired).
     #[schema(example = "publish", pattern = "^(publish|reverify)$")]
     pub kind: &'static str,
     pub document_version: i64,
@@ -136,7 +132,6 @@ pub struct ReviewView {
     pub claims: Vec<ClaimView>,
     /// Approvals the current stage still needs (its seats, free or held).
     pub seats: i64,
-    /// When it is due (a re-verification: its deadline).
     pub due_at: Option<DateTime<Utc>>,
     /// Still pending and past `due_at`.
     pub overdue: bool,

@@ -22,6 +22,7 @@ pub(crate) mod parked;
 mod probes;
 mod read_only;
 mod required_queues;
+mod reverification;
 mod review_lock;
 mod startup;
 mod tasks;

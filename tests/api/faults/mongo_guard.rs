@@ -34,6 +34,7 @@ fn copy(id: uuid::Uuid, version: i64, body: &str, at: DateTime<Utc>) -> Document
         published_title: None,
         published_body: None,
         contributors: Vec::new(),
+        verify_by: None,
     }
 }
 

@@ -168,6 +168,7 @@ async fn a_stale_projection_never_overwrites_a_newer_one() {
         published_title: None,
         published_body: None,
         contributors: Vec::new(),
+        verify_by: None,
     };
     let projection = kh_review::store::mongo::MongoProjection::new(
         &mongo_url(),

@@ -51,9 +51,9 @@ async fn a_panicking_task_is_counted_restarted_and_joined_at_shutdown() {
     let tasks = app.tasks.clone();
     assert_eq!(
         tasks.live(),
-        7,
-        "the two outbox loops, the purger, the prober, the overdue sweeper, the replay runner, \
-         the audit checkpointer"
+        8,
+        "the two outbox loops, the purger, the prober, the overdue sweeper, the re-verification \
+         scheduler, the replay runner, the audit checkpointer"
     );
     app.finish().await;
     assert_eq!(

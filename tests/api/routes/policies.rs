@@ -44,6 +44,22 @@ async fn policies_are_versioned_readable_by_any_role_and_validated() {
         ),
         (Some(2), Some(3))
     );
+    assert!(got["reverify_after_secs"].is_null() && got["reverify_grace_secs"].is_null());
+    let stages = json!([{"name": "review", "required_approvals": 1}]);
+    let fresh = app
+        .policy(
+            "fresh",
+            json!({"stages": stages, "reverify_after_secs": 86400}),
+        )
+        .await;
+    assert_eq!(
+        (
+            fresh["reverify_after_secs"].as_i64(),
+            fresh["reverify_grace_secs"].as_i64()
+        ),
+        (Some(86400), Some(604_800)),
+        "a week of grace when left out"
+    );
     let missing = app.get("/api/v1/policies/nope", &app.author()).await;
     expect_error(missing, StatusCode::NOT_FOUND, "NOT_FOUND").await;
     bad_policies_are_refused_naming_their_field(&app).await;
@@ -72,6 +88,22 @@ async fn bad_policies_are_refused_naming_their_field(app: &TestApp) {
             "claim_ttl_secs",
         ),
         (json!({"stages": [stage(1)], "owner": "x"}), "owner"),
+        (
+            json!({"stages": [stage(1)], "reverify_after_secs": 59}),
+            "reverify_after_secs",
+        ),
+        (
+            json!({"stages": [stage(1)], "reverify_after_secs": 157_680_001_i64}),
+            "reverify_after_secs",
+        ),
+        (
+            json!({"stages": [stage(1)], "reverify_after_secs": 3600, "reverify_grace_secs": 59}),
+            "reverify_grace_secs",
+        ),
+        (
+            json!({"stages": [stage(1)], "reverify_grace_secs": 600}),
+            "reverify_grace_secs",
+        ),
     ] {
         let r = app
             .put("/api/v1/admin/policies/bad", &app.admin(), body.clone())

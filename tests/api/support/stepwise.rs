@@ -9,7 +9,7 @@
 use chrono::{DateTime, Utc};
 use kh_review::domain::audit::{as_hash, AuditKey, AuditRow, GENESIS};
 use kh_review::domain::rules::{
-    self, AuditEntry, DocumentChange, Publication, ReviewChange, ReviewUpdate, ReviewWrite,
+    self, AuditEntry, DocumentChange, ReviewChange, ReviewUpdate, ReviewWrite,
 };
 use kh_review::domain::{Claim, Command, Decision, Document, FencingToken, Locked, OutboxEntry};
 use kh_review::domain::{Review, Stage, Vote};
@@ -110,6 +110,7 @@ fn document_of(r: &PgRow) -> Result<Document, sqlx::Error> {
         published_title: r.try_get("published_title")?,
         published_body: r.try_get("published_body")?,
         contributors: Vec::new(), // the previous release never reads them
+        verify_by: None,          // nor this
     })
 }
 
@@ -172,6 +173,8 @@ async fn lock_review(tx: &mut Tx, id: Uuid) -> anyhow::Result<(Review, DateTime<
         policy_version: r.try_get("policy_version")?,
         stage: r.try_get("stage")?,
         due_at: r.try_get("due_at")?,
+        kind: Default::default(),
+        reverify_after_secs: None,
         claim_ttl_secs: r.try_get("claim_ttl_secs")?,
         stages: r.try_get::<Json<Vec<Stage>>, _>("stages")?.0,
         votes: r.try_get::<Json<Vec<Vote>>, _>("votes")?.0,
@@ -236,11 +239,8 @@ async fn write_document(
     change: DocumentChange,
     link: &Link,
 ) -> anyhow::Result<Document> {
-    let publication = match change.published {
-        Publication::Keep => "keep",
-        Publication::Publish => "publish",
-        Publication::Withdraw => "withdraw",
-    };
+    // keep, publish or withdraw, as the statement names them.
+    let publication = format!("{:?}", change.published).to_lowercase();
     let r = sqlx::query(concat!(
         "UPDATE documents SET title = COALESCE($2, title), body = COALESCE($3, body), \
          status = $4, version = $5, current_review_id = $6, fence_token = $7, \

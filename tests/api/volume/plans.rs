@@ -121,6 +121,10 @@ async fn fill(pg: &PgPool, n: i64) {
         // Every approved document published; three comments on every tenth document.
         "UPDATE documents SET published_version = 3, published_title = title, \
          published_body = body WHERE status = 'APPROVED'",
+        // Every approved document of the fast policy due for re-verification, from ten
+        // hours ago to a thousand hours on (so a few are past due).
+        "UPDATE documents SET verify_by = now() + (g % 1000 - 10) * interval '1 hour' \
+         FROM ids WHERE documents.id = ids.d AND status = 'APPROVED' AND g % 7 = 3",
         "INSERT INTO comments (document_id, seq, id, review_id, author_id, body) \
          SELECT d, c, gen_random_uuid(), CASE WHEN c = 1 THEN r END, 'reviewer', 'A comment' \
          FROM ids CROSS JOIN generate_series(1, 3) AS c WHERE g % 10 = 0",
