@@ -55,6 +55,12 @@ const VOTES_AND_CLAIMS: [&str; 5] = [
             now() - interval '90 minutes' FROM ids WHERE g % 5 = 1",
 ];
 
+/// Every approved document of the fast policy due for re-verification, from ten hours ago
+/// to a thousand hours on (so a few are past due).
+const REVERIFICATION: &str = "UPDATE documents \
+     SET verify_by = now() + (g % 1000 - 10) * interval '1 hour' \
+     FROM ids WHERE documents.id = ids.d AND status = 'APPROVED' AND g % 7 = 3";
+
 /// 100 spaces beside `default`, with 10,000 memberships (users and groups): every request
 /// reads its caller's by subject.
 const SPACES: [&str; 4] = [
@@ -121,10 +127,6 @@ async fn fill(pg: &PgPool, n: i64) {
         // Every approved document published; three comments on every tenth document.
         "UPDATE documents SET published_version = 3, published_title = title, \
          published_body = body WHERE status = 'APPROVED'",
-        // Every approved document of the fast policy due for re-verification, from ten
-        // hours ago to a thousand hours on (so a few are past due).
-        "UPDATE documents SET verify_by = now() + (g % 1000 - 10) * interval '1 hour' \
-         FROM ids WHERE documents.id = ids.d AND status = 'APPROVED' AND g % 7 = 3",
         "INSERT INTO comments (document_id, seq, id, review_id, author_id, body) \
          SELECT d, c, gen_random_uuid(), CASE WHEN c = 1 THEN r END, 'reviewer', 'A comment' \
          FROM ids CROSS JOIN generate_series(1, 3) AS c WHERE g % 10 = 0",
@@ -154,6 +156,7 @@ async fn fill(pg: &PgPool, n: i64) {
          SELECT 'author-' || (g % 50), 'key-' || g, 'f', 'DONE', now(), now() + interval '1 day', \
                 gen_random_uuid(), 200, '{}' FROM ids",
     ]);
+    statements.push(REVERIFICATION);
     let mut conn = pg.acquire().await.unwrap();
     for sql in statements {
         let q = sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()));
