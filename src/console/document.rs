@@ -13,7 +13,7 @@ use super::history::{HistoryRow, Rounds};
 use super::render::{rendered, when, Shown};
 use super::review::ReviewPanel;
 use super::revision::{Copy, RevisionPanel};
-use crate::domain::{Document, DocumentStatus, Reader, ReviewStatus, SpaceRole};
+use crate::domain::{Document, DocumentStatus, Reader, ReviewKind, ReviewStatus, SpaceRole};
 use crate::usecases::DocumentRead;
 use crate::web::auth::Caller;
 use crate::web::error::{ApiError, ErrorCode};
@@ -103,8 +103,8 @@ pub async fn fragment(
     render(&state, &caller, id, None).await
 }
 
-/// The forms `caller` may use on `d` (`reverifying`: a re-verification of it is open, and
-/// it takes no edit until that is decided).
+/// The forms `caller` may use on `d` (`reverifying`: a re-verification of its published
+/// version is open, and it is not submitted until that is decided).
 fn forms(d: &Document, caller: &Caller, reverifying: bool) -> Forms {
     let mine = d.author_id == caller.id.as_str();
     // Co-editing: once submitted, every author of the space edits, submits and withdraws.
@@ -112,7 +112,6 @@ fn forms(d: &Document, caller: &Caller, reverifying: bool) -> Forms {
     let status = d.status;
     Forms {
         editable: author
-            && !reverifying
             && matches!(
                 status,
                 DocumentStatus::Draft
@@ -122,6 +121,7 @@ fn forms(d: &Document, caller: &Caller, reverifying: bool) -> Forms {
             ),
         starts_revision: status == DocumentStatus::Approved,
         submittable: author
+            && !reverifying
             && matches!(
                 status,
                 DocumentStatus::Draft | DocumentStatus::Rejected | DocumentStatus::Expired
@@ -197,9 +197,9 @@ pub async fn render(
     let now = current.and_then(|c| rounds.get(c));
     // Its current review is being decided: a submitted version's, or a re-verification's.
     let pending = now.is_some_and(|(_, r)| {
-        r.status == ReviewStatus::Pending && super::review::deciding(d.status, r.kind)
+        r.status == ReviewStatus::Pending && super::review::deciding(&d, r.kind)
     });
-    let reverifying = pending && d.status == DocumentStatus::Approved;
+    let reverifying = pending && now.is_some_and(|(_, r)| r.kind == ReviewKind::Reverify);
     let review = now
         .filter(|_| pending)
         .map(|(_, r)| ReviewPanel::of(r, &d, caller, chrono::Utc::now()));

@@ -75,7 +75,7 @@ impl ReviewPanel {
         let may_vote = caller.has(Role::Reviewer)
             && doc.author_id != me
             && review.status == ReviewStatus::Pending
-            && deciding(doc.status, review.kind)
+            && deciding(doc, review.kind)
             && doc.current_review_id == Some(review.id)
             && voted.is_none()
             && current.is_some_and(|s| s.admits(&caller.groups));
@@ -106,12 +106,12 @@ impl ReviewPanel {
     }
 }
 
-/// A review of `kind` is decided while its document is in `status`: a submitted version's
-/// while it is pending review, a re-verification's while it is approved.
-pub fn deciding(status: DocumentStatus, kind: ReviewKind) -> bool {
+/// A review of `kind` of `doc` is decided: a submitted version's while the document is
+/// pending review, a re-verification's while the version it re-verifies is published.
+pub fn deciding(doc: &Document, kind: ReviewKind) -> bool {
     match kind {
-        ReviewKind::Publish => status == DocumentStatus::PendingReview,
-        ReviewKind::Reverify => status == DocumentStatus::Approved,
+        ReviewKind::Publish => doc.status == DocumentStatus::PendingReview,
+        ReviewKind::Reverify => doc.published_version.is_some(),
     }
 }
 

@@ -159,8 +159,9 @@ pub enum Refusal {
     LeaseLost,
     #[error("review {0} is not a review of this document")]
     ReviewOfAnotherDocument(Uuid),
-    /// A re-verification of the document is open: it takes no edit until it is decided.
-    #[error("a re-verification of this document is open until {}: a reviewer approves it (the document stays published) or rejects it (then it can be revised); until then it takes no edit", until.format("%Y-%m-%dT%H:%M:%SZ"))]
+    /// A re-verification of the document's published version is open: it is not submitted
+    /// again until that is decided.
+    #[error("a re-verification of this document's published version is open until {}: a reviewer approves it (it stays published) or rejects it (it is unpublished); until then the document cannot be submitted", until.format("%Y-%m-%dT%H:%M:%SZ"))]
     Reverifying { until: DateTime<Utc> },
 }
 

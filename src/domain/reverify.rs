@@ -1,12 +1,15 @@
 //! Re-verification: an approval holds for its policy's `reverify_after_secs`. When the
 //! published version comes due (`verify_by`), the scheduler opens a review of kind
-//! `reverify` on it ([`plan_due`]); the document stays `APPROVED` and published. Its stages
-//! are voted like any review's (`votes.rs`); the decision is judged here: the approval that
-//! completes it re-verifies the document ([`verified`]: `verify_by` moves on, no new
-//! version), a reject expires it ([`expired`]: `EXPIRED`, nothing published). A
-//! re-verification nobody decided by its deadline expires the document too ([`plan_lapse`]).
-//! While one is open the document takes no edit ([`check_not_reverifying`]): a reviewer
-//! rejects it so the document can be revised.
+//! `reverify` on it ([`plan_due`]): on an approved document, which stays `APPROVED` and
+//! published, and as well on one whose revision is being drafted (`DRAFT`, `REJECTED`: the
+//! published version is what is re-verified; a revision under review is left to its own
+//! review). Its stages are voted like any review's (`votes.rs`); the decision is judged
+//! here: the approval that completes it re-verifies the published version ([`verified`]:
+//! `verify_by` moves on, no new version), a reject expires it ([`expired`]: nothing
+//! published; an approved document becomes `EXPIRED`, a revision stays as it is). A
+//! re-verification nobody decided by its deadline expires it too ([`plan_lapse`]). While
+//! one is open the document can be edited but not submitted
+//! ([`check_no_open_reverification`]): one review at a time.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use uuid::Uuid;
@@ -34,9 +37,12 @@ fn reverifying(doc: &Document, review: &Review) -> bool {
         && doc.current_review_id == Some(review.id)
 }
 
-/// Refuses an edit of `doc` while `current` (its current review, when the store read it)
+/// Refuses a submit of `doc` while `current` (its current review, when the store read it)
 /// is an open re-verification.
-pub fn check_not_reverifying(doc: &Document, current: Option<&Review>) -> Result<(), Refusal> {
+pub fn check_no_open_reverification(
+    doc: &Document,
+    current: Option<&Review>,
+) -> Result<(), Refusal> {
     match current {
         Some(r) if reverifying(doc, r) => Err(Refusal::Reverifying {
             until: r.due_at.unwrap_or(doc.updated_at),
@@ -46,8 +52,8 @@ pub fn check_not_reverifying(doc: &Document, current: Option<&Review>) -> Result
 }
 
 /// The re-verification of `doc` (locked) that came due by `now`, under the current version
-/// of its `policy`, as review `review_id`: `None` unless it is approved, published as it
-/// is, and due.
+/// of its `policy`, as review `review_id`: `None` unless it is published, due, and no
+/// review of a revision is pending.
 pub fn plan_due(
     doc: &Document,
     policy: &Policy,
@@ -55,8 +61,8 @@ pub fn plan_due(
     now: DateTime<Utc>,
 ) -> Option<Plan> {
     let due = doc.verify_by.is_some_and(|t| t <= now);
-    if !due || doc.status != DocumentStatus::Approved || doc.published_version != Some(doc.version)
-    {
+    let published = doc.published_version?;
+    if !due || doc.status == DocumentStatus::PendingReview {
         return None;
     }
     let grace = policy
@@ -72,7 +78,7 @@ pub fn plan_due(
         review: Some(ReviewChange::Open(OpenReview {
             id: review_id,
             kind: ReviewKind::Reverify,
-            document_version: doc.version,
+            document_version: published,
             submitted_by: SCHEDULER.to_string(),
             policy: policy.name.clone(),
             policy_version: policy.version,
@@ -83,7 +89,7 @@ pub fn plan_due(
         audit: unchanged("reverification_due", doc, review_id, Guard::Unlocked),
         outbox: OutboxEntry::from(EventData::ReverificationDue {
             title: doc.title.clone(),
-            published_version: doc.version,
+            published_version: published,
             deadline: stamp(deadline),
         }),
     })
@@ -93,7 +99,7 @@ pub fn plan_due(
 /// `None` unless it is still open and past it at `now`.
 pub fn plan_lapse(doc: &Document, review: &Review, now: DateTime<Utc>) -> Option<Plan> {
     let deadline = review.due_at?;
-    if !reverifying(doc, review) || deadline > now || doc.status != DocumentStatus::Approved {
+    if !reverifying(doc, review) || deadline > now || doc.published_version.is_none() {
         return None;
     }
     let reason = format!("nobody re-verified it by {}", stamp(deadline));
@@ -204,8 +210,9 @@ fn verified(
     }
 }
 
-/// The document expired: `EXPIRED`, nothing published, revised and submitted like a
-/// rejected one.
+/// The published version expired: nothing published any more. An approved document becomes
+/// `EXPIRED` (revised and submitted like a rejected one); a revision being drafted stays as
+/// it is.
 fn expired(
     doc: &Document,
     review: &Review,
@@ -214,10 +221,7 @@ fn expired(
     reason: String,
     guard: Guard,
 ) -> Plan {
-    let status = doc
-        .status
-        .apply(Action::Expire)
-        .expect("a re-verification is decided on an approved document");
+    let status = doc.status.apply(Action::Expire).unwrap_or(doc.status);
     Plan {
         document: Some(DocumentChange {
             published: Publication::Withdraw,

@@ -94,12 +94,10 @@ pub fn plan_conditional<'a>(
             title,
             body,
             policy,
-        } => {
-            super::reverify::check_not_reverifying(doc, locked.review.as_ref())?;
-            plan_edit(doc, actor, title, body, policy)
-        }
+        } => plan_edit(doc, actor, title, body, policy),
         Command::Submit { new_review_id } => {
             let policy = locked.policy.as_ref().ok_or(Refusal::NotFound)?;
+            super::reverify::check_no_open_reverification(doc, locked.review.as_ref())?;
             plan_submit(doc, policy, actor, new_review_id, guard)
         }
         Command::Decide { decision, groups } => {

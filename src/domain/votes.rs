@@ -18,7 +18,7 @@ use super::plan::{
     audit, check_fence, transitioned, AuditEntry, Decision, DocumentChange, NewVote, Plan,
     Publication, Refusal, ReviewChange, ReviewUpdate, ReviewWrite, Verify,
 };
-use super::state::{Action, DocumentStatus, InvalidTransition, ReviewKind};
+use super::state::{Action, InvalidTransition, ReviewKind};
 
 /// Who votes: the caller and the groups of its token.
 #[derive(Debug, Clone, Copy)]
@@ -61,8 +61,8 @@ pub fn check_voter(doc: &Document, review: &Review, voter: Voter<'_>) -> Result<
         ReviewKind::Publish => {
             doc.status.apply(Action::Approve)?;
         }
-        // A re-verification is decided on the approved document it re-verifies.
-        ReviewKind::Reverify if doc.status != DocumentStatus::Approved => {
+        // A re-verification is decided while the version it re-verifies is published.
+        ReviewKind::Reverify if doc.published_version.is_none() => {
             return Err(InvalidTransition {
                 from: doc.status,
                 action: Action::Approve,

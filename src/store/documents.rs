@@ -165,19 +165,9 @@ impl PgStore {
             Some(_) => super::lease_row::read_lease(&mut tx, id).await?,
             None => None,
         };
-        // An approved document's current review, which may be an open re-verification
-        // (then it takes no edit).
-        let review = match document.as_ref() {
-            Some(d) if d.status == DocumentStatus::Approved => match d.current_review_id {
-                Some(r) => super::reviews::rows::lock_review(&mut tx, r).await?.0,
-                None => None,
-            },
-            _ => None,
-        };
         let locked = Locked {
             document,
             lease,
-            review,
             ..Locked::default()
         };
         let command = Command::Edit {

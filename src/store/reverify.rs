@@ -19,7 +19,7 @@ use super::tx::WriteContext;
 use crate::domain::{reverify, Locked};
 
 impl PgStore {
-    /// Opens a re-verification on up to `limit` approved documents past their `verify_by`,
+    /// Opens a re-verification on up to `limit` published documents past their `verify_by`,
     /// each with one `document.reverification_due` event; how many were opened.
     pub async fn open_due_reverifications(
         &self,
@@ -29,7 +29,7 @@ impl PgStore {
         let mut tx = self.begin().await?;
         let due = sqlx::query_scalar!(
             "SELECT id FROM documents
-             WHERE status = 'APPROVED' AND verify_by IS NOT NULL AND verify_by <= now()
+             WHERE verify_by IS NOT NULL AND status <> 'PENDING_REVIEW' AND verify_by <= now()
              ORDER BY verify_by LIMIT $1
              FOR UPDATE SKIP LOCKED",
             limit
@@ -108,14 +108,14 @@ impl PgStore {
         Ok(expired)
     }
 
-    /// Approved documents past their `verify_by` with no re-verification opened yet, and
+    /// Published documents past their `verify_by` with no re-verification opened yet, and
     /// how long the oldest has waited, in seconds (the scheduler's lag).
     pub async fn reverification_lag(&self) -> Result<(i64, f64), StoreError> {
         let row = sqlx::query!(
             r#"SELECT count(*) AS "rows!",
                       EXTRACT(EPOCH FROM now() - min(verify_by))::float8 AS lag
                FROM documents
-               WHERE status = 'APPROVED' AND verify_by IS NOT NULL AND verify_by <= now()"#
+               WHERE verify_by IS NOT NULL AND status <> 'PENDING_REVIEW' AND verify_by <= now()"#
         )
         .fetch_one(&mut *self.scoped().await?)
         .bounded(self)

@@ -221,7 +221,7 @@ fn reverification_metrics(scrape: &Registry, due: Option<(i64, f64)>) {
     let Some((rows, lag)) = due else { return };
     let g = IntGauge::new(
         "kh_reverification_due",
-        "Approved documents past their verify_by with no re-verification opened yet",
+        "Published documents past their verify_by with no re-verification opened yet",
     )
     .expect("valid metric");
     g.set(rows);

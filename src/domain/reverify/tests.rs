@@ -6,10 +6,10 @@ use chrono::Duration;
 use super::*;
 use crate::domain::inputs::RejectReason;
 use crate::domain::plan::Decision;
+use crate::domain::plan::{Command, Locked};
 use crate::domain::policy::Stage;
-use crate::domain::rules::{plan, plan_conditional};
+use crate::domain::rules::plan;
 use crate::domain::test_support::{approved, edit, locked, stage, t0, user};
-use crate::domain::versions::Conditions;
 use crate::domain::votes::{plan_vote, Voter};
 use crate::domain::EventType;
 
@@ -86,7 +86,7 @@ fn a_due_document_opens_a_reverification_and_stays_published() {
 }
 
 #[test]
-fn nothing_is_due_before_its_time_nor_on_a_revision_or_unpublished_document() {
+fn nothing_is_due_before_its_time_nor_unpublished_nor_while_a_revision_is_under_review() {
     let p = policy(Some(60), None);
     let mut d = approved();
     assert!(
@@ -99,10 +99,13 @@ fn nothing_is_due_before_its_time_nor_on_a_revision_or_unpublished_document() {
         "not due yet"
     );
     d.verify_by = Some(t0());
-    let mut revising = d.clone();
-    revising.status = DocumentStatus::Draft;
-    revising.version = 4;
-    assert!(plan_due(&revising, &p, Uuid::now_v7(), t0()).is_none());
+    let mut reviewed = d.clone();
+    reviewed.status = DocumentStatus::PendingReview;
+    reviewed.version = 5;
+    assert!(plan_due(&reviewed, &p, Uuid::now_v7(), t0()).is_none());
+    let mut unpublished = d.clone();
+    unpublished.published_version = None;
+    assert!(plan_due(&unpublished, &p, Uuid::now_v7(), t0()).is_none());
     let due = plan_due(&d, &p, Uuid::now_v7(), t0()).unwrap();
     let Some(ReviewChange::Open(open)) = due.review else {
         panic!()
@@ -112,6 +115,34 @@ fn nothing_is_due_before_its_time_nor_on_a_revision_or_unpublished_document() {
         Some(DEFAULT_REVERIFY_GRACE_SECS),
         "a week of grace by default"
     );
+}
+
+/// A revision being drafted when the published version comes due: the published version
+/// is re-verified (the draft stays a draft, at its version), and expires without changing
+/// the draft's status.
+#[test]
+fn a_revision_being_drafted_has_its_published_version_reverified() {
+    let p = policy(Some(60), Some(600));
+    let mut d = approved();
+    d.status = DocumentStatus::Draft;
+    d.version = 4;
+    d.verify_by = Some(t0());
+    let id = Uuid::now_v7();
+    let due = plan_due(&d, &p, id, t0()).expect("due");
+    let Some(ReviewChange::Open(open)) = &due.review else {
+        panic!()
+    };
+    assert_eq!(open.document_version, 3, "the published version");
+    let change = due.document.unwrap();
+    assert_eq!((change.status, change.version), (DocumentStatus::Draft, 4));
+    let mut r = crate::domain::test_support::review(&d, ReviewStatus::Pending);
+    (r.id, r.kind, r.due_at) = (id, ReviewKind::Reverify, Some(t0()));
+    d.current_review_id = Some(id);
+    let lapsed = plan_lapse(&d, &r, t0()).expect("lapsed");
+    let change = lapsed.document.unwrap();
+    assert_eq!((change.status, change.version), (DocumentStatus::Draft, 5));
+    assert_eq!(change.published, Publication::Withdraw);
+    assert_eq!(lapsed.outbox.event, EventType::Expired);
 }
 
 #[test]
@@ -187,16 +218,27 @@ fn a_reverification_nobody_decided_lapses_at_its_deadline() {
 }
 
 #[test]
-fn an_open_reverification_refuses_edits_and_an_expired_document_is_revised() {
+fn an_open_reverification_refuses_a_submit_not_an_edit_and_an_expired_document_is_revised() {
     let (d, r, _) = opened(vec![stage("review", 1, &[])]);
     let author = user(crate::domain::test_support::AUTHOR);
-    let refused = plan_conditional(
+    let edited = plan(
         &locked(d.clone(), Some(r.clone())),
         &author,
         edit(),
         Guard::Unlocked,
-        Conditions::default(),
     );
+    let edited = edited.expect("an edit starts a revision").document.unwrap();
+    assert_eq!(edited.status, DocumentStatus::Draft);
+    let mut revising = d.clone();
+    (revising.status, revising.version) = (DocumentStatus::Draft, 4);
+    let submit = Command::Submit {
+        new_review_id: Uuid::now_v7(),
+    };
+    let rows = Locked {
+        policy: Some(policy(Some(60), None)),
+        ..locked(revising, Some(r.clone()))
+    };
+    let refused = plan(&rows, &author, submit.clone(), Guard::Unlocked);
     assert!(
         matches!(refused, Err(Refusal::Reverifying { .. })),
         "{refused:?}"
@@ -206,12 +248,12 @@ fn an_open_reverification_refuses_edits_and_an_expired_document_is_revised() {
     expired.published_version = None;
     let mut rejected = r;
     rejected.status = ReviewStatus::Rejected;
-    let p = plan(
-        &locked(expired, Some(rejected)),
-        &author,
-        edit(),
-        Guard::Unlocked,
-    )
-    .unwrap();
+    let rows = Locked {
+        policy: Some(policy(Some(60), None)),
+        ..locked(expired, Some(rejected))
+    };
+    let p = plan(&rows, &author, edit(), Guard::Unlocked).unwrap();
     assert_eq!(p.document.unwrap().status, DocumentStatus::Expired);
+    let p = plan(&rows, &author, submit, Guard::Unlocked).unwrap();
+    assert_eq!(p.document.unwrap().status, DocumentStatus::PendingReview);
 }

@@ -42,9 +42,19 @@ impl PgStore {
             Some(d) => current_policy(&mut *tx, &d.policy).await?,
             None => None,
         };
+        // A published document's current review may be an open re-verification (then it
+        // is not submitted again until that is decided).
+        let review = match document.as_ref() {
+            Some(d) if d.published_version.is_some() => match d.current_review_id {
+                Some(id) => lock_review(&mut tx, id).await?.0,
+                None => None,
+            },
+            _ => None,
+        };
         let locked = Locked {
             document,
             policy,
+            review,
             ..Locked::default()
         };
         let command = Command::Submit {

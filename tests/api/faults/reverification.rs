@@ -160,8 +160,10 @@ async fn each_due_document_is_reverified_or_expires_once_with_three_instances_on
 }
 
 /// The open re-verification of `kept` (due, opened by the scheduler): still published at
-/// its version, no edit, not the author's to approve; approved by a reviewer on instance
-/// `d`, it stays as it is with `verify_by` moved on.
+/// its version, not the author's to approve. The author starts a revision meanwhile, which
+/// cannot be submitted while the re-verification is open; approved by a reviewer on
+/// instance `d`, the published version stays as it is with `verify_by` moved on, and the
+/// revision can be submitted.
 async fn reverified_while_open(a: &TestApp, d: &TestApp, kept: &str) {
     let doc = a.document(kept).await;
     assert_eq!(
@@ -169,18 +171,16 @@ async fn reverified_while_open(a: &TestApp, d: &TestApp, kept: &str) {
         (Some("APPROVED"), Some(3))
     );
     assert!(doc["verify_by"].is_null(), "cleared while it is open");
-    let published = a
-        .get(
-            &format!("/api/v1/documents/{kept}/published"),
-            &a.reviewer(),
-        )
-        .await;
+    let published = format!("/api/v1/documents/{kept}/published");
+    let r = a.get(&published, &a.reviewer()).await;
     assert_eq!(
-        published.status(),
+        r.status(),
         StatusCode::OK,
         "still published while it is open"
     );
     let review = a.reverification_of(kept).await;
+    let r = a.approve(&review, &a.author()).await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
     let edit = a
         .client
         .put(a.url(&format!("/api/v1/documents/{kept}")))
@@ -189,22 +189,29 @@ async fn reverified_while_open(a: &TestApp, d: &TestApp, kept: &str) {
         .send()
         .await
         .unwrap();
-    expect_error(edit, StatusCode::CONFLICT, "INVALID_STATE").await;
-    assert_eq!(
-        a.approve(&review, &a.author()).await.status(),
-        StatusCode::FORBIDDEN
-    );
+    assert_eq!(edit.status(), StatusCode::OK, "a revision may be drafted");
+    let submit = format!("/api/v1/documents/{kept}/submit");
+    let r = a.post(&submit, &a.author(), json!({})).await;
+    expect_error(r, StatusCode::CONFLICT, "INVALID_STATE").await;
     let r = d.approve(&review, &d.reviewer()).await;
     assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
     let doc = a.document(kept).await;
     assert_eq!(
         (doc["status"].as_str(), doc["version"].as_i64()),
-        (Some("APPROVED"), Some(3))
+        (Some("DRAFT"), Some(4)),
+        "the revision as it was"
     );
+    assert_eq!(doc["published_version"], 3);
     assert_eq!(
         secs_between(&doc["updated_at"], &doc["verify_by"]),
         3600,
         "moved on"
+    );
+    let r = a.post(&submit, &a.author(), json!({})).await;
+    assert_eq!(
+        r.status(),
+        StatusCode::CREATED,
+        "the revision goes to review"
     );
 }
 
@@ -294,7 +301,7 @@ async fn a_rejected_reverification_expires_the_document() {
 
 /// The open re-verification `review` of `id`: in the review queue with its kind and
 /// deadline, marked in the console's queue and on the document's page, which offers the
-/// reviewer the decision and the author no edit.
+/// reviewer the decision.
 async fn shown_in_the_queue_and_the_console(a: &TestApp, id: &str, review: &str) {
     let page: Value = a
         .get("/api/v1/reviews?order=due", &a.reviewer())
@@ -321,12 +328,69 @@ async fn shown_in_the_queue_and_the_console(a: &TestApp, id: &str, review: &str)
     let mine = html(format!("/console/f/documents/{id}"), a.author()).await;
     assert!(mine.contains(r#"id="reverify""#), "{mine}");
     assert!(
-        !mine.contains(r#"id="edit-form""#),
-        "no edit while it is open"
+        mine.contains(r#"id="edit-form""#),
+        "a revision may be drafted meanwhile"
     );
     let theirs = html(format!("/console/f/documents/{id}"), a.reviewer()).await;
     assert!(
         theirs.contains(&format!("/reviews/{review}/approve")),
         "{theirs}"
     );
+}
+
+/// A revision is being drafted when the published version comes due: the published version
+/// is re-verified (the draft stays a draft); nobody approving it in time unpublishes it and
+/// leaves the draft as it was, which then goes to review as any draft.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_revision_drafted_when_due_keeps_its_draft_and_loses_its_published_version() {
+    let a = spawn_app_with(scheduling()).await;
+    let stages = json!([{"name": "review", "required_approvals": 1}]);
+    let body = json!({"stages": stages, "reverify_after_secs": 60});
+    a.policy("fresh", body).await;
+    let id = a.approved_under("fresh").await;
+    let r = a
+        .client
+        .put(a.url(&format!("/api/v1/documents/{id}")))
+        .bearer_auth(a.author())
+        .json(&json!({"body": "Restart the indexer, then its workers."}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    a.exec(&format!(
+        "UPDATE documents SET verify_by = now() WHERE id = '{id}'"
+    ))
+    .await;
+    a.wait_event(&id, "document.reverification_due").await;
+    let review = a.current_review(&id).await;
+    assert_eq!(
+        (review["kind"].as_str(), review["document_version"].as_i64()),
+        (Some("reverify"), Some(3))
+    );
+    a.exec(&format!(
+        "UPDATE reviews SET due_at = now() WHERE document_id = '{id}' AND kind = 'reverify'"
+    ))
+    .await;
+    a.wait_event(&id, "document.expired").await;
+    let doc = a.document(&id).await;
+    assert_eq!(
+        (doc["status"].as_str(), doc["version"].as_i64()),
+        (Some("DRAFT"), Some(5))
+    );
+    assert!(doc["published_version"].is_null());
+    let published = a
+        .get(&format!("/api/v1/documents/{id}/published"), &a.reviewer())
+        .await;
+    assert_eq!(published.status(), StatusCode::NOT_FOUND);
+    let review = a.submitted(&id).await;
+    assert_eq!(
+        a.approve(&review, &a.reviewer()).await.status(),
+        StatusCode::OK
+    );
+    let doc = a.document(&id).await;
+    assert_eq!(
+        (doc["status"].as_str(), doc["published_version"].as_i64()),
+        (Some("APPROVED"), Some(7))
+    );
+    a.finish().await;
 }
