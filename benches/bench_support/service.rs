@@ -48,9 +48,11 @@ impl BenchEnv {
             .env("APP__OUTBOX__BACKOFF_MAX_MS", "1000")
             .env("APP__OUTBOX__POLL_INTERVAL_MS", "100")
             .env("APP__LOG__LEVEL", "error")
-            // The overdue sweeper commits a transaction every pass: the cost row's commit
-            // counter would never stand still. The workflow rows turn it back on.
+            // The overdue sweeper and the re-verification scheduler commit a transaction
+            // every pass: the cost row's commit counter would never stand still. The
+            // workflow rows turn the sweeper back on.
             .env("APP__REVIEW__OVERDUE_SWEEP_MS", "3600000")
+            .env("APP__REVIEW__REVERIFY_SWEEP_MS", "3600000")
             .env(
                 "APP__AUTH__JWT_SECRET",
                 self.settings.auth.jwt_secret.expose_secret(),
