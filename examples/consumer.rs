@@ -3,7 +3,8 @@
 //! duplicates by `event_id` (delivery is at least once). It does what `docs/events.md`
 //! ("What an indexer does, event by event") says: on `document.approved` it reads the
 //! MongoDB projection's top level (at the event's version or later) and indexes it; on
-//! `document.archived` it removes the document; every other type leaves the index alone.
+//! `document.archived` and `document.expired` it removes the document (a later approval of
+//! an expired one indexes it again); every other type leaves the index alone.
 //! Run: `cargo run --example consumer -- [queue] [max_events]`.
 //!
 //! Its index is a map in memory, and a line on stdout stands in for the chunking and
@@ -38,8 +39,8 @@ enum Slot {
         title: String,
         body: String,
     },
-    /// Archived at this version: nothing older brings it back.
-    Archived(i64),
+    /// Removed (archived or expired) at this version: nothing older brings it back.
+    Removed(i64),
 }
 
 struct Indexer {
@@ -149,9 +150,9 @@ impl Indexer {
                 .extend(extra.as_object().cloned().unwrap_or_default());
             line
         };
-        if let Some(Slot::Archived(at)) = self.index.get(&doc_id) {
+        if let Some(Slot::Removed(at)) = self.index.get(&doc_id) {
             if *at >= version {
-                let note = format!("archived at version {at}");
+                let note = format!("removed at version {at}");
                 return Ok(Some(report("none", json!({ "note": note }))));
             }
         }
@@ -162,9 +163,10 @@ impl Indexer {
                 };
                 Ok(Some(self.index_top_level(&doc_id, top, report)))
             }
-            "document.archived" => {
-                // Every chunk of the document goes; the tombstone keeps it gone.
-                self.index.insert(doc_id.clone(), Slot::Archived(version));
+            "document.archived" | "document.expired" => {
+                // Every chunk of the document goes; the tombstone keeps older events from
+                // bringing it back (an expired one comes back with a later approval).
+                self.index.insert(doc_id.clone(), Slot::Removed(version));
                 Ok(Some(report("remove", json!({}))))
             }
             // document.submitted, .rejected, .withdrawn, .commented, review.* and any type
@@ -174,7 +176,7 @@ impl Indexer {
     }
 
     /// Indexes the projection's top level `top` (read for an approval), unless the index
-    /// holds that version or a later one, or the document has been archived since.
+    /// holds that version or a later one, or the document has been removed since.
     fn index_top_level(
         &mut self,
         doc_id: &str,
@@ -184,7 +186,7 @@ impl Indexer {
         let version = int(&top, "version");
         let text = |k: &str| top.get_str(k).unwrap_or_default().to_string();
         if text("status") != "APPROVED" {
-            // Archived since: its document.archived follows.
+            // Archived or expired since: its document.archived or .expired follows.
             let note = format!("status {} at version {version}", text("status"));
             return report("none", json!({ "note": note }));
         }
@@ -235,7 +237,7 @@ impl Indexer {
                 id.clone(),
                 json!({ "version": version, "title": title, "body": body }),
             )),
-            Slot::Archived(_) => None,
+            Slot::Removed(_) => None,
         });
         Value::Object(indexed.collect())
     }

@@ -84,9 +84,10 @@ impl NewDocument {
     }
 }
 
-const GROUPS: [(DocumentStatus, &str); 5] = [
+const GROUPS: [(DocumentStatus, &str); 6] = [
     (DocumentStatus::Draft, "Drafts"),
     (DocumentStatus::Rejected, "Rejected: edit and resubmit"),
+    (DocumentStatus::Expired, "Expired: revise and resubmit"),
     (DocumentStatus::PendingReview, "Waiting for review"),
     (DocumentStatus::Approved, "Approved"),
     (DocumentStatus::Archived, "Archived"),
