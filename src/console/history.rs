@@ -33,6 +33,8 @@ pub struct HistoryRow {
     pub status: &'static str,
     /// The document version it reviewed.
     pub version: i64,
+    /// A re-verification of the published version (opened by the scheduler).
+    pub reverify: bool,
     pub submitted_by: String,
     pub submitted_at: String,
     pub decided_by: String,
@@ -47,6 +49,7 @@ impl HistoryRow {
             round,
             status: r.status.as_str(),
             version: r.document_version,
+            reverify: r.kind == crate::domain::ReviewKind::Reverify,
             submitted_by: r.submitted_by.clone(),
             submitted_at: when(r.submitted_at),
             decided_by: r.decided_by.clone().unwrap_or_default(),

@@ -13,7 +13,7 @@ use super::render::{clock, rendered, sent_form, waited, when, Shown};
 use super::review::sentence;
 use super::spaces;
 use crate::domain::{
-    Comment, Decision, RejectReason, Review, ReviewStatus, SpaceRole, Transitioned,
+    Comment, Decision, RejectReason, Review, ReviewKind, ReviewStatus, SpaceRole, Transitioned,
 };
 use crate::store::{QueueFilter, QueueOrder};
 use crate::usecases::Context;
@@ -215,11 +215,26 @@ async fn send_decision(
     }
 }
 
-/// What a vote did: the document's new status, or the stage it completed or counted in.
+/// What a vote did: the document's new status (a re-verification's outcome), or the stage
+/// it completed or counted in.
 fn decided_flash(verb: &str, done: &Transitioned) -> String {
     let (d, r) = (&done.document, &done.review);
-    if d.status != crate::domain::DocumentStatus::PendingReview {
-        return format!("{verb}: the document is now {}.", d.status.as_str());
+    match (r.kind, r.status) {
+        (_, ReviewStatus::Pending) => {}
+        (ReviewKind::Reverify, ReviewStatus::Approved) => {
+            let next = d.verify_by.map(|t| format!(", due again {}", when(t)));
+            return format!(
+                "{verb}: re-verified; it stays published{}.",
+                next.unwrap_or_default()
+            );
+        }
+        (ReviewKind::Reverify, _) => {
+            let status = d.status.as_str();
+            return format!("{verb}: the published version expired; the document is now {status}.");
+        }
+        (ReviewKind::Publish, _) => {
+            return format!("{verb}: the document is now {}.", d.status.as_str());
+        }
     }
     let stage = r
         .current_stage()

@@ -9,5 +9,6 @@ mod lifecycle_lists;
 mod operator;
 mod operator_charts;
 mod replays;
+mod reverification;
 mod spaces;
 mod workflow;
