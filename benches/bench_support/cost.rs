@@ -1,5 +1,6 @@
-//! What an approval costs its hosts: CPU time of the service process and of PostgreSQL
-//! (from `/proc`), and commits in the service's database (`pg_stat_database.xact_commit`).
+//! What an approval costs its hosts: CPU time of the service process, of PostgreSQL, of
+//! FerretDB, of RabbitMQ and of Redis (from `/proc`), and commits in the service's database
+//! (`pg_stat_database.xact_commit`).
 
 use std::time::{Duration, Instant};
 
@@ -18,6 +19,11 @@ pub struct CostSample {
     pub pg_all_cpu: f64,
     /// CPU seconds of every redis-server process.
     pub redis_cpu: f64,
+    /// CPU seconds of the FerretDB process the service's MongoDB URL reaches.
+    pub ferretdb_cpu: f64,
+    /// CPU seconds of the RabbitMQ node (an Erlang VM, `beam.smp`) the service's AMQP URL
+    /// reaches.
+    pub rabbitmq_cpu: f64,
     /// CPU seconds of this process (the benchmark: the HTTP client while it drives).
     pub client_cpu: f64,
     pub commits: i64,
@@ -30,6 +36,8 @@ pub struct CostPer {
     pub pg_db_cpu_ms: f64,
     pub pg_all_cpu_ms: f64,
     pub redis_cpu_ms: f64,
+    pub ferretdb_cpu_ms: f64,
+    pub rabbitmq_cpu_ms: f64,
     /// CPU of the benchmark process driving the approvals over HTTP.
     pub client_cpu_ms: f64,
     pub commits: f64,
@@ -86,6 +94,50 @@ fn ticks_of(comm: &str) -> u64 {
         .sum()
 }
 
+/// The port a URL names (`host:port` after the scheme and credentials), if any.
+fn port_of(url: &str) -> Option<u16> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let host = rest.split(['/', '?']).next()?;
+    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+    host.split(',').next()?.rsplit_once(':')?.1.parse().ok()
+}
+
+/// Ticks of the processes named `comm` whose `/proc/<pid>/<file>` (`cmdline` or `environ`)
+/// holds `needle`.
+fn ticks_of_one(comm: &str, file: &str, needle: &str) -> u64 {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    procs
+        .flatten()
+        .map(|p| p.file_name().to_string_lossy().to_string())
+        .filter(|pid| pid.bytes().all(|b| b.is_ascii_digit()))
+        .filter(|pid| {
+            let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            let text = std::fs::read(format!("/proc/{pid}/{file}")).unwrap_or_default();
+            name.trim() == comm && String::from_utf8_lossy(&text).contains(needle)
+        })
+        .map(|pid| cpu_ticks(&pid))
+        .sum()
+}
+
+/// The stores the service reaches, to tell their processes from the topologies' (other
+/// RabbitMQ nodes and FerretDB instances may run on the same machine).
+#[derive(Debug, Clone, Copy)]
+pub struct Stores {
+    pub amqp_port: u16,
+    pub mongo_port: u16,
+}
+
+impl Stores {
+    pub fn of(amqp_url: &str, mongo_url: &str) -> Self {
+        Self {
+            amqp_port: port_of(amqp_url).unwrap_or(5672),
+            mongo_port: port_of(mongo_url).unwrap_or(27017),
+        }
+    }
+}
+
 /// (ticks of the backends of `db`, ticks of every postgres process)
 fn postgres_ticks(db: &str) -> (u64, u64) {
     let (mut of_db, mut all) = (0, 0);
@@ -121,12 +173,29 @@ async fn commits(admin: &PgPool, db: &str) -> anyhow::Result<i64> {
     )
 }
 
+impl CostPer {
+    /// The CPU of every process an approval runs in but the client: the service,
+    /// PostgreSQL (all of it: FerretDB's SQL included), FerretDB, RabbitMQ and Redis.
+    pub fn total_cpu_ms(&self) -> f64 {
+        self.service_cpu_ms
+            + self.pg_all_cpu_ms
+            + self.ferretdb_cpu_ms
+            + self.rabbitmq_cpu_ms
+            + self.redis_cpu_ms
+    }
+}
+
 impl CostSample {
     /// Samples once the database's commit counter has settled. An idle backend publishes
     /// its counts up to 10 s late (PostgreSQL's idle statistics interval), so the counter
     /// must stand still for longer than that. `admin` must be connected to another
     /// database, so that reading does not count.
-    pub async fn settled(admin: &PgPool, db: &str, service_pid: u32) -> anyhow::Result<Self> {
+    pub async fn settled(
+        admin: &PgPool,
+        db: &str,
+        service_pid: u32,
+        stores: Stores,
+    ) -> anyhow::Result<Self> {
         // The smoke run takes what the counter says a second after it last moved.
         let still_for = Duration::from_secs(sized(11, 1));
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -150,6 +219,15 @@ impl CostSample {
             pg_db_cpu: of_db as f64 / hz,
             pg_all_cpu: all as f64 / hz,
             redis_cpu: ticks_of("redis-server") as f64 / hz,
+            ferretdb_cpu: ticks_of_one("ferretdb", "cmdline", &format!(":{}", stores.mongo_port))
+                as f64
+                / hz,
+            rabbitmq_cpu: ticks_of_one(
+                "beam.smp",
+                "environ",
+                &format!("RABBITMQ_NODE_PORT={}", stores.amqp_port),
+            ) as f64
+                / hz,
             client_cpu: cpu_seconds("self"),
             commits: last,
         })
@@ -162,6 +240,8 @@ impl CostSample {
             pg_db_cpu_ms: (self.pg_db_cpu - before.pg_db_cpu) * 1000.0 / n,
             pg_all_cpu_ms: (self.pg_all_cpu - before.pg_all_cpu) * 1000.0 / n,
             redis_cpu_ms: (self.redis_cpu - before.redis_cpu) * 1000.0 / n,
+            ferretdb_cpu_ms: (self.ferretdb_cpu - before.ferretdb_cpu) * 1000.0 / n,
+            rabbitmq_cpu_ms: (self.rabbitmq_cpu - before.rabbitmq_cpu) * 1000.0 / n,
             client_cpu_ms: (self.client_cpu - before.client_cpu) * 1000.0 / n,
             commits: (self.commits - before.commits) as f64 / n,
             floor_cpu_ms: f64::NAN,

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use super::cost::CostPer;
+use super::cost::{CostPer, Stores};
 use super::{
     approve_each, drive_for, env_size, names, sized, BenchEnv, CostSample, Figures, Floor, Report,
     Service, Statements,
@@ -30,9 +30,10 @@ pub async fn cost_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<Cos
     anyhow::ensure!(approve_each(env, &svc, 16, warm).await?.errors == 0);
     env.expect_delivered(n).await?;
     let reviews = env.make_pending(n).await?;
-    let before = CostSample::settled(&env.admin, &names().db, svc.pid()).await?;
+    let stores = Stores::of(&env.amqp_url, &env.mongo_url);
+    let before = CostSample::settled(&env.admin, &names().db, svc.pid(), stores).await?;
     let f = approve_each(env, &svc, 16, reviews).await?;
-    let after = CostSample::settled(&env.admin, &names().db, svc.pid()).await?;
+    let after = CostSample::settled(&env.admin, &names().db, svc.pid(), stores).await?;
     anyhow::ensure!(f.errors == 0, "{} approvals failed", f.errors);
     env.expect_delivered(n).await?;
     let mut per = after.per(&before, n);
@@ -46,14 +47,18 @@ pub async fn cost_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<Cos
     report.note(format!(
         "cost per approval ({n} at concurrency 16, dispatcher off, every event delivered by its request): \
          service CPU {:.3} ms, PostgreSQL CPU {:.3} ms in the service database's backends \
-         ({:.3} ms in all of PostgreSQL, which also stores FerretDB's data), Redis {:.3} ms, \
+         ({:.3} ms in all of PostgreSQL, which also stores FerretDB's data), FerretDB {:.3} ms, \
+         RabbitMQ {:.3} ms, Redis {:.3} ms: {:.3} ms in all these processes; \
          the HTTP client driving it (this process) {:.3} ms, {:.3} commits; \
          the floor's own CPU (this process making the same store calls, no service) {:.3} ms \
          with the old statements, {:.3} ms with the new",
         per.service_cpu_ms,
         per.pg_db_cpu_ms,
         per.pg_all_cpu_ms,
+        per.ferretdb_cpu_ms,
+        per.rabbitmq_cpu_ms,
         per.redis_cpu_ms,
+        per.total_cpu_ms(),
         per.client_cpu_ms,
         per.commits,
         per.floor_cpu_ms,
