@@ -145,6 +145,11 @@ impl Goals {
             "≤ 64 MiB",
             self.peak_rss_mib <= 64.0,
         );
+        self.cost(r);
+    }
+
+    /// CPU, commits and PostgreSQL round trips per approval (`cost_row`, `round_trip_rows`).
+    fn cost(&self, r: &mut Report) {
         let c = &self.cost;
         r.goal(
             "CPU per approval: the service process",
