@@ -5,6 +5,7 @@ mod archive;
 pub mod audit;
 pub mod claims;
 mod comments;
+mod decisions;
 pub mod diff;
 mod events;
 mod inputs;

@@ -14,11 +14,12 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use uuid::Uuid;
 
+use super::decisions::{audit_unchanged, decided_review};
 use super::events::{EventData, OutboxEntry};
-use super::model::{Document, Guard, LockScope, Review};
+use super::model::{Document, Guard, Review};
 use super::plan::{
-    audit, transitioned, AuditEntry, DocumentChange, NewVote, OpenReview, Plan, Publication,
-    Refusal, ReviewChange, ReviewUpdate, ReviewWrite, Verify,
+    audit, transitioned, DocumentChange, NewVote, OpenReview, Plan, Publication, Refusal,
+    ReviewChange, Verify,
 };
 use super::policy::{Policy, DEFAULT_REVERIFY_GRACE_SECS};
 use super::state::{Action, DocumentStatus, ReviewKind, ReviewStatus};
@@ -86,7 +87,7 @@ pub fn plan_due(
             deadline: Some(deadline),
             fence_token: None,
         })),
-        audit: unchanged("reverification_due", doc, review_id, Guard::Unlocked),
+        audit: audit_unchanged("reverification_due", doc, review_id, Guard::Unlocked),
         outbox: OutboxEntry::from(EventData::ReverificationDue {
             title: doc.title.clone(),
             published_version: published,
@@ -132,44 +133,6 @@ pub fn decided(
     }
 }
 
-/// The review row of a decided re-verification.
-fn decision(
-    review: &Review,
-    vote: Option<NewVote>,
-    status: ReviewStatus,
-    decided_by: &str,
-    comment: Option<String>,
-    reason: Option<String>,
-    guard: Guard,
-) -> ReviewChange {
-    ReviewChange::Write(ReviewWrite {
-        id: review.id,
-        vote,
-        update: Some(ReviewUpdate {
-            status,
-            stage: review.stage,
-            decided_by: Some(decided_by.to_string()),
-            comment,
-            reason,
-            fence_token: review.fence_token.max(guard.fence_of(LockScope::Review)),
-        }),
-        end_claims: true,
-    })
-}
-
-/// The audit row of a change that leaves the document's status and version as they are.
-fn unchanged(action: &'static str, doc: &Document, review_id: Uuid, guard: Guard) -> AuditEntry {
-    AuditEntry {
-        action,
-        review_id: Some(review_id),
-        from_status: Some(doc.status),
-        to_status: doc.status,
-        version: doc.version,
-        lock_mode: guard.lock_mode(),
-        fence_token: guard.fence(),
-    }
-}
-
 /// The document re-verified: published as it is, due again after its policy's
 /// `reverify_after_secs`.
 fn verified(
@@ -188,16 +151,15 @@ fn verified(
             verify,
             ..transitioned(doc, doc.status, doc.current_review_id, Guard::Unlocked)
         }),
-        review: Some(decision(
+        review: Some(decided_review(
             review,
             Some(vote),
             ReviewStatus::Approved,
             &verified_by,
-            comment.clone(),
-            None,
+            (comment.clone(), None),
             guard,
         )),
-        audit: unchanged("verify", doc, review.id, guard),
+        audit: audit_unchanged("verify", doc, review.id, guard),
         outbox: OutboxEntry::from(EventData::Verified {
             title: doc.title.clone(),
             verified_by,
@@ -228,13 +190,12 @@ fn expired(
             verify: Verify::Clear,
             ..transitioned(doc, status, doc.current_review_id, guard)
         }),
-        review: Some(decision(
+        review: Some(decided_review(
             review,
             vote,
             ReviewStatus::Rejected,
             by,
-            None,
-            Some(reason.clone()),
+            (None, Some(reason.clone())),
             guard,
         )),
         audit: audit("expire", Some(review.id), doc, status, guard),

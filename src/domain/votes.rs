@@ -11,12 +11,13 @@
 
 use chrono::{DateTime, Utc};
 
+use super::decisions::{audit_unchanged, decided_review, review_fence};
 use super::events::{EventData, OutboxEntry};
 use super::inputs::{Comment, UserId};
 use super::model::{Document, Guard, LockScope, Review, VoteKind};
 use super::plan::{
-    audit, check_fence, transitioned, AuditEntry, Decision, DocumentChange, NewVote, Plan,
-    Publication, Refusal, ReviewChange, ReviewUpdate, ReviewWrite, Verify,
+    audit, check_fence, transitioned, Decision, DocumentChange, NewVote, Plan, Publication,
+    Refusal, ReviewChange, ReviewUpdate, ReviewWrite, Verify,
 };
 use super::state::{Action, InvalidTransition, ReviewKind};
 
@@ -155,11 +156,6 @@ pub fn plan_vote(
     }
 }
 
-/// The review's own fence after a vote under `guard`.
-fn review_fence(review: &Review, guard: Guard) -> Option<super::model::FencingToken> {
-    review.fence_token.max(guard.fence_of(LockScope::Review))
-}
-
 /// A vote that decides the review: the last approval (`Ok(comment)`) or a reject
 /// (`Err(reason)`), at `now`. A re-verification's decision is judged in `reverify.rs`.
 fn decide(
@@ -213,39 +209,16 @@ fn decide(
             verify,
             ..transitioned(doc, status, doc.current_review_id, guard)
         }),
-        review: Some(ReviewChange::Write(ReviewWrite {
-            id: review.id,
-            vote: Some(vote.clone()),
-            update: Some(ReviewUpdate {
-                status: decided,
-                stage: review.stage,
-                decided_by: Some(vote.voter_id),
-                comment,
-                reason,
-                fence_token: review_fence(review, guard),
-            }),
-            end_claims: true,
-        })),
+        review: Some(decided_review(
+            review,
+            Some(vote.clone()),
+            decided,
+            &vote.voter_id,
+            (comment, reason),
+            guard,
+        )),
         audit: audit(action.as_str(), Some(review.id), doc, status, guard),
         outbox: OutboxEntry::from(data),
-    }
-}
-
-/// The audit row of a vote that leaves the document as it is.
-fn audit_unchanged(
-    action: &'static str,
-    doc: &Document,
-    review: &Review,
-    guard: Guard,
-) -> AuditEntry {
-    AuditEntry {
-        action,
-        review_id: Some(review.id),
-        from_status: Some(doc.status),
-        to_status: doc.status,
-        version: doc.version,
-        lock_mode: guard.lock_mode(),
-        fence_token: guard.fence(),
     }
 }
 
@@ -282,7 +255,7 @@ fn recorded(
             update,
             end_claims: false,
         })),
-        audit: audit_unchanged("approval_recorded", doc, review, guard),
+        audit: audit_unchanged("approval_recorded", doc, review.id, guard),
     }
 }
 
@@ -314,7 +287,7 @@ fn stage_completed(doc: &Document, review: &Review, vote: NewVote, guard: Guard)
             }),
             end_claims: true,
         })),
-        audit: audit_unchanged("stage_completed", doc, review, guard),
+        audit: audit_unchanged("stage_completed", doc, review.id, guard),
     }
 }
 
