@@ -255,6 +255,7 @@ pub(super) async fn write_document(
     let title = change.title.as_ref().map(DocumentTitle::as_str);
     let body = change.body.as_ref().map(DocumentBody::as_str);
     let publication = publication(change.published);
+    let (verify, verify_by) = verification(change.verify);
     // The published revision moves in the same statement: an approval publishes the row as
     // it now is, an archive clears it.
     let updated_at = sqlx::query_scalar!(
@@ -283,8 +284,8 @@ pub(super) async fn write_document(
         link.seq,
         link.hash.as_deref(),
         change.contributors.as_deref(),
-        verification(change.verify).0,
-        verification(change.verify).1,
+        verify,
+        verify_by,
     )
     .fetch_one(&mut **tx)
     .await?;

@@ -114,7 +114,20 @@ impl<T> Uncommitted<T> {
     }
 }
 
-impl WriteContext<'_> {
+impl<'a> WriteContext<'a> {
+    /// The context of background work started by no request (the sweeper, the scheduler):
+    /// no outer lock, no outbox row owned (the dispatchers deliver it), no conditions.
+    pub fn background(actor: &'a UserId, access: &'a Access, request_id: &'a str) -> Self {
+        Self {
+            actor,
+            access,
+            request_id,
+            guard: Guard::Unlocked,
+            own_outbox_for: None,
+            conditions: Default::default(),
+        }
+    }
+
     /// The actor, as visibility sees it.
     pub fn reader(&self) -> Reader<'_> {
         Reader {

@@ -136,6 +136,7 @@ async fn statement(
     let (vote, c, next) = (v.vote, v.change, v.next);
     let (traceparent, tracestate) = TraceContext::columns(v.event.trace.as_ref());
     let published = c.map_or(Publication::Keep, |c| c.published);
+    let (verify, verify_by) = verification(c.map_or(Verify::Keep, |c| c.verify));
     let row = sqlx::query_file!(
         "src/store/reviews/sql/review_write.sql",
         v.review_id,
@@ -186,8 +187,8 @@ async fn statement(
         traceparent,
         tracestate,
         c.and_then(|c| c.contributors.as_deref()),
-        verification(c.map_or(Verify::Keep, |c| c.verify)).0,
-        verification(c.map_or(Verify::Keep, |c| c.verify)).1,
+        verify,
+        verify_by,
     )
     .fetch_one(&mut **tx)
     .await?;

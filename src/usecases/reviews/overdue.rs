@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_with::{serde_as, DurationMilliSeconds};
 use tokio_util::sync::CancellationToken;
 
-use crate::domain::{Access, Guard, UserId, DEFAULT_POLICY};
+use crate::domain::{Access, UserId, DEFAULT_POLICY};
 use crate::store::{PgStore, WriteContext};
 
 /// `[review]` in `config/default.toml`.
@@ -54,14 +54,8 @@ pub async fn sweep_overdue(store: PgStore, every: Duration, batch: i64, stop: Ca
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(every) => {}
         }
-        let ctx = WriteContext {
-            actor: &actor,
-            access: &Access::platform_admin(),
-            request_id: "overdue-sweep",
-            guard: Guard::Unlocked,
-            own_outbox_for: None,
-            conditions: Default::default(),
-        };
+        let access = Access::platform_admin();
+        let ctx = WriteContext::background(&actor, &access, "overdue-sweep");
         loop {
             // Each sweep is a trace of its own (no request started it): the events it
             // writes carry that trace.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::domain::{reverify::SCHEDULER, Access, Guard, UserId};
+use crate::domain::{reverify::SCHEDULER, Access, UserId};
 use crate::store::{PgStore, WriteContext};
 
 /// Which of the scheduler's two passes.
@@ -32,14 +32,7 @@ pub async fn schedule_reverifications(
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(every) => {}
         }
-        let ctx = WriteContext {
-            actor: &actor,
-            access: &access,
-            request_id: "reverify-scheduler",
-            guard: Guard::Unlocked,
-            own_outbox_for: None,
-            conditions: Default::default(),
-        };
+        let ctx = WriteContext::background(&actor, &access, "reverify-scheduler");
         for pass in [Pass::Open, Pass::Expire] {
             run(&store, pass, batch, &ctx).await;
         }
