@@ -77,23 +77,6 @@ pub fn cpu_seconds(pid: &str) -> f64 {
     cpu_ticks(pid) as f64 / ticks_per_second()
 }
 
-/// Ticks of every process whose command is `comm`.
-fn ticks_of(comm: &str) -> u64 {
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    procs
-        .flatten()
-        .map(|p| p.file_name().to_string_lossy().to_string())
-        .filter(|pid| pid.bytes().all(|b| b.is_ascii_digit()))
-        .filter(|pid| {
-            let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-            name.trim() == comm
-        })
-        .map(|pid| cpu_ticks(&pid))
-        .sum()
-}
-
 /// The port a URL names (`host:port` after the scheme and credentials), if any.
 fn port_of(url: &str) -> Option<u16> {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
@@ -102,9 +85,9 @@ fn port_of(url: &str) -> Option<u16> {
     host.split(',').next()?.rsplit_once(':')?.1.parse().ok()
 }
 
-/// Ticks of the processes named `comm` whose `/proc/<pid>/<file>` (`cmdline` or `environ`)
-/// holds `needle`.
-fn ticks_of_one(comm: &str, file: &str, needle: &str) -> u64 {
+/// Ticks of every process whose command is `comm` and whose `/proc/<pid>/<file>`
+/// (`cmdline` or `environ`) holds `needle` (`""` holds in every one).
+fn ticks_of(comm: &str, file: &str, needle: &str) -> u64 {
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return 0;
     };
@@ -114,8 +97,11 @@ fn ticks_of_one(comm: &str, file: &str, needle: &str) -> u64 {
         .filter(|pid| pid.bytes().all(|b| b.is_ascii_digit()))
         .filter(|pid| {
             let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-            let text = std::fs::read(format!("/proc/{pid}/{file}")).unwrap_or_default();
-            name.trim() == comm && String::from_utf8_lossy(&text).contains(needle)
+            let holds = || {
+                let text = std::fs::read(format!("/proc/{pid}/{file}")).unwrap_or_default();
+                String::from_utf8_lossy(&text).contains(needle)
+            };
+            name.trim() == comm && (needle.is_empty() || holds())
         })
         .map(|pid| cpu_ticks(&pid))
         .sum()
@@ -218,11 +204,11 @@ impl CostSample {
             service_cpu: cpu_ticks(&service_pid.to_string()) as f64 / hz,
             pg_db_cpu: of_db as f64 / hz,
             pg_all_cpu: all as f64 / hz,
-            redis_cpu: ticks_of("redis-server") as f64 / hz,
-            ferretdb_cpu: ticks_of_one("ferretdb", "cmdline", &format!(":{}", stores.mongo_port))
+            redis_cpu: ticks_of("redis-server", "cmdline", "") as f64 / hz,
+            ferretdb_cpu: ticks_of("ferretdb", "cmdline", &format!(":{}", stores.mongo_port))
                 as f64
                 / hz,
-            rabbitmq_cpu: ticks_of_one(
+            rabbitmq_cpu: ticks_of(
                 "beam.smp",
                 "environ",
                 &format!("RABBITMQ_NODE_PORT={}", stores.amqp_port),
