@@ -182,13 +182,12 @@ async fn reverified_while_open(a: &TestApp, d: &TestApp, kept: &str) {
     let r = a.approve(&review, &a.author()).await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     let edit = a
-        .client
-        .put(a.url(&format!("/api/v1/documents/{kept}")))
-        .bearer_auth(a.author())
-        .json(&json!({"body": "Restart the indexer twice."}))
-        .send()
-        .await
-        .unwrap();
+        .put(
+            &format!("/api/v1/documents/{kept}"),
+            &a.author(),
+            json!({"body": "Restart the indexer twice."}),
+        )
+        .await;
     assert_eq!(edit.status(), StatusCode::OK, "a revision may be drafted");
     let submit = format!("/api/v1/documents/{kept}/submit");
     let r = a.post(&submit, &a.author(), json!({})).await;
@@ -226,13 +225,12 @@ async fn revised_after_expiry(a: &TestApp, id: &str) {
         .await;
     assert_eq!(published.status(), StatusCode::NOT_FOUND);
     let r = a
-        .client
-        .put(a.url(&format!("/api/v1/documents/{id}")))
-        .bearer_auth(a.author())
-        .json(&json!({"body": "Restart the indexer, then check its lag."}))
-        .send()
-        .await
-        .unwrap();
+        .put(
+            &format!("/api/v1/documents/{id}"),
+            &a.author(),
+            json!({"body": "Restart the indexer, then check its lag."}),
+        )
+        .await;
     assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
     let edited: Value = r.json().await.unwrap();
     assert_eq!(edited["status"], "EXPIRED", "an edit keeps it expired");
@@ -349,13 +347,12 @@ async fn a_revision_drafted_when_due_keeps_its_draft_and_loses_its_published_ver
     a.policy("fresh", body).await;
     let id = a.approved_under("fresh").await;
     let r = a
-        .client
-        .put(a.url(&format!("/api/v1/documents/{id}")))
-        .bearer_auth(a.author())
-        .json(&json!({"body": "Restart the indexer, then its workers."}))
-        .send()
-        .await
-        .unwrap();
+        .put(
+            &format!("/api/v1/documents/{id}"),
+            &a.author(),
+            json!({"body": "Restart the indexer, then its workers."}),
+        )
+        .await;
     assert_eq!(r.status(), StatusCode::OK);
     a.exec(&format!(
         "UPDATE documents SET verify_by = now() WHERE id = '{id}'"
