@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # scripts/events_venv.sh: the Python virtualenv of the event consumer tests (make test calls
-# it): the CloudEvents SDK (its RabbitMQ binding reads the service's messages) and pika (the
-# AMQP 0-9-1 client), pinned, in ${KH_TOOLS_DIR:-/var/tmp/kh-review-tools}/events-venv,
-# outside the clone so fresh clones reuse it. Idempotent: a second run with the same pins
-# does nothing; one install at a time (a lock), so checkouts side by side can share it.
+# it): the CloudEvents SDK (its RabbitMQ binding reads the service's messages), pika (the
+# AMQP 0-9-1 client) and the reference Standard Webhooks package (the webhook receiver test,
+# tests/consumers/webhook_receiver.py, verifies deliveries' signatures with it), pinned, in
+# ${KH_TOOLS_DIR:-/var/tmp/kh-review-tools}/events-venv, outside the clone so fresh clones
+# reuse it. Idempotent: a second run with the same pins does nothing; one install at a time
+# (a lock), so checkouts side by side can share it.
 # Prints the virtualenv's python.
 set -euo pipefail
 
 CLOUDEVENTS_VERSION=2.2.0
 PIKA_VERSION=1.4.4
+STANDARDWEBHOOKS_VERSION=1.3.0
 TOOLS="${KH_TOOLS_DIR:-/var/tmp/kh-review-tools}"
 VENV="$TOOLS/events-venv"
-WANT="cloudevents==$CLOUDEVENTS_VERSION pika==$PIKA_VERSION"
+WANT="cloudevents==$CLOUDEVENTS_VERSION pika==$PIKA_VERSION standardwebhooks==$STANDARDWEBHOOKS_VERSION"
 
 if [[ ${EUID} -eq 0 ]]; then ROOT_CMD=(); else ROOT_CMD=(sudo); fi
 apt_install() {
@@ -37,7 +40,7 @@ if ! python3 -m venv "$VENV" >/dev/null 2>&1; then
   apt_install python3-venv
   python3 -m venv "$VENV"
 fi
-# shellcheck disable=SC2086 # $WANT is two requirement specifiers
+# shellcheck disable=SC2086 # $WANT is three requirement specifiers
 "$VENV/bin/pip" install --quiet --disable-pip-version-check $WANT >&2
 printf '%s' "$WANT" >"$VENV/.kh-installed"
 echo "$VENV/bin/python"

@@ -8,6 +8,7 @@ use super::auth::check_auth;
 use super::checks::{check_lock, check_rest, check_urls};
 use super::environment::Environment;
 use crate::lock::{LockSettings, RedisSettings};
+use crate::outbox::webhooks::WebhookSettings;
 use crate::outbox::{replay::ReplaySettings, AmqpSettings, EventSettings, OutboxSettings};
 use crate::shutdown::ShutdownSettings;
 use crate::store::mongo::MongoSettings;
@@ -54,6 +55,10 @@ pub struct Settings {
     /// `[telemetry]`: trace export (off unless `otlp_endpoint` is set); all defaulted.
     #[serde(default)]
     pub telemetry: TelemetrySettings,
+    /// `[webhooks]`: deliveries' timeout, retries, concurrency, allowed private ranges;
+    /// every key has a default.
+    #[serde(default)]
+    pub webhooks: WebhookSettings,
     /// `[shutdown]`: what a signal does (the drain, the grace); every key has a default.
     #[serde(default)]
     pub shutdown: ShutdownSettings,
@@ -144,6 +149,7 @@ impl Settings {
         check_auth(self, &mut bad);
         self.events.check(&mut bad);
         self.shutdown.check(&mut bad);
+        self.webhooks.check(&mut bad);
         check_audit(self, &mut bad);
         if problems.is_empty() {
             Ok(())

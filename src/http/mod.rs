@@ -23,6 +23,8 @@ pub(crate) mod replays;
 pub(crate) mod reviews;
 pub(crate) mod spaces;
 pub(crate) mod submission;
+pub(crate) mod webhook_deliveries;
+pub(crate) mod webhooks;
 
 use actix_web::error::{PathError, QueryPayloadError};
 use actix_web::{web, Handler, HttpRequest, HttpResponse, Resource, Route};
@@ -128,6 +130,14 @@ routes! {
     get "/api/v1/spaces/{key}/members" => members::members,
     put "/api/v1/spaces/{key}/members/{subject}" => members::put_member,
     delete "/api/v1/spaces/{key}/members/{subject}" => members::remove_member,
+    post "/api/v1/spaces/{key}/webhooks" => webhooks::create,
+    get "/api/v1/spaces/{key}/webhooks" => webhooks::list,
+    get "/api/v1/spaces/{key}/webhooks/{webhook_id}" => webhooks::get,
+    patch "/api/v1/spaces/{key}/webhooks/{webhook_id}" => webhooks::update,
+    delete "/api/v1/spaces/{key}/webhooks/{webhook_id}" => webhooks::delete,
+    post "/api/v1/spaces/{key}/webhooks/{webhook_id}/rotate" => webhooks::rotate,
+    get "/api/v1/spaces/{key}/webhooks/{webhook_id}/deliveries" => webhook_deliveries::list,
+    post "/api/v1/spaces/{key}/webhooks/{webhook_id}/deliveries/{delivery_id}/resend" => webhook_deliveries::resend,
 }
 
 /// The paths of the pages and files served beside the JSON API, GET and HEAD only. Not in

@@ -23,6 +23,7 @@ use crate::web::csp::html_page;
         (name = "reviews", description = "Reviewers' votes and claims"),
         (name = "policies", description = "Review policies: stages, approvals, groups, due dates"),
         (name = "spaces", description = "Spaces (knowledge bases) and their memberships"),
+        (name = "webhooks", description = "A space's Standard Webhooks endpoints, their secrets and delivery logs (docs/webhooks.md)"),
         (name = "admin", description = "Parked outbox rows: list, retry, skip; replays of the events to one queue; the audit chain's check"),
         (name = "operations", description = "Health, metrics, this description")
     )

@@ -25,6 +25,7 @@ mod required;
 pub mod schemas;
 mod settings;
 pub mod trace_headers;
+pub mod webhooks;
 
 pub use delivery::DispatchStats;
 pub use dispatcher::Dispatcher;

@@ -51,6 +51,15 @@ pub fn event_types() -> Vec<&'static str> {
         .collect()
 }
 
+/// The document events the service publishes on the topic exchange (the envelope's
+/// types but `document.snapshot`, which a replay sends to its target queue only): what a
+/// webhook may take.
+pub fn document_event_types() -> Vec<&'static str> {
+    listed(envelope())
+        .filter(|t| *t != "document.snapshot")
+        .collect()
+}
+
 /// The `data` schema of `event_type`; None for a type without a schema.
 pub fn data_schema(event_type: &str) -> Option<&'static Value> {
     source()["types"].get(event_type).map(|t| &t["data"])

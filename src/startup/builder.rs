@@ -16,6 +16,7 @@ use crate::lock::redis::RedisLockProvider;
 use crate::lock::{LockKeys, LockProvider};
 use crate::outbox::publisher::AmqpPublisher;
 use crate::outbox::replay::ReplayRunner;
+use crate::outbox::webhooks::Deliverer;
 use crate::outbox::{Dispatcher, OutboxSettings};
 use crate::shutdown::Deadline;
 use crate::store::mongo::{CheckpointStore, MongoProjection};
@@ -24,7 +25,7 @@ use crate::tasks::{Backoff, Supervisor};
 use crate::usecases::{
     schedule_reverifications, sweep_overdue, AuditService, CheckpointWriter, DocumentService,
     Idempotency, LeaseService, OutboxAdmin, PolicyService, Probes, ReplayService, Retention,
-    RetentionSettings, ReviewService, ReviewSettings, ReviewStats, SpaceService,
+    RetentionSettings, ReviewService, ReviewSettings, ReviewStats, SpaceService, WebhookService,
 };
 use crate::web::body::BodyLimits;
 use crate::web::metrics::HttpMetrics;
@@ -135,6 +136,11 @@ impl<'a> CoreBuilder<'a> {
             replays: ReplayService::new(store.clone(), self.replay_runner(&background, &tasks)),
             audit,
             spaces: std::sync::Arc::new(SpaceService::new(store.clone())),
+            webhooks: std::sync::Arc::new(WebhookService::new(
+                store.clone(),
+                s.webhooks.clone(),
+                !s.environment.is_development(),
+            )),
             metrics,
             body: BodyLimits {
                 max_bytes: s.server.json_limit_bytes,
@@ -146,6 +152,7 @@ impl<'a> CoreBuilder<'a> {
             events: EventDocs::new(&s.amqp.exchange, &s.events),
         };
         spawn_sweepers(&tasks, &background, &s.review);
+        self.spawn_deliverer(&tasks, &background, &dispatcher);
         Ok(Core {
             state: web::Data::new(state),
             shutdown: self.shutdown,
@@ -153,6 +160,20 @@ impl<'a> CoreBuilder<'a> {
             dispatcher,
             store,
         })
+    }
+
+    /// The webhooks' deliverer under `tasks`, announcing the endpoints it disables on the
+    /// dispatcher's connection.
+    fn spawn_deliverer(&self, tasks: &Supervisor, store: &PgStore, dispatcher: &Arc<Dispatcher>) {
+        let s = self.settings;
+        let deliverer = Arc::new(Deliverer::new(
+            store.clone(),
+            dispatcher.publisher().clone(),
+            s.events.clone(),
+            s.webhooks.clone(),
+            !s.environment.is_development(),
+        ));
+        tasks.spawn("webhooks.deliverer", move |stop| deliverer.clone().run(stop));
     }
 
     /// The edit leases' service, on the database lock provider (`locks`, the service's pool).

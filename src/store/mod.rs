@@ -32,6 +32,7 @@ mod reviews;
 pub mod scope;
 mod spaces;
 mod tx;
+mod webhooks;
 
 pub use audit::chain::{AuditChain, AuditSettings, DEV_AUDIT_KEY};
 pub use audit::verify::{BrokenAt, Verified};
@@ -52,3 +53,7 @@ pub use retention::session_lock::{LockedSession, CHECKPOINT_LOCK, PURGE_LOCK};
 pub use reviews::queue::{QueueFilter, QueueOrder};
 pub use spaces::{SpaceActor, SpaceUpdate, SpaceWriteError};
 pub use tx::{Committed, Uncommitted, WriteContext};
+pub use webhooks::deliveries::{
+    ClaimLimits, ClaimedDelivery, DeliveryRecord, DisabledEndpoint, Failure,
+};
+pub use webhooks::{NewWebhook, WebhookRecord, WebhookWriteError, WEBHOOKS_PER_SPACE};

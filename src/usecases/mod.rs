@@ -29,6 +29,7 @@ mod spaces;
 mod stats;
 mod test_hooks;
 mod unseen;
+mod webhooks;
 
 pub use audit::check::{AuditError, AuditService};
 pub use audit::checkpoints::{CheckpointRound, CheckpointWriter};
@@ -51,3 +52,4 @@ pub use reviews::service::ReviewService;
 pub use spaces::{SpaceError, SpaceSeen, SpaceService};
 pub use stats::{ReviewStats, LATENCY_BUCKETS};
 pub use test_hooks::{commit_signalled, Delivery, Point, TestHooks};
+pub use webhooks::{WebhookError, WebhookService, WithSecret};

@@ -28,6 +28,7 @@ pub mod space_views;
 pub mod state;
 pub mod test_hooks;
 pub mod views;
+pub mod webhook_views;
 
 pub use event_docs::EventDocs;
 pub use preconditions::HttpSettings;

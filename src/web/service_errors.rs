@@ -1,11 +1,11 @@
 //! The errors of one service that both the JSON API and the console answer, mapped to the
-//! error envelope: `ReplayError`, `PolicyError` and `SpaceError`.
+//! error envelope: `ReplayError`, `PolicyError`, `SpaceError` and `WebhookError`.
 
 use actix_web::http::StatusCode;
 
 use super::error::{ApiError, ErrorCode};
 use crate::domain::SpaceRefusal;
-use crate::usecases::{PolicyError, ReplayError, SpaceError};
+use crate::usecases::{PolicyError, ReplayError, SpaceError, WebhookError};
 
 impl From<ReplayError> for ApiError {
     fn from(e: ReplayError) -> Self {
@@ -70,6 +70,20 @@ impl From<SpaceError> for ApiError {
                 "a retry with this Idempotency-Key took over; retry to get its result",
             ),
             SpaceError::Store(s) => s.into(),
+        }
+    }
+}
+
+impl From<WebhookError> for ApiError {
+    fn from(e: WebhookError) -> Self {
+        match e {
+            WebhookError::NotFound(_) => ApiError::not_found(e.to_string()),
+            WebhookError::Forbidden => ApiError::forbidden(e.to_string()),
+            WebhookError::Invalid(..) => ApiError::validation(e.to_string()),
+            WebhookError::Refused(_) => {
+                ApiError::new(StatusCode::CONFLICT, ErrorCode::InvalidState, e.to_string())
+            }
+            WebhookError::Store(s) => s.into(),
         }
     }
 }

@@ -12,7 +12,7 @@ use super::request_id;
 use super::test_hooks;
 use crate::usecases::{
     AuditService, Context, DocumentService, Idempotency, LeaseService, OutboxAdmin, PolicyService,
-    Probes, ReplayService, ReviewService, SpaceService, TestHooks,
+    Probes, ReplayService, ReviewService, SpaceService, TestHooks, WebhookService,
 };
 
 pub struct AppState {
@@ -28,6 +28,8 @@ pub struct AppState {
     pub audit: AuditService,
     /// The spaces, their members, and each caller's access.
     pub spaces: std::sync::Arc<SpaceService>,
+    /// The spaces' webhook endpoints and their delivery logs.
+    pub webhooks: std::sync::Arc<WebhookService>,
     pub metrics: HttpMetrics,
     /// How request bodies are read: their largest size, and how long they may take.
     pub body: BodyLimits,

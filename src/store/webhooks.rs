@@ -1,0 +1,238 @@
+//! Statements on `webhooks`: a space's endpoints, registered, listed, rotated, disabled and
+//! removed. Every statement names the space, and row-level security admits only the
+//! spaces the caller declared (`scope`). A registration takes the space's row lock, so the
+//! count of a space's endpoints holds its bound under concurrent registrations.
+//! Their deliveries are in `deliveries`.
+
+pub(crate) mod deliveries;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::error::StoreError;
+use super::pg::{PgStore, Statement};
+
+/// The most endpoints a space may register.
+pub const WEBHOOKS_PER_SPACE: i64 = 20;
+
+/// An endpoint as stored, without its secrets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookRecord {
+    pub id: Uuid,
+    pub space: String,
+    pub url: String,
+    pub event_types: Vec<String>,
+    pub enabled: bool,
+    pub disabled_reason: Option<String>,
+    pub disabled_at: Option<DateTime<Utc>>,
+    pub failing_since: Option<DateTime<Utc>>,
+    /// Until when the secret a rotation replaced still signs.
+    pub previous_until: Option<DateTime<Utc>>,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// An endpoint to register.
+#[derive(Debug)]
+pub struct NewWebhook<'a> {
+    pub id: Uuid,
+    pub space: &'a str,
+    pub url: &'a str,
+    pub event_types: &'a [String],
+    pub secret: &'a str,
+    pub created_by: &'a str,
+}
+
+/// Why a registration was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookWriteError {
+    #[error("no such space")]
+    NoSuchSpace,
+    #[error("the space has {WEBHOOKS_PER_SPACE} endpoints already, the most it may have")]
+    TooMany,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<sqlx::Error> for WebhookWriteError {
+    fn from(e: sqlx::Error) -> Self {
+        WebhookWriteError::Store(e.into())
+    }
+}
+
+impl PgStore {
+    /// Registers `new` in its space (which must exist, with fewer than
+    /// [`WEBHOOKS_PER_SPACE`] endpoints).
+    pub async fn create_webhook(
+        &self,
+        new: &NewWebhook<'_>,
+    ) -> Result<WebhookRecord, WebhookWriteError> {
+        let write = async {
+            let mut tx = self.begin().await?;
+            let count = sqlx::query_scalar!(
+                r#"SELECT (SELECT count(*) FROM webhooks WHERE space_id = s.key) AS "count!"
+                   FROM spaces s WHERE s.key = $1 FOR UPDATE"#,
+                new.space
+            )
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(WebhookWriteError::NoSuchSpace)?;
+            if count >= WEBHOOKS_PER_SPACE {
+                return Err(WebhookWriteError::TooMany);
+            }
+            let row = sqlx::query_as!(
+                WebhookRecord,
+                r#"INSERT INTO webhooks (id, space_id, url, event_types, secret, created_by)
+                   VALUES ($1, $2, $3, $4, $5, $6)
+                   RETURNING id, space_id AS space, url, event_types, enabled, disabled_reason,
+                             disabled_at, failing_since, previous_until, created_by, created_at,
+                             updated_at"#,
+                new.id,
+                new.space,
+                new.url,
+                new.event_types,
+                new.secret,
+                new.created_by
+            )
+            .fetch_one(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(row)
+        };
+        self.bounded(write).await
+    }
+
+    /// Every endpoint of `space`, oldest first.
+    pub async fn webhooks(&self, space: &str) -> Result<Vec<WebhookRecord>, StoreError> {
+        let mut tx = self.scoped().await?;
+        let rows = sqlx::query_as!(
+            WebhookRecord,
+            r#"SELECT id, space_id AS space, url, event_types, enabled, disabled_reason,
+                      disabled_at, failing_since, previous_until, created_by, created_at,
+                      updated_at
+               FROM webhooks WHERE space_id = $1 ORDER BY created_at, id"#,
+            space
+        )
+        .fetch_all(&mut *tx)
+        .bounded(self)
+        .await?;
+        self.commit(tx).await?;
+        Ok(rows)
+    }
+
+    /// The endpoint `id` of `space`.
+    pub async fn webhook(
+        &self,
+        space: &str,
+        id: Uuid,
+    ) -> Result<Option<WebhookRecord>, StoreError> {
+        let mut tx = self.scoped().await?;
+        let row = sqlx::query_as!(
+            WebhookRecord,
+            r#"SELECT id, space_id AS space, url, event_types, enabled, disabled_reason,
+                      disabled_at, failing_since, previous_until, created_by, created_at,
+                      updated_at
+               FROM webhooks WHERE space_id = $1 AND id = $2"#,
+            space,
+            id
+        )
+        .fetch_optional(&mut *tx)
+        .bounded(self)
+        .await?;
+        self.commit(tx).await?;
+        Ok(row)
+    }
+
+    /// Removes the endpoint `id` of `space`, and its deliveries.
+    pub async fn delete_webhook(
+        &self,
+        space: &str,
+        id: Uuid,
+    ) -> Result<Option<WebhookRecord>, StoreError> {
+        let mut tx = self.scoped().await?;
+        let row = sqlx::query_as!(
+            WebhookRecord,
+            r#"DELETE FROM webhooks WHERE space_id = $1 AND id = $2
+               RETURNING id, space_id AS space, url, event_types, enabled, disabled_reason,
+                         disabled_at, failing_since, previous_until, created_by, created_at,
+                         updated_at"#,
+            space,
+            id
+        )
+        .fetch_optional(&mut *tx)
+        .bounded(self)
+        .await?;
+        self.commit(tx).await?;
+        Ok(row)
+    }
+
+    /// Enables the endpoint `id` of `space` (its failures forgotten), or disables it for
+    /// `reason`.
+    pub async fn set_webhook_enabled(
+        &self,
+        space: &str,
+        id: Uuid,
+        enabled: bool,
+        reason: &str,
+    ) -> Result<Option<WebhookRecord>, StoreError> {
+        let mut tx = self.scoped().await?;
+        let row = sqlx::query_as!(
+            WebhookRecord,
+            r#"UPDATE webhooks SET
+                 enabled = $3,
+                 disabled_reason = CASE WHEN $3 THEN NULL
+                                        WHEN enabled THEN $4 ELSE disabled_reason END,
+                 disabled_at = CASE WHEN $3 THEN NULL
+                                    WHEN enabled THEN now() ELSE disabled_at END,
+                 failing_since = CASE WHEN $3 THEN NULL ELSE failing_since END,
+                 updated_at = now()
+               WHERE space_id = $1 AND id = $2
+               RETURNING id, space_id AS space, url, event_types, enabled, disabled_reason,
+                         disabled_at, failing_since, previous_until, created_by, created_at,
+                         updated_at"#,
+            space,
+            id,
+            enabled,
+            reason
+        )
+        .fetch_optional(&mut *tx)
+        .bounded(self)
+        .await?;
+        self.commit(tx).await?;
+        Ok(row)
+    }
+
+    /// Makes `secret` the endpoint's signing secret; the one it replaces signs beside it
+    /// for `overlap` (a secret replaced before, if still signing, stops now).
+    pub async fn rotate_webhook_secret(
+        &self,
+        space: &str,
+        id: Uuid,
+        secret: &str,
+        overlap: std::time::Duration,
+    ) -> Result<Option<WebhookRecord>, StoreError> {
+        let mut tx = self.scoped().await?;
+        let row = sqlx::query_as!(
+            WebhookRecord,
+            r#"UPDATE webhooks SET
+                 previous_secret = secret,
+                 previous_until = now() + make_interval(secs => $4),
+                 secret = $3,
+                 updated_at = now()
+               WHERE space_id = $1 AND id = $2
+               RETURNING id, space_id AS space, url, event_types, enabled, disabled_reason,
+                         disabled_at, failing_since, previous_until, created_by, created_at,
+                         updated_at"#,
+            space,
+            id,
+            secret,
+            overlap.as_secs_f64()
+        )
+        .fetch_optional(&mut *tx)
+        .bounded(self)
+        .await?;
+        self.commit(tx).await?;
+        Ok(row)
+    }
+}

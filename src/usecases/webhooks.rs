@@ -1,0 +1,223 @@
+//! Webhooks: the endpoints a space's admins register for the space's events (Standard
+//! Webhooks 1.0), their secrets, and their delivery log. Everything here is a space
+//! admin's (or the platform admin's): a member without `space_admin` is refused, and a
+//! space the caller holds no role in does not exist for it. Deliveries themselves are
+//! made by `outbox::webhooks`.
+
+use uuid::Uuid;
+
+use crate::domain::webhooks::{check_event_types, check_url, AllowedRanges, WebhookSecret};
+use crate::domain::{Access, SpaceKey, SpaceRole};
+use crate::outbox::schemas::document_event_types;
+use crate::outbox::webhooks::WebhookSettings;
+use crate::store::{
+    DeliveryRecord, NewWebhook, PgStore, StoreError, StoreFailure, WebhookRecord,
+    WebhookWriteError,
+};
+
+pub struct WebhookService {
+    store: PgStore,
+    settings: WebhookSettings,
+    allowed: AllowedRanges,
+    https_only: bool,
+}
+
+/// Why a use case of webhooks did not complete; nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    /// No such space (or the caller holds no role in it), endpoint or delivery.
+    #[error("{0}")]
+    NotFound(&'static str),
+    #[error("this action needs the space_admin role in this space (or the admin role)")]
+    Forbidden,
+    /// A field of the request is not acceptable: its name, and why.
+    #[error("{0}: {1}")]
+    Invalid(&'static str, String),
+    #[error(transparent)]
+    Refused(WebhookWriteError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<WebhookWriteError> for WebhookError {
+    fn from(e: WebhookWriteError) -> Self {
+        match e {
+            WebhookWriteError::NoSuchSpace => WebhookError::NotFound("no such space"),
+            WebhookWriteError::Store(s) => WebhookError::Store(s),
+            other => WebhookError::Refused(other),
+        }
+    }
+}
+
+impl StoreFailure for WebhookError {
+    fn read_only(&self) -> bool {
+        matches!(self, WebhookError::Store(e) if e.read_only())
+    }
+}
+
+/// An endpoint registered or rotated, with its new secret (shown this once).
+#[derive(Debug)]
+pub struct WithSecret {
+    pub webhook: WebhookRecord,
+    pub secret: WebhookSecret,
+}
+
+/// The caller administers `space`: space_admin there, or the platform admin.
+fn administers(access: &Access, space: &SpaceKey) -> Result<(), WebhookError> {
+    let roles = access.roles_in(space.as_str());
+    if roles.is_empty() {
+        return Err(WebhookError::NotFound("no such space"));
+    }
+    if !roles.contains(SpaceRole::SpaceAdmin) {
+        return Err(WebhookError::Forbidden);
+    }
+    Ok(())
+}
+
+fn found<T>(row: Option<T>) -> Result<T, WebhookError> {
+    row.ok_or(WebhookError::NotFound("no such webhook in this space"))
+}
+
+impl WebhookService {
+    pub fn new(store: PgStore, settings: WebhookSettings, https_only: bool) -> Self {
+        Self {
+            store,
+            allowed: settings.allowed(),
+            settings,
+            https_only,
+        }
+    }
+
+    /// The event types an endpoint may take: every document event the service publishes.
+    pub fn event_types() -> Vec<&'static str> {
+        document_event_types()
+    }
+
+    /// Registers an endpoint of `space` at `url` for `event_types`, with a new secret.
+    pub async fn create(
+        &self,
+        access: &Access,
+        actor: &str,
+        space: &SpaceKey,
+        url: &str,
+        event_types: &[String],
+    ) -> Result<WithSecret, WebhookError> {
+        administers(access, space)?;
+        let url = check_url(url, self.https_only, &self.allowed)
+            .map_err(|e| WebhookError::Invalid("url", e))?;
+        let types = check_event_types(event_types, &Self::event_types())
+            .map_err(|e| WebhookError::Invalid("event_types", e))?;
+        let secret = WebhookSecret::generate();
+        let new = NewWebhook {
+            id: Uuid::now_v7(),
+            space: space.as_str(),
+            url: url.as_str(),
+            event_types: &types,
+            secret: secret.as_str(),
+            created_by: actor,
+        };
+        let webhook = self.store.create_webhook(&new).await?;
+        Ok(WithSecret { webhook, secret })
+    }
+
+    /// Every endpoint of `space`.
+    pub async fn list(
+        &self,
+        access: &Access,
+        space: &SpaceKey,
+    ) -> Result<Vec<WebhookRecord>, WebhookError> {
+        administers(access, space)?;
+        Ok(self.store.webhooks(space.as_str()).await?)
+    }
+
+    /// The endpoint `id` of `space`.
+    pub async fn get(
+        &self,
+        access: &Access,
+        space: &SpaceKey,
+        id: Uuid,
+    ) -> Result<WebhookRecord, WebhookError> {
+        administers(access, space)?;
+        found(self.store.webhook(space.as_str(), id).await?)
+    }
+
+    /// Removes the endpoint `id` of `space` and its delivery log.
+    pub async fn delete(
+        &self,
+        access: &Access,
+        space: &SpaceKey,
+        id: Uuid,
+    ) -> Result<WebhookRecord, WebhookError> {
+        administers(access, space)?;
+        found(self.store.delete_webhook(space.as_str(), id).await?)
+    }
+
+    /// Enables the endpoint `id` of `space`, or disables it (by `actor`).
+    pub async fn set_enabled(
+        &self,
+        access: &Access,
+        actor: &str,
+        space: &SpaceKey,
+        id: Uuid,
+        enabled: bool,
+    ) -> Result<WebhookRecord, WebhookError> {
+        administers(access, space)?;
+        let reason = format!("disabled by {actor}");
+        let row = self
+            .store
+            .set_webhook_enabled(space.as_str(), id, enabled, &reason)
+            .await?;
+        found(row)
+    }
+
+    /// Gives the endpoint `id` of `space` a new secret; the old one signs beside it for
+    /// `webhooks.secret_overlap_secs`.
+    pub async fn rotate(
+        &self,
+        access: &Access,
+        space: &SpaceKey,
+        id: Uuid,
+    ) -> Result<WithSecret, WebhookError> {
+        administers(access, space)?;
+        let secret = WebhookSecret::generate();
+        let overlap = self.settings.secret_overlap;
+        let row = self
+            .store
+            .rotate_webhook_secret(space.as_str(), id, secret.as_str(), overlap)
+            .await?;
+        Ok(WithSecret {
+            webhook: found(row)?,
+            secret,
+        })
+    }
+
+    /// Up to `limit` deliveries of the endpoint `id`, newest first, before `before`.
+    pub async fn deliveries(
+        &self,
+        access: &Access,
+        space: &SpaceKey,
+        id: Uuid,
+        before: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<DeliveryRecord>, WebhookError> {
+        self.get(access, space, id).await?;
+        let rows = self
+            .store
+            .webhook_deliveries(space.as_str(), id, before, limit)
+            .await?;
+        Ok(rows)
+    }
+
+    /// Sends the delivery `delivery` of the endpoint `id` again, from its first attempt.
+    pub async fn resend(
+        &self,
+        access: &Access,
+        space: &SpaceKey,
+        id: Uuid,
+        delivery: i64,
+    ) -> Result<DeliveryRecord, WebhookError> {
+        administers(access, space)?;
+        let row = self.store.resend_delivery(space.as_str(), id, delivery).await?;
+        row.ok_or(WebhookError::NotFound("no such delivery of this webhook"))
+    }
+}
