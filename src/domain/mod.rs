@@ -22,6 +22,7 @@ pub mod spaces;
 mod state;
 mod versions;
 pub mod votes;
+pub mod webhooks;
 
 pub use events::{EventData, EventType, OutboxEntry};
 pub use inputs::{

@@ -6,9 +6,12 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
+use utoipa::openapi::schema::{Array, ArrayBuilder, ObjectBuilder, Type};
 use uuid::Uuid;
 
 use super::spaces::key_of;
+use crate::domain::webhooks::MAX_EVENT_TYPES;
+use crate::usecases::WebhookService;
 use crate::web::auth::Caller;
 use crate::web::body::{parse_json, read_body};
 use crate::web::error::{ApiError, ErrorEnvelope};
@@ -23,10 +26,23 @@ pub struct CreateWebhook {
     /// no fragment, at most 2048 bytes, not an address inside the service's network.
     #[schema(min_length = 1, max_length = 2048)]
     url: String,
-    /// The event types to send it (1 to 32 of the document events listed in
-    /// /asyncapi.json).
-    #[schema(min_items = 1, max_items = 32)]
+    #[schema(schema_with = event_type_names)]
     event_types: Vec<String>,
+}
+
+/// `event_types`: 1 to 32 of the document events the service publishes.
+fn event_type_names() -> Array {
+    let item = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(WebhookService::event_types()));
+    ArrayBuilder::new()
+        .items(item)
+        .min_items(Some(1))
+        .max_items(Some(MAX_EVENT_TYPES))
+        .description(Some(
+            "The event types to send it (a type given twice counts once; see /asyncapi.json)",
+        ))
+        .build()
 }
 
 /// What to change of an endpoint.
@@ -76,10 +92,10 @@ pub async fn create(
     let key = key_of(&path)?;
     let bytes = read_body(&req, payload, state.body).await?;
     let input: CreateWebhook = parse_json(&bytes, false)?;
-    let actor = caller.id.to_string();
+    let actor = caller.id.as_str();
     let made = state
         .webhooks
-        .create(&caller.access, &actor, &key, &input.url, &input.event_types)
+        .create(&caller.access, actor, &key, &input.url, &input.event_types)
         .await?;
     Ok(HttpResponse::build(StatusCode::CREATED).json(WebhookWithSecret::from(&made)))
 }
@@ -177,10 +193,10 @@ pub async fn update(
     let id = webhook_of(&path.1)?;
     let bytes = read_body(&req, payload, state.body).await?;
     let input: UpdateWebhook = parse_json(&bytes, false)?;
-    let actor = caller.id.to_string();
+    let actor = caller.id.as_str();
     let row = state
         .webhooks
-        .set_enabled(&caller.access, &actor, &key, id, input.enabled)
+        .set_enabled(&caller.access, actor, &key, id, input.enabled)
         .await?;
     Ok(HttpResponse::Ok().json(WebhookView::from(&row)))
 }

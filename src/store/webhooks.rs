@@ -9,7 +9,7 @@ pub(crate) mod deliveries;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::error::StoreError;
+use super::error::{StoreError, StoreFailure};
 use super::pg::{PgStore, Statement};
 
 /// The most endpoints a space may register.
@@ -53,6 +53,12 @@ pub enum WebhookWriteError {
     TooMany,
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl StoreFailure for WebhookWriteError {
+    fn read_only(&self) -> bool {
+        matches!(self, WebhookWriteError::Store(e) if e.read_only())
+    }
 }
 
 impl From<sqlx::Error> for WebhookWriteError {

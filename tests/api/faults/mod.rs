@@ -27,4 +27,5 @@ mod review_lock;
 mod startup;
 mod tasks;
 mod traces;
+mod webhooks;
 mod workflow_races;

@@ -51,9 +51,9 @@ async fn a_panicking_task_is_counted_restarted_and_joined_at_shutdown() {
     let tasks = app.tasks.clone();
     assert_eq!(
         tasks.live(),
-        8,
+        9,
         "the two outbox loops, the purger, the prober, the overdue sweeper, the re-verification \
-         scheduler, the replay runner, the audit checkpointer"
+         scheduler, the replay runner, the audit checkpointer, the webhooks' deliverer"
     );
     app.finish().await;
     assert_eq!(

@@ -38,4 +38,5 @@ mod space_events;
 mod space_lists;
 mod space_members;
 pub(crate) mod spaces;
+mod webhooks;
 mod writes;

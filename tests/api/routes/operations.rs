@@ -102,15 +102,19 @@ async fn refused_bodies_get_statuses_their_operations_document() {
     let too_large = "x".repeat(app.settings.server.json_limit_bytes + 1);
     // The operations that read a body: every POST, PUT and PATCH (the admin's outbox
     // actions and submit read one only for the Idempotency-Key fingerprint, before the
-    // path's id). Taking an edit lease reads none: its POST has no body to refuse.
+    // path's id). Taking an edit lease, rotating a webhook's secret and re-sending a
+    // delivery read none: their POSTs have no body to refuse.
+    let bodyless = ["/lease", "/rotate", "/resend"];
     let bodies: Vec<_> = kh_review::http::ROUTES
         .iter()
-        .filter(|(m, p)| matches!(*m, "post" | "put" | "patch") && !p.ends_with("/lease"))
+        .filter(|(m, p)| {
+            matches!(*m, "post" | "put" | "patch") && !bodyless.iter().any(|b| p.ends_with(b))
+        })
         .collect();
     assert_eq!(
         bodies.len(),
-        16,
-        "POST and PUT /documents, submit, withdraw, archive, comment, approve, reject, claim, retry, skip, PUT policy, POST replays, POST spaces, PATCH space, PUT member"
+        18,
+        "POST and PUT /documents, submit, withdraw, archive, comment, approve, reject, claim, retry, skip, PUT policy, POST replays, POST spaces, PATCH space, PUT member, POST and PATCH webhook"
     );
     for (method, path) in bodies {
         let id = uuid::Uuid::new_v4().to_string();
@@ -118,7 +122,8 @@ async fn refused_bodies_get_statuses_their_operations_document() {
         let url = app.url(
             &path_of
                 .replace("{key}", "default")
-                .replace("{subject}", "user:fuzz"),
+                .replace("{subject}", "user:fuzz")
+                .replace("{webhook_id}", &id),
         );
         for (content_type, body, status) in [
             (

@@ -18,6 +18,7 @@ pub mod inspect;
 pub mod jwks;
 pub mod load;
 pub mod own_redis;
+pub mod receiver;
 pub mod patroni;
 pub mod seed;
 pub mod spaces;

@@ -200,6 +200,20 @@ pub const API: &[Entry] = &[
         space(Body::Json(r#"{"roles": ["space_admin"]}"#)), "makes itself an admin of A"),
     e("delete", "/api/v1/spaces/{key}/members/{subject}", space(NONE),
         "removes a member of A"),
+    e("post", "/api/v1/spaces/{key}/webhooks",
+        space(Body::Json(r#"{"url": "https://hooks.example.com/stolen", "event_types": ["document.approved"]}"#)),
+        "sends A's events to itself"),
+    e("get", "/api/v1/spaces/{key}/webhooks", space(NONE), "lists A's endpoints"),
+    e("get", "/api/v1/spaces/{key}/webhooks/{webhook_id}", space(NONE), "reads A's endpoint"),
+    e("patch", "/api/v1/spaces/{key}/webhooks/{webhook_id}", space(Body::Json(r#"{"enabled": true}"#)),
+        "enables A's endpoint"),
+    e("delete", "/api/v1/spaces/{key}/webhooks/{webhook_id}", space(NONE), "removes A's endpoint"),
+    e("post", "/api/v1/spaces/{key}/webhooks/{webhook_id}/rotate", space(NONE),
+        "takes A's endpoint's new secret"),
+    e("get", "/api/v1/spaces/{key}/webhooks/{webhook_id}/deliveries", space(NONE),
+        "reads A's delivery log"),
+    e("post", "/api/v1/spaces/{key}/webhooks/{webhook_id}/deliveries/{delivery_id}/resend", space(NONE),
+        "sends A's event again"),
 ];
 
 const COMMENT: Body = Body::Form(&[("comment", "ok")]);

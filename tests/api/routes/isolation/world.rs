@@ -23,6 +23,9 @@ pub struct World {
     pub outbox: i64,
     /// A pending document of space B, by an outsider, and its review.
     pub b_pending: (String, String),
+    /// A disabled webhook endpoint of A, and a failed delivery of it (neither of which the
+    /// deliverer touches, so the fingerprint holds still).
+    pub webhook: (String, i64),
 }
 
 /// A caller with no role in space A.
@@ -65,13 +68,41 @@ pub async fn build(app: &TestApp) -> World {
         .await
         .unwrap();
     let b_pending = app.pending_in("b", &app.member("olga"), "B's own").await;
+    let webhook = webhook_of_a(app, &pending.0).await;
     World {
         pending,
         approved,
         rejected,
         outbox,
         b_pending,
+        webhook,
     }
+}
+
+/// A disabled endpoint of space A and a failed delivery of the document `doc`'s first
+/// event, written straight into the database.
+async fn webhook_of_a(app: &TestApp, doc: &str) -> (String, i64) {
+    let id = uuid::Uuid::now_v7();
+    sqlx::query(
+        "INSERT INTO webhooks (id, space_id, url, event_types, secret, enabled, created_by) \
+         VALUES ($1, 'a', 'https://hooks.example.com/a', '{document.submitted}', \
+                 'whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', false, 'ann')",
+    )
+    .bind(id)
+    .execute(&app.pg)
+    .await
+    .unwrap();
+    let delivery = sqlx::query_scalar(
+        "INSERT INTO webhook_deliveries (webhook_id, space_id, event_id, event_type, payload, state) \
+         SELECT $1, 'a', event_id, event_type, payload, 'failed' FROM outbox \
+         WHERE document_id = $2::uuid ORDER BY id LIMIT 1 RETURNING id",
+    )
+    .bind(id)
+    .bind(doc)
+    .fetch_one(&app.pg)
+    .await
+    .unwrap();
+    (id.to_string(), delivery)
 }
 
 /// The outsiders: an author and reviewer of B, and a space admin of B too.
@@ -120,7 +151,9 @@ impl World {
             .replace("{subject}", "user:rita")
             .replace("{name}", "default")
             .replace("{type}", "document.submitted")
-            .replace("{file}", "console.js");
+            .replace("{file}", "console.js")
+            .replace("{webhook_id}", &self.webhook.0)
+            .replace("{delivery_id}", &self.webhook.1.to_string());
         if !req.query.is_empty() {
             url = format!("{url}?{}", req.query.replace("{doc}", &self.pending.0));
         }
@@ -178,8 +211,8 @@ pub async fn send(
     }
 }
 
-/// Everything a request could change, as one string: the rows of documents, reviews, votes
-/// and claims, and how many comments, audit rows, events, replays, admin actions, policy
+/// Everything a request could change, as one string: the rows of documents, reviews, votes,
+/// claims, webhooks and their deliveries, and how many comments, audit rows, events, replays, admin actions, policy
 /// versions, spaces and memberships there are.
 pub async fn fingerprint(app: &TestApp) -> String {
     let rows = |table: &str| {
@@ -208,6 +241,8 @@ pub async fn fingerprint(app: &TestApp) -> String {
         "review_votes",
         "review_claims",
         "locks",
+        "webhooks",
+        "webhook_deliveries",
     ]
     .map(rows)
     .into_iter()
