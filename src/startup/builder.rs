@@ -173,7 +173,9 @@ impl<'a> CoreBuilder<'a> {
             s.webhooks.clone(),
             !s.environment.is_development(),
         ));
-        tasks.spawn("webhooks.deliverer", move |stop| deliverer.clone().run(stop));
+        tasks.spawn("webhooks.deliverer", move |stop| {
+            deliverer.clone().run(stop)
+        });
     }
 
     /// The edit leases' service, on the database lock provider (`locks`, the service's pool).

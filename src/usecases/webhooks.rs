@@ -11,8 +11,7 @@ use crate::domain::{Access, SpaceKey, SpaceRole};
 use crate::outbox::schemas::document_event_types;
 use crate::outbox::webhooks::WebhookSettings;
 use crate::store::{
-    DeliveryRecord, NewWebhook, PgStore, StoreError, StoreFailure, WebhookRecord,
-    WebhookWriteError,
+    DeliveryRecord, NewWebhook, PgStore, StoreError, StoreFailure, WebhookRecord, WebhookWriteError,
 };
 
 pub struct WebhookService {
@@ -217,7 +216,10 @@ impl WebhookService {
         delivery: i64,
     ) -> Result<DeliveryRecord, WebhookError> {
         administers(access, space)?;
-        let row = self.store.resend_delivery(space.as_str(), id, delivery).await?;
+        let row = self
+            .store
+            .resend_delivery(space.as_str(), id, delivery)
+            .await?;
         row.ok_or(WebhookError::NotFound("no such delivery of this webhook"))
     }
 }

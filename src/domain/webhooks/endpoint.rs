@@ -43,7 +43,7 @@ fn check_scheme(url: &Url, https_only: bool) -> Result<(), String> {
     match url.scheme() {
         "https" => Ok(()),
         "http" if !https_only => Ok(()),
-        "http" => Err("the URL must use https: this service sends webhooks over https only".into()),
+        "http" => Err("the URL must use https: webhooks are sent over https only".into()),
         other if https_only => Err(format!("the URL's scheme is {other}: it must be https")),
         other => Err(format!(
             "the URL's scheme is {other}: it must be https or http"

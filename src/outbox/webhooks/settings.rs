@@ -90,7 +90,10 @@ impl WebhookSettings {
             bad("webhooks.disable_after_secs", "must be at least 1");
         }
         if self.secret_overlap.as_secs() > 30 * 24 * 3600 {
-            bad("webhooks.secret_overlap_secs", "must be at most 2592000 (30 days)");
+            bad(
+                "webhooks.secret_overlap_secs",
+                "must be at most 2592000 (30 days)",
+            );
         }
     }
 }

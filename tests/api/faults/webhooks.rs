@@ -40,11 +40,21 @@ impl TestApp {
     }
 
     /// Waits until the endpoint `id`'s delivery of `event_type` satisfies `done`.
-    async fn delivery_when(&self, id: &str, event_type: &str, done: impl Fn(&Value) -> bool) -> Value {
-        wait_for(&format!("the {event_type} delivery"), Duration::from_secs(30), || async {
-            let log = self.deliveries(id).await;
-            log.into_iter().find(|d| d["event_type"] == event_type && done(d))
-        })
+    async fn delivery_when(
+        &self,
+        id: &str,
+        event_type: &str,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        wait_for(
+            &format!("the {event_type} delivery"),
+            Duration::from_secs(30),
+            || async {
+                let log = self.deliveries(id).await;
+                log.into_iter()
+                    .find(|d| d["event_type"] == event_type && done(d))
+            },
+        )
         .await
     }
 }
@@ -57,22 +67,47 @@ fn verified(r: &Value) -> Vec<bool> {
 async fn deliveries_verify_with_the_reference_library_through_a_secret_rotation() {
     let app = delivering(5000, false).await;
     let first = Receiver::start(&["whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"], "200", 0).await;
-    let made = app.register_webhook(&first.url("/kh"), &["document.submitted", "document.approved"]).await;
-    let (id, old) = (made["id"].as_str().unwrap().to_string(), made["secret"].as_str().unwrap().to_string());
+    let made = app
+        .register_webhook(
+            &first.url("/kh"),
+            &["document.submitted", "document.approved"],
+        )
+        .await;
+    let (id, old) = (
+        made["id"].as_str().unwrap().to_string(),
+        made["secret"].as_str().unwrap().to_string(),
+    );
     first.kill().await;
-    let receiver = Receiver::start(&[&old, "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"], "200", portof(&made)).await;
+    let receiver = Receiver::start(
+        &[&old, "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"],
+        "200",
+        portof(&made),
+    )
+    .await;
     let (doc, review) = app.pending_review().await;
     let got = receiver.wait_for(1).await;
     let r = &got[0].record;
-    assert_eq!(verified(r), [true, false], "signed with its secret alone: {r}");
+    assert_eq!(
+        verified(r),
+        [true, false],
+        "signed with its secret alone: {r}"
+    );
     assert_eq!(r["body"]["event_type"], "document.submitted");
     assert_eq!(r["body"]["document_id"], doc.as_str());
-    assert_eq!(r["webhook_id"], r["body"]["event_id"], "webhook-id is the event's id");
-    app.delivery_when(&id, "document.submitted", |d| d["state"] == "delivered").await;
+    assert_eq!(
+        r["webhook_id"], r["body"]["event_id"],
+        "webhook-id is the event's id"
+    );
+    app.delivery_when(&id, "document.submitted", |d| d["state"] == "delivered")
+        .await;
 
     // Rotated: both secrets sign the next delivery, and either verifies it.
     let rotated: Value = app
-        .post(&format!("/api/v1/spaces/default/webhooks/{id}/rotate"), &app.admin(), serde_json::json!({}))
+        .post(
+            &format!("/api/v1/spaces/default/webhooks/{id}/rotate"),
+            &app.admin(),
+            serde_json::json!({}),
+        )
         .await
         .json()
         .await
@@ -85,9 +120,16 @@ async fn deliveries_verify_with_the_reference_library_through_a_secret_rotation(
     let got = receiver.wait_for(1).await;
     let r = &got[0].record;
     assert_eq!(r["body"]["event_type"], "document.approved");
-    assert_eq!(verified(r), [true, true], "the old and the new secret both verify: {r}");
+    assert_eq!(
+        verified(r),
+        [true, true],
+        "the old and the new secret both verify: {r}"
+    );
     assert_eq!(r["signatures"].as_str().unwrap().split(' ').count(), 2);
-    app.delivery_when(&id, "document.approved", |d| d["state"] == "delivered" && d["attempts"] == 1).await;
+    app.delivery_when(&id, "document.approved", |d| {
+        d["state"] == "delivered" && d["attempts"] == 1
+    })
+    .await;
     app.stop().await;
 }
 
@@ -101,40 +143,97 @@ fn portof(made: &Value) -> u16 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failures_are_retried_a_retry_after_honoured_and_a_410_disables_the_endpoint() {
     let app = delivering(5000, false).await;
-    let receiver = Receiver::start(&["whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"], "500,429:3,200", 0).await;
-    let made = app.register_webhook(&receiver.url("/kh"), &["document.submitted"]).await;
+    let receiver = Receiver::start(
+        &["whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"],
+        "500,429:3,200",
+        0,
+    )
+    .await;
+    let made = app
+        .register_webhook(&receiver.url("/kh"), &["document.submitted"])
+        .await;
     let id = made["id"].as_str().unwrap().to_string();
     app.pending_review().await;
     let got = receiver.wait_for(3).await;
-    assert_eq!(got.iter().map(|g| g.record["reply"].as_str().unwrap()).collect::<Vec<_>>(), ["500", "429:3", "200"]);
-    assert!(got.iter().all(|g| g.record["webhook_id"] == got[0].record["webhook_id"]), "the same event each time");
+    assert_eq!(
+        got.iter()
+            .map(|g| g.record["reply"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["500", "429:3", "200"]
+    );
+    assert!(
+        got.iter()
+            .all(|g| g.record["webhook_id"] == got[0].record["webhook_id"]),
+        "the same event each time"
+    );
     let waited = got[2].at - got[1].at;
-    assert!(waited >= Duration::from_millis(2900), "Retry-After: 3 honoured over the schedule's 1 s: {waited:?}");
-    let d = app.delivery_when(&id, "document.submitted", |d| d["state"] == "delivered").await;
-    assert_eq!((d["attempts"].clone(), d["last_status"].clone()), (3.into(), 200.into()), "{d}");
+    assert!(
+        waited >= Duration::from_millis(2900),
+        "Retry-After: 3 honoured over the schedule's 1 s: {waited:?}"
+    );
+    let d = app
+        .delivery_when(&id, "document.submitted", |d| d["state"] == "delivered")
+        .await;
+    assert_eq!(
+        (d["attempts"].clone(), d["last_status"].clone()),
+        (3.into(), 200.into()),
+        "{d}"
+    );
 
     // A receiver that answers 410 Gone: the delivery fails, the endpoint is disabled, once.
     let gone = Receiver::start(&["whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"], "410", 0).await;
-    let made = app.register_webhook(&gone.url("/gone"), &["document.submitted"]).await;
+    let made = app
+        .register_webhook(&gone.url("/gone"), &["document.submitted"])
+        .await;
     let gone_id = made["id"].as_str().unwrap().to_string();
     app.pending_review().await;
-    let d = app.delivery_when(&gone_id, "document.submitted", |d| d["state"] == "failed").await;
-    assert_eq!((d["attempts"].clone(), d["last_status"].clone()), (1.into(), 410.into()));
-    let hook: Value = app.get(&format!("/api/v1/spaces/default/webhooks/{gone_id}"), &app.admin()).await.json().await.unwrap();
+    let d = app
+        .delivery_when(&gone_id, "document.submitted", |d| d["state"] == "failed")
+        .await;
+    assert_eq!(
+        (d["attempts"].clone(), d["last_status"].clone()),
+        (1.into(), 410.into())
+    );
+    let hook: Value = app
+        .get(
+            &format!("/api/v1/spaces/default/webhooks/{gone_id}"),
+            &app.admin(),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(hook["enabled"], false);
-    assert!(hook["disabled_reason"].as_str().unwrap().contains("410"), "{hook}");
-    let event = wait_for("webhook.endpoint_disabled", Duration::from_secs(20), || async {
-        app.take_events().await.into_iter().map(|(v, _)| v).find(|v| v["event_type"] == "webhook.endpoint_disabled")
-    })
+    assert!(
+        hook["disabled_reason"].as_str().unwrap().contains("410"),
+        "{hook}"
+    );
+    let event = wait_for(
+        "webhook.endpoint_disabled",
+        Duration::from_secs(20),
+        || async {
+            app.take_events()
+                .await
+                .into_iter()
+                .map(|(v, _)| v)
+                .find(|v| v["event_type"] == "webhook.endpoint_disabled")
+        },
+    )
     .await;
     assert_eq!(event["data"]["webhook_id"], gone_id.as_str());
     assert_eq!(event["data"]["space"], "default");
     // Re-sent from the log: pending again, from its first attempt.
-    let path = format!("/api/v1/spaces/default/webhooks/{gone_id}/deliveries/{}/resend", d["id"]);
+    let path = format!(
+        "/api/v1/spaces/default/webhooks/{gone_id}/deliveries/{}/resend",
+        d["id"]
+    );
     let r = app.post(&path, &app.admin(), serde_json::json!({})).await;
     assert_eq!(r.status(), 202);
     let again: Value = r.json().await.unwrap();
-    assert_eq!((again["state"].clone(), again["attempts"].clone()), ("pending".into(), 0.into()));
+    assert_eq!(
+        (again["state"].clone(), again["attempts"].clone()),
+        ("pending".into(), 0.into())
+    );
     app.stop().await;
 }
 
@@ -142,25 +241,41 @@ async fn failures_are_retried_a_retry_after_honoured_and_a_410_disables_the_endp
 async fn a_receiver_killed_mid_delivery_gets_the_event_again() {
     let app = delivering(3000, false).await;
     let hanging = Receiver::start(&["whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"], "hang", 0).await;
-    let made = app.register_webhook(&hanging.url("/kh"), &["document.submitted"]).await;
-    let (id, secret) = (made["id"].as_str().unwrap().to_string(), made["secret"].as_str().unwrap().to_string());
+    let made = app
+        .register_webhook(&hanging.url("/kh"), &["document.submitted"])
+        .await;
+    let (id, secret) = (
+        made["id"].as_str().unwrap().to_string(),
+        made["secret"].as_str().unwrap().to_string(),
+    );
     app.pending_review().await;
     let first = hanging.wait_for(1).await[0].record.clone();
     let port = hanging.port;
     hanging.kill().await;
     let back = Receiver::start(&[&secret], "200", port).await;
     let again = back.wait_for(1).await[0].record.clone();
-    assert_eq!(again["webhook_id"], first["webhook_id"], "the same event, again");
+    assert_eq!(
+        again["webhook_id"], first["webhook_id"],
+        "the same event, again"
+    );
     assert_eq!(verified(&again), [true]);
-    let d = app.delivery_when(&id, "document.submitted", |d| d["state"] == "delivered").await;
+    let d = app
+        .delivery_when(&id, "document.submitted", |d| d["state"] == "delivered")
+        .await;
     assert!(d["attempts"].as_i64().unwrap() >= 2, "{d}");
     app.stop().await;
 }
 
 /// A name that resolves to 127.0.0.1 on this machine (its own host name).
 async fn loopback_name() -> String {
-    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_string();
-    let addrs: Vec<_> = tokio::net::lookup_host((name.as_str(), 0)).await.unwrap().collect();
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string();
+    let addrs: Vec<_> = tokio::net::lookup_host((name.as_str(), 0))
+        .await
+        .unwrap()
+        .collect();
     assert!(
         !addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback()),
         "this test needs the machine's host name ({name}) to resolve to loopback, as /etc/hosts says on these machines: {addrs:?}"
@@ -175,15 +290,29 @@ async fn a_name_resolving_to_loopback_is_refused_when_connecting() {
     let name = loopback_name().await;
     // A name is not judged at registration (it may resolve elsewhere then): when connecting.
     let made = app
-        .register_webhook(&format!("http://{name}:{}/kh", receiver.port), &["document.submitted"])
+        .register_webhook(
+            &format!("http://{name}:{}/kh", receiver.port),
+            &["document.submitted"],
+        )
         .await;
     let id = made["id"].as_str().unwrap().to_string();
     app.pending_review().await;
-    let d = app.delivery_when(&id, "document.submitted", |d| d["attempts"].as_i64() >= Some(2)).await;
+    let d = app
+        .delivery_when(&id, "document.submitted", |d| {
+            d["attempts"].as_i64() >= Some(2)
+        })
+        .await;
     let error = d["last_error"].as_str().unwrap();
-    assert!(error.contains("127.0.0.1") && error.contains("loopback"), "{error}");
+    assert!(
+        error.contains("127.0.0.1") && error.contains("loopback"),
+        "{error}"
+    );
     assert_eq!(d["state"], "pending", "retried like any failure");
-    assert!(receiver.seen().is_empty(), "nothing reached the receiver: {:?}", receiver.seen());
+    assert!(
+        receiver.seen().is_empty(),
+        "nothing reached the receiver: {:?}",
+        receiver.seen()
+    );
     app.stop().await;
 }
 
@@ -191,7 +320,8 @@ async fn a_name_resolving_to_loopback_is_refused_when_connecting() {
 async fn a_hanging_receiver_holds_no_more_connections_than_the_cap() {
     let app = delivering(10_000, false).await;
     let hanging = Receiver::start(&["whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"], "hang", 0).await;
-    app.register_webhook(&hanging.url("/kh"), &["document.submitted"]).await;
+    app.register_webhook(&hanging.url("/kh"), &["document.submitted"])
+        .await;
     for _ in 0..5 {
         app.pending_review().await;
     }
@@ -203,7 +333,11 @@ async fn a_hanging_receiver_holds_no_more_connections_than_the_cap() {
             .count("SELECT count(*) FROM webhook_deliveries WHERE claimed_until > now()")
             .await;
         assert!(in_flight <= 2, "{in_flight} in flight to one endpoint");
-        assert!(hanging.seen().len() <= 2, "{} requests held open", hanging.seen().len());
+        assert!(
+            hanging.seen().len() <= 2,
+            "{} requests held open",
+            hanging.seen().len()
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     app.stop().await;

@@ -30,8 +30,7 @@ pub struct Receiver {
 
 /// The virtualenv's python; fails loudly, saying how to install it, when it is missing.
 fn venv_python() -> PathBuf {
-    let tools =
-        std::env::var("KH_TOOLS_DIR").unwrap_or_else(|_| "/var/tmp/kh-review-tools".into());
+    let tools = std::env::var("KH_TOOLS_DIR").unwrap_or_else(|_| "/var/tmp/kh-review-tools".into());
     let python = PathBuf::from(tools).join("events-venv/bin/python");
     assert!(
         python.exists(),
@@ -45,9 +44,13 @@ impl Receiver {
     /// Starts a receiver verifying with `secrets`, answering by `reply` (see the script),
     /// on `port` (0: any free one).
     pub async fn start(secrets: &[&str], reply: &str, port: u16) -> Self {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/consumers/webhook_receiver.py");
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/consumers/webhook_receiver.py"
+        );
         let mut cmd = Command::new(venv_python());
-        cmd.arg(script).args(["--reply", reply, "--port", &port.to_string()]);
+        cmd.arg(script)
+            .args(["--reply", reply, "--port", &port.to_string()]);
         for s in secrets {
             cmd.args(["--secret", s]);
         }
@@ -88,10 +91,14 @@ impl Receiver {
 
     /// Waits until it got `n` requests: the first `n`.
     pub async fn wait_for(&self, n: usize) -> Vec<Received> {
-        wait_for(&format!("{n} webhook requests"), Duration::from_secs(30), || async {
-            let seen = self.seen();
-            (seen.len() >= n).then(|| seen[..n].to_vec())
-        })
+        wait_for(
+            &format!("{n} webhook requests"),
+            Duration::from_secs(30),
+            || async {
+                let seen = self.seen();
+                (seen.len() >= n).then(|| seen[..n].to_vec())
+            },
+        )
         .await
     }
 
