@@ -202,8 +202,9 @@ mod tests {
     fn a_channel_and_an_operation_per_routing_key_and_the_replay() {
         let d = doc();
         let channels = d["channels"].as_object().unwrap();
-        // A channel per published type of the table, audit.checkpoint's, and the replay's.
-        let keys = crate::domain::EventType::published().count() + 1;
+        // A channel per published type of the table, the two service events', and the
+        // replay's.
+        let keys = crate::domain::EventType::published().count() + 2;
         assert_eq!(channels.len(), keys + 1, "every routing key and the replay");
         let approved = &channels["document_approved"];
         assert_eq!(approved["address"], "document.approved");

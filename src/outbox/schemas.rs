@@ -120,7 +120,13 @@ mod tests {
         let mut listed: Vec<&str> = listed(envelope()).collect();
         assert_eq!(listed, want, "the envelope lists every type, in this order");
         let service: Vec<&str> = super::listed(service_envelope()).collect();
-        assert_eq!(service, ["audit.checkpoint"]);
+        assert_eq!(service, ["audit.checkpoint", "webhook.endpoint_disabled"]);
+        let deliverable: Vec<&str> = EventType::published().map(EventType::as_str).collect();
+        assert_eq!(
+            document_event_types(),
+            deliverable,
+            "what a webhook may take"
+        );
         listed.extend(service);
         let mut have = event_types();
         have.sort();
@@ -163,6 +169,6 @@ mod tests {
         assert!(props.get("document_id").is_none(), "no document");
         assert_eq!(props["event_type"]["const"], "audit.checkpoint");
         assert_eq!(schema["required"], service_envelope()["required"]);
-        assert_eq!(event_types().last(), Some(&"audit.checkpoint"));
+        assert_eq!(event_types().last(), Some(&"webhook.endpoint_disabled"));
     }
 }

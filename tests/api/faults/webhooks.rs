@@ -180,7 +180,13 @@ async fn failures_are_retried_a_retry_after_honoured_and_a_410_disables_the_endp
         "{d}"
     );
 
-    // A receiver that answers 410 Gone: the delivery fails, the endpoint is disabled, once.
+    gone_disables(&app).await;
+    app.stop().await;
+}
+
+/// A receiver that answers 410 Gone: the delivery fails, the endpoint is disabled, once;
+/// the delivery is re-sent from the log.
+async fn gone_disables(app: &TestApp) {
     let gone = Receiver::start(&["whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"], "410", 0).await;
     let made = app
         .register_webhook(&gone.url("/gone"), &["document.submitted"])
@@ -234,7 +240,6 @@ async fn failures_are_retried_a_retry_after_honoured_and_a_410_disables_the_endp
         (again["state"].clone(), again["attempts"].clone()),
         ("pending".into(), 0.into())
     );
-    app.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

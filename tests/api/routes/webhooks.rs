@@ -75,21 +75,7 @@ async fn a_space_admin_registers_lists_rotates_disables_and_removes_an_endpoint(
     assert!(got.get("secret").is_none());
     assert_eq!(got["url"], "https://hooks.example.com/kh");
 
-    let rotated: Value = app
-        .post(&format!("{one}/rotate"), &app.admin(), json!({}))
-        .await
-        .json()
-        .await
-        .unwrap();
-    let new_secret = rotated["secret"].as_str().unwrap();
-    assert!(
-        new_secret.starts_with("whsec_") && new_secret != secret,
-        "{rotated}"
-    );
-    assert!(
-        rotated["previous_secret_until"].is_string(),
-        "the old secret signs a while: {rotated}"
-    );
+    rotates(&app, &one, &secret).await;
 
     let off: Value = app
         .patch(&one, &app.admin(), json!({"enabled": false}))
@@ -128,6 +114,25 @@ async fn a_space_admin_registers_lists_rotates_disables_and_removes_an_endpoint(
     .await;
     assert_eq!(app.webhook_rows().await, 0);
     app.stop().await;
+}
+
+/// Rotates the secret of the endpoint at `one`, whose secret was `secret`.
+async fn rotates(app: &TestApp, one: &str, secret: &str) {
+    let rotated: Value = app
+        .post(&format!("{one}/rotate"), &app.admin(), json!({}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let new_secret = rotated["secret"].as_str().unwrap();
+    assert!(
+        new_secret.starts_with("whsec_") && new_secret != secret,
+        "{rotated}"
+    );
+    assert!(
+        rotated["previous_secret_until"].is_string(),
+        "the old secret signs a while: {rotated}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
