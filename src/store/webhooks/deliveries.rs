@@ -151,15 +151,16 @@ impl PgStore {
         let mut tx = self.scoped().await?;
         let rows = sqlx::query_as!(
             ClaimedDelivery,
-            r#"WITH hooks AS (
+            r#"WITH due AS (
+                 SELECT DISTINCT d.webhook_id FROM webhook_deliveries d
+                 WHERE d.state = 'pending' AND d.next_attempt_at <= now()
+               ),
+               hooks AS (
                  SELECT w.id, w.url, w.secret,
                         CASE WHEN w.previous_until > now() THEN w.previous_secret END
                           AS previous_secret
-                 FROM webhooks w
-                 WHERE w.enabled AND EXISTS (
-                   SELECT 1 FROM webhook_deliveries d
-                   WHERE d.webhook_id = w.id AND d.state = 'pending'
-                     AND d.next_attempt_at <= now())
+                 FROM due JOIN webhooks w ON w.id = due.webhook_id
+                 WHERE w.enabled
                  FOR UPDATE OF w SKIP LOCKED
                ),
                picked AS (

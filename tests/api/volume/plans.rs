@@ -61,6 +61,23 @@ const REVERIFICATION: &str = "UPDATE documents \
      SET verify_by = now() + (g % 1000 - 10) * interval '1 hour' \
      FROM ids WHERE documents.id = ids.d AND status = 'APPROVED' AND g % 7 = 3";
 
+/// 20 webhook endpoints in each of the 100 spaces (a tenth disabled), and a delivery of
+/// every event to its space's first endpoint: a few hundred pending, the rest delivered.
+/// After the outbox's rows, so its trigger makes none.
+const WEBHOOKS: [&str; 2] = [
+    "INSERT INTO webhooks (id, space_id, url, event_types, secret, created_by, enabled) \
+     SELECT gen_random_uuid(), 'space-' || (i % 100), 'https://hooks.example.com/' || i, \
+            '{document.approved}', 'whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', 'root', i % 10 <> 0 \
+     FROM generate_series(1, 2000) AS i",
+    "INSERT INTO webhook_deliveries (webhook_id, space_id, event_id, event_type, payload, state, \
+                                     attempts, next_attempt_at, delivered_at) \
+     SELECT w.id, o.space_id, o.event_id, o.event_type, o.payload, \
+            CASE WHEN o.id % 300 = 0 THEN 'pending' ELSE 'delivered' END, 1, \
+            now() - o.id % 7 * interval '1 minute', now() \
+     FROM outbox o CROSS JOIN LATERAL \
+          (SELECT id FROM webhooks w WHERE w.space_id = o.space_id ORDER BY id LIMIT 1) w",
+];
+
 /// 100 spaces beside `default`, with 10,000 memberships (users and groups): every request
 /// reads its caller's by subject.
 const SPACES: [&str; 4] = [
@@ -157,6 +174,7 @@ async fn fill(pg: &PgPool, n: i64) {
                 gen_random_uuid(), 200, '{}' FROM ids",
     ]);
     statements.push(REVERIFICATION);
+    statements.extend(WEBHOOKS);
     let mut conn = pg.acquire().await.unwrap();
     for sql in statements {
         let q = sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()));
