@@ -22,12 +22,13 @@ use std::time::Instant;
 use bench_support::{
     approve_load, audit_rows, console_rows, cost_row, data_size_row, drain_row, drive,
     editing_rows, interleaved, lifecycle_rows, lock_rows, replay_row, round_trip_rows, rounds,
-    sized, smoke, space_list_rows, starvation_row, sustained_row, trace_rows, workflow_rows,
-    ApproveFigures, BenchEnv, Figures, Floor, Goals, Measure, Rec, Report, Service, Statements,
+    sized, smoke, space_list_rows, starvation_row, sustained_row, trace_rows, webhook_rows,
+    workflow_rows, ApproveFigures, BenchEnv, Figures, Floor, Goals, Measure, Rec, Report, Service,
+    Statements,
 };
 
 /// The groups of rows `make bench` runs, in this order (the smoke run checks each).
-const GROUPS: [&str; 17] = [
+const GROUPS: [&str; 18] = [
     "lock",
     // First, while no other instance polls the benchmark's database.
     "cost",
@@ -44,6 +45,7 @@ const GROUPS: [&str; 17] = [
     "replay",
     "data-size",
     "audit",
+    "webhooks",
     // The overdue row leaves its 100,000 reviews behind (withdrawn).
     "workflow",
     // Last: it leaves 100,000 documents in 100 spaces behind.
@@ -120,6 +122,7 @@ impl<'e> Run<'e> {
             "audit",
             "space-lists",
             "editing",
+            "webhooks",
         ];
         if alone.contains(&only) || only == "trace" {
             self.group(only).await?;
@@ -192,6 +195,12 @@ impl<'e> Run<'e> {
             "replay" => replay_row(r, env).await?,
             "data-size" => g.grown = data_size_row(r, env, g.approve.p50_c1).await?,
             "audit" => audit_rows(r, env).await?,
+            "webhooks" => {
+                let ratio = webhook_rows(r, env).await?;
+                r.note(format!(
+                    "approve with a webhook endpoint: p50 {ratio:.2}x that without, at 16 at once (goal: within 1.1x)"
+                ));
+            }
             "workflow" => g.workflow = workflow_rows(r, env, None).await?,
             "space-lists" => space_list_rows(r, env).await?,
             _ => anyhow::bail!("no group {name}"),

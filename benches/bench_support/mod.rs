@@ -35,6 +35,7 @@ mod stepwise;
 mod sustained;
 mod trace;
 mod turns;
+mod webhooks;
 mod workflow;
 
 pub use approve::{approve_each, approve_load};
@@ -59,6 +60,7 @@ pub use service::Service;
 pub use space_lists::space_list_rows;
 pub use sustained::sustained_row;
 pub use trace::trace_rows;
+pub use webhooks::webhook_rows;
 pub use workflow::{workflow_rows, WorkflowFigures};
 
 use std::time::{Duration, Instant};

@@ -122,7 +122,9 @@ impl Settings {
                 .with_list_parse_key("amqp.urls")
                 .with_list_parse_key("amqp.required_queues")
                 .with_list_parse_key("replay.allowed_target_queues")
-                .with_list_parse_key("auth.algorithms"),
+                .with_list_parse_key("auth.algorithms")
+                .with_list_parse_key("webhooks.allowed_ranges")
+                .with_list_parse_key("webhooks.retry_schedule_secs"),
         );
         for (key, value) in overrides {
             builder = builder.set_override(*key, *value)?;

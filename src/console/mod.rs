@@ -28,6 +28,7 @@ mod review;
 mod reviewer;
 mod revision;
 mod spaces;
+mod webhooks;
 
 use actix_web::http::header;
 use actix_web::{guard, web, HttpResponse, Route};
@@ -92,6 +93,7 @@ routes! {
     post "/console/f/outbox/{id}/retry" => operator::retry,
     post "/console/f/outbox/{id}/skip" => operator::skip,
     post "/console/f/replays/{id}/cancel" => replays::cancel,
+    post "/console/f/spaces/{key}/webhooks/{webhook_id}/deliveries/{delivery_id}/resend" => webhooks::resend,
 }
 
 /// The methods served on a console path that has a GET route, a POST route or both, as an

@@ -1,7 +1,8 @@
 //! The operator's page (role `admin`): each dependency as `/readyz` sees it, with the
 //! circuit breakers; delivery (backlog, oldest undelivered event, events in the last
-//! minute); parked events with retry and skip; replays (`replays.rs`). The page reloads it
-//! every few seconds.
+//! minute); parked events with retry and skip; replays (`replays.rs`); webhooks, with
+//! their latest deliveries and a re-send (`webhooks.rs`). The page reloads it every few
+//! seconds.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -58,6 +59,8 @@ struct Overview {
     charts: Charts,
     /// The replays section (`replays.rs`), rendered.
     replays: String,
+    /// The webhooks section (`webhooks.rs`), rendered.
+    webhooks: String,
 }
 
 fn dependencies(r: &ReadinessView) -> Vec<Dependency> {
@@ -154,6 +157,7 @@ async fn render(
         checked_at: when(now),
         charts,
         replays: super::replays::section(state, caller, None).await?,
+        webhooks: super::webhooks::section(state, caller, None).await?,
     })
 }
 

@@ -127,6 +127,31 @@ impl PgStore {
         Ok(rows)
     }
 
+    /// Up to `limit` endpoints of every space the caller may see, by space and age (each
+    /// space's through its index).
+    pub async fn all_webhooks(&self, limit: i64) -> Result<Vec<WebhookRecord>, StoreError> {
+        let mut tx = self.scoped().await?;
+        let rows = sqlx::query_as!(
+            WebhookRecord,
+            r#"SELECT w.id AS "id!", w.space_id AS "space!", w.url AS "url!",
+                      w.event_types AS "event_types!", w.enabled AS "enabled!",
+                      w.disabled_reason, w.disabled_at, w.failing_since, w.previous_until,
+                      w.created_by AS "created_by!", w.created_at AS "created_at!",
+                      w.updated_at AS "updated_at!"
+               FROM spaces s CROSS JOIN LATERAL (
+                 SELECT * FROM webhooks w WHERE w.space_id = s.key
+                 ORDER BY w.created_at, w.id LIMIT $2) w
+               ORDER BY s.key, w.created_at, w.id LIMIT $1"#,
+            limit,
+            WEBHOOKS_PER_SPACE
+        )
+        .fetch_all(&mut *tx)
+        .bounded(self)
+        .await?;
+        self.commit(tx).await?;
+        Ok(rows)
+    }
+
     /// The endpoint `id` of `space`.
     pub async fn webhook(
         &self,

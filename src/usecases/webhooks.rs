@@ -207,6 +207,29 @@ impl WebhookService {
         Ok(rows)
     }
 
+    /// The operator's overview (the platform admin's alone): up to `limit` endpoints of
+    /// every space, each with its latest `per` deliveries.
+    pub async fn overview(
+        &self,
+        access: &Access,
+        limit: i64,
+        per: i64,
+    ) -> Result<Vec<(WebhookRecord, Vec<DeliveryRecord>)>, WebhookError> {
+        if !access.is_platform_admin() {
+            return Err(WebhookError::Forbidden);
+        }
+        let hooks = self.store.all_webhooks(limit).await?;
+        let ids: Vec<Uuid> = hooks.iter().map(|w| w.id).collect();
+        let mut latest = self.store.latest_deliveries(&ids, per).await?;
+        let mut out = Vec::with_capacity(hooks.len());
+        for w in hooks {
+            let (mine, rest) = latest.into_iter().partition(|d| d.webhook_id == w.id);
+            latest = rest;
+            out.push((w, mine));
+        }
+        Ok(out)
+    }
+
     /// Sends the delivery `delivery` of the endpoint `id` again, from its first attempt.
     pub async fn resend(
         &self,

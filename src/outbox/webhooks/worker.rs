@@ -1,7 +1,8 @@
-//! The deliverer: on each instance, every `webhooks.poll_ms`, it claims the due deliveries
-//! (`store::webhooks::deliveries`: at most `per_endpoint_concurrency` in flight per
-//! endpoint over every instance, at most `concurrency` on this one) and sends each,
-//! signed, in a task of its own; then records the outcome: delivered, due again after the
+//! The deliverer: on each instance, every `webhooks.poll_ms` and whenever one of its
+//! deliveries ends (so an endpoint's next delivery need not wait for the poll), it claims
+//! the due deliveries (`store::webhooks::deliveries`: at most `per_endpoint_concurrency`
+//! in flight per endpoint over every instance, at most `concurrency` on this one) and
+//! sends each, signed, in a task of its own; then records the outcome: delivered, due again after the
 //! schedule's wait (or the receiver's `Retry-After`, when longer), or failed. An instance
 //! that dies mid-delivery leaves its claim to lapse, and another sends the delivery again:
 //! delivery is at least once, and `webhook-id` (the event id) lets a receiver drop repeats.
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::client::{check_target, delivery_client};
@@ -34,6 +35,9 @@ pub struct Deliverer {
     settings: WebhookSettings,
     schedule: RetrySchedule,
     https_only: bool,
+    /// Told when a delivery ends: its endpoint may take the next one now, not at the next
+    /// poll.
+    ended: Notify,
 }
 
 /// How one attempt went.
@@ -64,6 +68,7 @@ impl Deliverer {
             schedule: settings.schedule(),
             settings,
             https_only,
+            ended: Notify::new(),
         }
     }
 
@@ -74,6 +79,7 @@ impl Deliverer {
             tokio::select! {
                 _ = stop.cancelled() => return,
                 _ = tokio::time::sleep(self.settings.poll) => {}
+                _ = self.ended.notified() => {}
             }
             let free = slots.available_permits() as i64;
             if free == 0 {
@@ -99,6 +105,7 @@ impl Deliverer {
                 tokio::spawn(async move {
                     me.deliver(delivery).await;
                     drop(slot);
+                    me.ended.notify_one();
                 });
             }
         }

@@ -111,6 +111,34 @@ impl PgStore {
         Ok(rows)
     }
 
+    /// The latest `per` deliveries of each endpoint of `webhooks`, newest first.
+    pub async fn latest_deliveries(
+        &self,
+        webhooks: &[Uuid],
+        per: i64,
+    ) -> Result<Vec<DeliveryRecord>, StoreError> {
+        let mut tx = self.scoped().await?;
+        let rows = sqlx::query_as!(
+            DeliveryRecord,
+            r#"SELECT d.id AS "id!", d.webhook_id AS "webhook_id!", d.event_id AS "event_id!",
+                      d.event_type AS "event_type!", d.state AS "state!",
+                      d.attempts AS "attempts!", d.next_attempt_at AS "next_attempt_at!",
+                      d.last_status, d.last_error, d.created_at AS "created_at!",
+                      d.delivered_at
+               FROM unnest($1::uuid[]) AS w(id) CROSS JOIN LATERAL (
+                 SELECT * FROM webhook_deliveries d
+                 WHERE d.webhook_id = w.id ORDER BY d.id DESC LIMIT $2) d
+               ORDER BY d.webhook_id, d.id DESC"#,
+            webhooks,
+            per
+        )
+        .fetch_all(&mut *tx)
+        .bounded(self)
+        .await?;
+        self.commit(tx).await?;
+        Ok(rows)
+    }
+
     /// Sends the delivery `id` of the endpoint `webhook` of `space` again, from its first
     /// attempt, as soon as a worker gets to it (a delivery being sent now is left alone).
     pub async fn resend_delivery(
@@ -192,7 +220,12 @@ impl PgStore {
         .fetch_all(&mut *tx)
         .bounded(self)
         .await?;
-        self.commit(tx).await?;
+        if rows.is_empty() {
+            // An idle poll changed nothing: it commits nothing either.
+            tx.rollback().await?;
+        } else {
+            self.commit(tx).await?;
+        }
         Ok(rows)
     }
 

@@ -228,6 +228,7 @@ async fn gone_disables(app: &TestApp) {
     .await;
     assert_eq!(event["data"]["webhook_id"], gone_id.as_str());
     assert_eq!(event["data"]["space"], "default");
+    operator_sees_and_resends(app, &gone_id, d["id"].as_i64().unwrap()).await;
     // Re-sent from the log: pending again, from its first attempt.
     let path = format!(
         "/api/v1/spaces/default/webhooks/{gone_id}/deliveries/{}/resend",
@@ -240,6 +241,51 @@ async fn gone_disables(app: &TestApp) {
         (again["state"].clone(), again["attempts"].clone()),
         ("pending".into(), 0.into())
     );
+}
+
+/// The operator's page shows the disabled endpoint and its failed delivery, and its
+/// button sends it again.
+async fn operator_sees_and_resends(app: &TestApp, webhook: &str, delivery: i64) {
+    let page = app.get("/console/f/operator", &app.admin()).await;
+    assert_eq!(page.status(), 200);
+    let page = page.text().await.unwrap();
+    assert!(
+        page.contains(&format!(
+            r#"data-webhook="{webhook}" data-state="disabled""#
+        )),
+        "{page}"
+    );
+    assert!(page.contains(&format!(
+        r#"data-delivery="{delivery}" data-state="failed""#
+    )));
+    assert!(page.contains("the receiver answered 410"), "its last error");
+    let button =
+        format!("/console/f/spaces/default/webhooks/{webhook}/deliveries/{delivery}/resend");
+    assert!(page.contains(&button), "a button to send it again");
+    let r = app
+        .client
+        .post(app.url(&button))
+        .bearer_auth(app.admin())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let section = r.text().await.unwrap();
+    assert!(
+        section.contains("is sent again from its first attempt"),
+        "{section}"
+    );
+    assert!(section.contains(&format!(
+        r#"data-delivery="{delivery}" data-state="pending""#
+    )));
+    let r = app
+        .client
+        .post(app.url(&button))
+        .bearer_auth(app.author())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403, "the platform admin's page");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

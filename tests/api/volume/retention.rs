@@ -186,10 +186,12 @@ async fn an_expired_backlog_is_purged_in_batches_within_the_statement_timeout() 
     app.finish().await;
 }
 
-/// Whether a session holds the purge lock now.
+/// Whether a session holds the purge lock of the test's database now (the apps of other
+/// tests, running meanwhile, hold theirs in their own databases).
 async fn purge_lock_held(pg: &PgPool) -> bool {
     let held: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted \
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
          AND classid = $1::int::oid AND objid = $2::int::oid AND objsubid = 2",
     )
     .bind(PURGE_LOCK.0)
@@ -204,6 +206,10 @@ async fn purge_lock_held(pg: &PgPool) -> bool {
 async fn two_purgers_never_run_at_once() {
     let app = spawn_app_with(AppOptions {
         run_dispatcher: false,
+        // The app's own purger stays out of the way: the test's two are the ones compared.
+        configure: Some(Box::new(|s| {
+            s.outbox.purge_interval = Duration::from_secs(3600)
+        })),
         ..Default::default()
     })
     .await;

@@ -276,4 +276,6 @@ pub const CONSOLE: &[Entry] = &[
     e("post", "/console/f/outbox/{id}/skip", admin(Target::Outbox, NONE),
         "an event of a space-A document: the platform admin's alone"),
     e("post", "/console/f/replays/{id}/cancel", ADMIN_PLAIN, ADMIN),
+    e("post", "/console/f/spaces/{key}/webhooks/{webhook_id}/deliveries/{delivery_id}/resend",
+        admin(Target::Space, NONE), "the operator's page: the platform admin's alone"),
 ];
