@@ -27,5 +27,6 @@ mod review_lock;
 mod startup;
 mod tasks;
 mod traces;
+mod webhook_failing;
 mod webhooks;
 mod workflow_races;
