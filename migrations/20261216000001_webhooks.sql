@@ -55,6 +55,9 @@ CREATE INDEX webhook_deliveries_due ON webhook_deliveries (webhook_id, next_atte
     WHERE state = 'pending';
 -- The delivery log: an endpoint's deliveries, newest first.
 CREATE INDEX webhook_deliveries_log ON webhook_deliveries (webhook_id, id);
+-- The purge: deliveries done with, oldest first.
+CREATE INDEX webhook_deliveries_done ON webhook_deliveries (created_at)
+    WHERE state <> 'pending';
 
 -- One delivery per endpoint of the event's space that is enabled and takes its type, for
 -- every event the service publishes (a row with a routing key).

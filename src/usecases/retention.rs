@@ -74,6 +74,8 @@ pub enum PurgeRound {
     Ran {
         outbox_rows: u64,
         idempotency_records: u64,
+        /// Webhook deliveries delivered or failed before the outbox's retention.
+        webhook_deliveries: u64,
         batches: u64,
     },
 }
@@ -174,8 +176,10 @@ impl Retention {
         let keep = self.settings.keep;
         let mut outbox = Table::new("outbox", self.settings.batch);
         let mut keys = Table::new("idempotency_keys", self.settings.batch);
-        let (mut outbox_rows, mut idempotency_records, mut batches) = (0, 0, 0);
-        while (outbox.left || keys.left) && !shutdown.is_cancelled() {
+        let mut hooks = Table::new("webhook_deliveries", self.settings.batch);
+        let (mut outbox_rows, mut idempotency_records, mut webhook_deliveries) = (0, 0, 0);
+        let mut batches = 0;
+        while (outbox.left || keys.left || hooks.left) && !shutdown.is_cancelled() {
             if outbox.left {
                 let n = outbox.note(session.delete_delivered(keep, outbox.limit).await)?;
                 self.stats.purged.with_label_values(&["outbox"]).inc_by(n);
@@ -187,7 +191,13 @@ impl Retention {
                 table.inc_by(n);
                 (idempotency_records, batches) = (idempotency_records + n, batches + 1);
             }
-            if outbox.left || keys.left {
+            if hooks.left {
+                let n = hooks.note(session.delete_old_deliveries(keep, hooks.limit).await)?;
+                let table = self.stats.purged.with_label_values(&["webhook_deliveries"]);
+                table.inc_by(n);
+                (webhook_deliveries, batches) = (webhook_deliveries + n, batches + 1);
+            }
+            if outbox.left || keys.left || hooks.left {
                 tokio::select! {
                     _ = shutdown.cancelled() => {}
                     _ = tokio::time::sleep(self.settings.pause) => {}
@@ -197,6 +207,7 @@ impl Retention {
         Ok(PurgeRound::Ran {
             outbox_rows,
             idempotency_records,
+            webhook_deliveries,
             batches,
         })
     }
@@ -212,13 +223,15 @@ impl Retention {
                 Ok(PurgeRound::Ran {
                     outbox_rows,
                     idempotency_records,
+                    webhook_deliveries,
                     batches,
-                }) if outbox_rows + idempotency_records > 0 => {
+                }) if outbox_rows + idempotency_records + webhook_deliveries > 0 => {
                     tracing::info!(
                         outbox_rows,
                         idempotency_records,
+                        webhook_deliveries,
                         batches,
-                        "purged delivered outbox rows and expired idempotency records"
+                        "purged delivered outbox rows, expired idempotency records and old webhook deliveries"
                     );
                 }
                 Ok(_) => {}

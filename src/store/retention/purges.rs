@@ -80,6 +80,27 @@ impl PurgeSession {
         .rows_affected())
     }
 
+    /// Deletes at most `limit` webhook deliveries delivered or failed (none pending) made
+    /// more than `keep` ago, the oldest first; returns how many.
+    pub async fn delete_old_deliveries(
+        &mut self,
+        keep: Duration,
+        limit: i64,
+    ) -> Result<u64, StoreError> {
+        Ok(sqlx::query!(
+            "DELETE FROM webhook_deliveries WHERE id = ANY(ARRAY( \
+               SELECT id FROM webhook_deliveries WHERE state <> 'pending' \
+                 AND created_at < now() - make_interval(secs => $1) \
+               ORDER BY created_at LIMIT $2))",
+            keep.as_secs_f64(),
+            limit
+        )
+        .execute(&mut self.conn)
+        .bounded(&self.store)
+        .await?
+        .rows_affected())
+    }
+
     /// Ends the session, which releases the purge lock.
     pub async fn close(self) {
         let _ = self.conn.close().await;

@@ -5,3 +5,4 @@
 mod backlog;
 mod plans;
 mod retention;
+mod webhook_retention;

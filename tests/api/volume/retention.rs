@@ -153,6 +153,7 @@ async fn an_expired_backlog_is_purged_in_batches_within_the_statement_timeout() 
         outbox_rows,
         idempotency_records,
         batches,
+        ..
     } = round
     else {
         panic!("the only purger was skipped: {round:?}");
