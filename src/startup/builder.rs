@@ -152,7 +152,7 @@ impl<'a> CoreBuilder<'a> {
             events: EventDocs::new(&s.amqp.exchange, &s.events),
         };
         spawn_sweepers(&tasks, &background, &s.review);
-        self.spawn_deliverer(&tasks, &background, &dispatcher);
+        self.spawn_deliverer(&tasks, &background, &dispatcher, &state.metrics);
         Ok(Core {
             state: web::Data::new(state),
             shutdown: self.shutdown,
@@ -164,7 +164,13 @@ impl<'a> CoreBuilder<'a> {
 
     /// The webhooks' deliverer under `tasks`, announcing the endpoints it disables on the
     /// dispatcher's connection.
-    fn spawn_deliverer(&self, tasks: &Supervisor, store: &PgStore, dispatcher: &Arc<Dispatcher>) {
+    fn spawn_deliverer(
+        &self,
+        tasks: &Supervisor,
+        store: &PgStore,
+        dispatcher: &Arc<Dispatcher>,
+        metrics: &HttpMetrics,
+    ) {
         let s = self.settings;
         let deliverer = Arc::new(Deliverer::new(
             store.clone(),
@@ -173,6 +179,7 @@ impl<'a> CoreBuilder<'a> {
             s.webhooks.clone(),
             !s.environment.is_development(),
         ));
+        metrics.register(deliverer.collectors());
         tasks.spawn("webhooks.deliverer", move |stop| {
             deliverer.clone().run(stop)
         });

@@ -112,7 +112,7 @@ impl RetentionStats {
             purged: IntCounterVec::new(
                 Opts::new(
                     "kh_retention_purged_total",
-                    "Rows deleted by the purger, by table (outbox, idempotency_keys)",
+                    "Rows deleted by the purger, by table (outbox, idempotency_keys, webhook_deliveries)",
                 ),
                 &["table"],
             )

@@ -11,6 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
+use prometheus::core::Collector;
+use prometheus::{IntCounterVec, IntGauge, Opts};
 use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -26,6 +28,34 @@ use crate::store::{ClaimLimits, ClaimedDelivery, Failure, PgStore};
 /// The most characters of an error kept in the delivery log.
 const MAX_ERROR: usize = 500;
 
+/// The deliverer's figures, for `/metrics`.
+struct DeliveryStats {
+    attempts: IntCounterVec,
+    in_flight: IntGauge,
+}
+
+impl DeliveryStats {
+    fn new() -> Self {
+        Self {
+            attempts: IntCounterVec::new(
+                Opts::new(
+                    "kh_webhook_attempts_total",
+                    "Webhook delivery attempts of this instance by outcome: delivered, retry \
+                     (failed, due again), failed (no retry left), gone (410: the endpoint is \
+                     disabled)",
+                ),
+                &["outcome"],
+            )
+            .expect("valid metric"),
+            in_flight: IntGauge::new(
+                "kh_webhook_in_flight",
+                "Webhook deliveries this instance is sending now",
+            )
+            .expect("valid metric"),
+        }
+    }
+}
+
 /// What the deliverer runs with.
 pub struct Deliverer {
     store: PgStore,
@@ -38,6 +68,7 @@ pub struct Deliverer {
     /// Told when a delivery ends: its endpoint may take the next one now, not at the next
     /// poll.
     ended: Notify,
+    stats: DeliveryStats,
 }
 
 /// How one attempt went.
@@ -69,7 +100,16 @@ impl Deliverer {
             settings,
             https_only,
             ended: Notify::new(),
+            stats: DeliveryStats::new(),
         }
+    }
+
+    /// The collectors to register with a Prometheus registry.
+    pub fn collectors(&self) -> Vec<Box<dyn Collector>> {
+        vec![
+            Box::new(self.stats.attempts.clone()),
+            Box::new(self.stats.in_flight.clone()),
+        ]
     }
 
     /// Delivers until `stop`; the deliveries in flight then are left to their claims.
@@ -113,9 +153,14 @@ impl Deliverer {
 
     /// Sends `d` once and records how it went.
     async fn deliver(&self, d: ClaimedDelivery) {
+        self.stats.in_flight.inc();
         let outcome = self.attempt(&d).await;
+        self.stats.in_flight.dec();
         let recorded = match outcome {
-            Outcome::Delivered(status) => self.store.delivery_succeeded(d.id, status).await,
+            Outcome::Delivered(status) => {
+                self.stats.attempts.with_label_values(&["delivered"]).inc();
+                self.store.delivery_succeeded(d.id, status).await
+            }
             Outcome::Failed {
                 status,
                 error,
@@ -147,7 +192,13 @@ impl Deliverer {
             gone,
             disable_after: self.settings.disable_after,
         };
-        tracing::info!(delivery = d.id, webhook = %d.webhook_id, ?status, error, "webhook delivery failed");
+        let outcome = match (gone, failure.retry_in) {
+            (true, _) => "gone",
+            (false, Some(_)) => "retry",
+            (false, None) => "failed",
+        };
+        self.stats.attempts.with_label_values(&[outcome]).inc();
+        tracing::info!(delivery = d.id, webhook = %d.webhook_id, ?status, error, outcome, "webhook delivery failed");
         if let Some(disabled) = self.store.delivery_failed(d.id, &failure).await? {
             tracing::warn!(webhook = %disabled.id, space = %disabled.space, reason = %disabled.reason, "webhook endpoint disabled");
             announce_disabled(&self.publisher, &self.events, &disabled).await;

@@ -179,6 +179,13 @@ async fn failures_are_retried_a_retry_after_honoured_and_a_410_disables_the_endp
         (3.into(), 200.into()),
         "{d}"
     );
+    let metrics = app.get("/metrics", "").await.text().await.unwrap();
+    for line in [r#"{outcome="retry"} 2"#, r#"{outcome="delivered"} 1"#] {
+        assert!(
+            metrics.contains(&format!("kh_webhook_attempts_total{line}")),
+            "{line}"
+        );
+    }
 
     gone_disables(&app).await;
     app.stop().await;
