@@ -76,6 +76,16 @@ CREATE TRIGGER outbox_webhooks AFTER INSERT ON outbox
     FOR EACH ROW WHEN (NEW.routing_key IS NOT NULL AND NEW.space_id IS NOT NULL)
     EXECUTE FUNCTION webhook_deliveries_of_event();
 
+-- A space's chain records its endpoints' changes too (validated in 20261216000002). The
+-- previous release reads the action as text and never writes these.
+-- squawk-ignore ban-drop-constraint
+ALTER TABLE space_audit_log DROP CONSTRAINT space_audit_log_action_known;
+ALTER TABLE space_audit_log ADD CONSTRAINT space_audit_log_action_known
+    CHECK (action IN ('space.updated', 'member.put', 'member.removed', 'webhook.created',
+                      'webhook.removed', 'webhook.rotated', 'webhook.enabled',
+                      'webhook.disabled'))
+    NOT VALID;
+
 -- Row-level security, as on every table holding a space's rows (migration 20261213000003).
 ALTER TABLE webhooks ENABLE ROW LEVEL SECURITY;
 ALTER TABLE webhooks FORCE ROW LEVEL SECURITY;

@@ -94,6 +94,13 @@ pub enum SpaceAction {
     MemberPut,
     /// A membership removed (its roles before).
     MemberRemoved,
+    /// A webhook endpoint registered (`subject` `webhook:<id>`, `name` its URL), removed,
+    /// given a new secret, enabled, or disabled (by an admin, or by the service itself).
+    WebhookCreated,
+    WebhookRemoved,
+    WebhookRotated,
+    WebhookEnabled,
+    WebhookDisabled,
 }
 
 impl SpaceAction {
@@ -102,6 +109,11 @@ impl SpaceAction {
             SpaceAction::Updated => "space.updated",
             SpaceAction::MemberPut => "member.put",
             SpaceAction::MemberRemoved => "member.removed",
+            SpaceAction::WebhookCreated => "webhook.created",
+            SpaceAction::WebhookRemoved => "webhook.removed",
+            SpaceAction::WebhookRotated => "webhook.rotated",
+            SpaceAction::WebhookEnabled => "webhook.enabled",
+            SpaceAction::WebhookDisabled => "webhook.disabled",
         }
     }
 }

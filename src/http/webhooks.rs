@@ -92,10 +92,10 @@ pub async fn create(
     let key = key_of(&path)?;
     let bytes = read_body(&req, payload, state.body).await?;
     let input: CreateWebhook = parse_json(&bytes, false)?;
-    let actor = caller.id.as_str();
+    let ctx = state.context(&req, &caller);
     let made = state
         .webhooks
-        .create(&caller.access, actor, &key, &input.url, &input.event_types)
+        .create(&ctx, &key, &input.url, &input.event_types)
         .await?;
     Ok(HttpResponse::build(StatusCode::CREATED).json(WebhookWithSecret::from(&made)))
 }
@@ -193,10 +193,10 @@ pub async fn update(
     let id = webhook_of(&path.1)?;
     let bytes = read_body(&req, payload, state.body).await?;
     let input: UpdateWebhook = parse_json(&bytes, false)?;
-    let actor = caller.id.as_str();
+    let ctx = state.context(&req, &caller);
     let row = state
         .webhooks
-        .set_enabled(&caller.access, actor, &key, id, input.enabled)
+        .set_enabled(&ctx, &key, id, input.enabled)
         .await?;
     Ok(HttpResponse::Ok().json(WebhookView::from(&row)))
 }
@@ -221,13 +221,15 @@ pub async fn update(
     security(("bearer" = []))
 )]
 pub async fn delete(
+    req: HttpRequest,
     path: web::Path<(String, String)>,
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let key = key_of(&path.0)?;
     let id = webhook_of(&path.1)?;
-    let row = state.webhooks.delete(&caller.access, &key, id).await?;
+    let ctx = state.context(&req, &caller);
+    let row = state.webhooks.delete(&ctx, &key, id).await?;
     Ok(HttpResponse::Ok().json(WebhookView::from(&row)))
 }
 
@@ -252,12 +254,14 @@ pub async fn delete(
     security(("bearer" = []))
 )]
 pub async fn rotate(
+    req: HttpRequest,
     path: web::Path<(String, String)>,
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let key = key_of(&path.0)?;
     let id = webhook_of(&path.1)?;
-    let rotated = state.webhooks.rotate(&caller.access, &key, id).await?;
+    let ctx = state.context(&req, &caller);
+    let rotated = state.webhooks.rotate(&ctx, &key, id).await?;
     Ok(HttpResponse::Ok().json(WebhookWithSecret::from(&rotated)))
 }

@@ -1,7 +1,8 @@
 //! Statements on `webhooks`: a space's endpoints, registered, listed, rotated, disabled and
 //! removed. Every statement names the space, and row-level security admits only the
-//! spaces the caller declared (`scope`). A registration takes the space's row lock, so the
-//! count of a space's endpoints holds its bound under concurrent registrations.
+//! spaces the caller declared (`scope`). A write takes the space's row lock and adds a row
+//! to the space's audit chain (`webhook.created`, ...: the endpoint as `webhook:<id>`, its
+//! URL as the name); under that lock the count of a space's endpoints holds its bound.
 //! Their deliveries are in `deliveries`.
 
 pub(crate) mod deliveries;
@@ -9,8 +10,13 @@ pub(crate) mod deliveries;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use sqlx::{Postgres, Transaction};
+
 use super::error::{StoreError, StoreFailure};
 use super::pg::{PgStore, Statement};
+use super::spaces::space::{write_change, ChangeRow};
+use super::spaces::SpaceActor;
+use crate::domain::SpaceAction;
 
 /// The most endpoints a space may register.
 pub const WEBHOOKS_PER_SPACE: i64 = 20;
@@ -73,6 +79,7 @@ impl PgStore {
     pub async fn create_webhook(
         &self,
         new: &NewWebhook<'_>,
+        actor: SpaceActor<'_>,
     ) -> Result<WebhookRecord, WebhookWriteError> {
         let write = async {
             let mut tx = self.begin().await?;
@@ -103,6 +110,7 @@ impl PgStore {
             )
             .fetch_one(&mut *tx)
             .await?;
+            chain(&mut tx, self, &row, SpaceAction::WebhookCreated, actor).await?;
             tx.commit().await?;
             Ok(row)
         };
@@ -180,22 +188,25 @@ impl PgStore {
         &self,
         space: &str,
         id: Uuid,
+        actor: SpaceActor<'_>,
     ) -> Result<Option<WebhookRecord>, StoreError> {
-        let mut tx = self.scoped().await?;
-        let row = sqlx::query_as!(
-            WebhookRecord,
-            r#"DELETE FROM webhooks WHERE space_id = $1 AND id = $2
-               RETURNING id, space_id AS space, url, event_types, enabled, disabled_reason,
-                         disabled_at, failing_since, previous_until, created_by, created_at,
-                         updated_at"#,
-            space,
-            id
-        )
-        .fetch_optional(&mut *tx)
-        .bounded(self)
-        .await?;
-        self.commit(tx).await?;
-        Ok(row)
+        let write = async {
+            let mut tx = self.begin().await?;
+            lock_space(&mut tx, space).await?;
+            let row = sqlx::query_as!(
+                WebhookRecord,
+                r#"DELETE FROM webhooks WHERE space_id = $1 AND id = $2
+                   RETURNING id, space_id AS space, url, event_types, enabled, disabled_reason,
+                             disabled_at, failing_since, previous_until, created_by, created_at,
+                             updated_at"#,
+                space,
+                id
+            )
+            .fetch_optional(&mut *tx)
+            .await?;
+            finish(tx, self, row, SpaceAction::WebhookRemoved, actor).await
+        };
+        self.bounded(write).await
     }
 
     /// Enables the endpoint `id` of `space` (its failures forgotten), or disables it for
@@ -206,32 +217,40 @@ impl PgStore {
         id: Uuid,
         enabled: bool,
         reason: &str,
+        actor: SpaceActor<'_>,
     ) -> Result<Option<WebhookRecord>, StoreError> {
-        let mut tx = self.scoped().await?;
-        let row = sqlx::query_as!(
-            WebhookRecord,
-            r#"UPDATE webhooks SET
-                 enabled = $3,
-                 disabled_reason = CASE WHEN $3 THEN NULL
-                                        WHEN enabled THEN $4 ELSE disabled_reason END,
-                 disabled_at = CASE WHEN $3 THEN NULL
-                                    WHEN enabled THEN now() ELSE disabled_at END,
-                 failing_since = CASE WHEN $3 THEN NULL ELSE failing_since END,
-                 updated_at = now()
-               WHERE space_id = $1 AND id = $2
-               RETURNING id, space_id AS space, url, event_types, enabled, disabled_reason,
-                         disabled_at, failing_since, previous_until, created_by, created_at,
-                         updated_at"#,
-            space,
-            id,
-            enabled,
-            reason
-        )
-        .fetch_optional(&mut *tx)
-        .bounded(self)
-        .await?;
-        self.commit(tx).await?;
-        Ok(row)
+        let write = async {
+            let mut tx = self.begin().await?;
+            lock_space(&mut tx, space).await?;
+            let row = sqlx::query_as!(
+                WebhookRecord,
+                r#"UPDATE webhooks SET
+                     enabled = $3,
+                     disabled_reason = CASE WHEN $3 THEN NULL
+                                            WHEN enabled THEN $4 ELSE disabled_reason END,
+                     disabled_at = CASE WHEN $3 THEN NULL
+                                        WHEN enabled THEN now() ELSE disabled_at END,
+                     failing_since = CASE WHEN $3 THEN NULL ELSE failing_since END,
+                     updated_at = now()
+                   WHERE space_id = $1 AND id = $2
+                   RETURNING id, space_id AS space, url, event_types, enabled, disabled_reason,
+                             disabled_at, failing_since, previous_until, created_by, created_at,
+                             updated_at"#,
+                space,
+                id,
+                enabled,
+                reason
+            )
+            .fetch_optional(&mut *tx)
+            .await?;
+            let action = if enabled {
+                SpaceAction::WebhookEnabled
+            } else {
+                SpaceAction::WebhookDisabled
+            };
+            finish(tx, self, row, action, actor).await
+        };
+        self.bounded(write).await
     }
 
     /// Makes `secret` the endpoint's signing secret; the one it replaces signs beside it
@@ -242,28 +261,77 @@ impl PgStore {
         id: Uuid,
         secret: &str,
         overlap: std::time::Duration,
+        actor: SpaceActor<'_>,
     ) -> Result<Option<WebhookRecord>, StoreError> {
-        let mut tx = self.scoped().await?;
-        let row = sqlx::query_as!(
-            WebhookRecord,
-            r#"UPDATE webhooks SET
-                 previous_secret = secret,
-                 previous_until = now() + make_interval(secs => $4),
-                 secret = $3,
-                 updated_at = now()
-               WHERE space_id = $1 AND id = $2
-               RETURNING id, space_id AS space, url, event_types, enabled, disabled_reason,
-                         disabled_at, failing_since, previous_until, created_by, created_at,
-                         updated_at"#,
-            space,
-            id,
-            secret,
-            overlap.as_secs_f64()
-        )
-        .fetch_optional(&mut *tx)
-        .bounded(self)
-        .await?;
-        self.commit(tx).await?;
-        Ok(row)
+        let write = async {
+            let mut tx = self.begin().await?;
+            lock_space(&mut tx, space).await?;
+            let row = sqlx::query_as!(
+                WebhookRecord,
+                r#"UPDATE webhooks SET
+                     previous_secret = secret,
+                     previous_until = now() + make_interval(secs => $4),
+                     secret = $3,
+                     updated_at = now()
+                   WHERE space_id = $1 AND id = $2
+                   RETURNING id, space_id AS space, url, event_types, enabled, disabled_reason,
+                             disabled_at, failing_since, previous_until, created_by, created_at,
+                             updated_at"#,
+                space,
+                id,
+                secret,
+                overlap.as_secs_f64()
+            )
+            .fetch_optional(&mut *tx)
+            .await?;
+            finish(tx, self, row, SpaceAction::WebhookRotated, actor).await
+        };
+        self.bounded(write).await
     }
+}
+
+/// Takes the row lock of `space` (its chain's writes run one at a time), in `tx`.
+async fn lock_space(
+    tx: &mut Transaction<'static, Postgres>,
+    space: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query_scalar!("SELECT key FROM spaces WHERE key = $1 FOR UPDATE", space)
+        .fetch_optional(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Writes `action` about the endpoint `w` into its space's chain, in `tx`.
+async fn chain(
+    tx: &mut Transaction<'static, Postgres>,
+    store: &PgStore,
+    w: &WebhookRecord,
+    action: SpaceAction,
+    actor: SpaceActor<'_>,
+) -> Result<(), sqlx::Error> {
+    let subject = format!("webhook:{}", w.id);
+    let row = ChangeRow {
+        action,
+        subject: Some(&subject),
+        roles: None,
+        previous_roles: None,
+        name: Some(&w.url),
+        default_policy: None,
+    };
+    write_change(tx, store, &w.space, row, actor).await
+}
+
+/// Commits `tx` with a row of the chain about `row`'s endpoint, if there was one.
+async fn finish(
+    mut tx: Transaction<'static, Postgres>,
+    store: &PgStore,
+    row: Option<WebhookRecord>,
+    action: SpaceAction,
+    actor: SpaceActor<'_>,
+) -> Result<Option<WebhookRecord>, StoreError> {
+    if let Some(w) = &row {
+        chain(&mut tx, store, w, action, actor).await?;
+    }
+    tx.commit().await?;
+    Ok(row)
 }

@@ -11,8 +11,11 @@ use crate::domain::{Access, SpaceKey, SpaceRole};
 use crate::outbox::schemas::document_event_types;
 use crate::outbox::webhooks::WebhookSettings;
 use crate::store::{
-    DeliveryRecord, NewWebhook, PgStore, StoreError, StoreFailure, WebhookRecord, WebhookWriteError,
+    DeliveryRecord, NewWebhook, PgStore, SpaceActor, StoreError, StoreFailure, WebhookRecord,
+    WebhookWriteError,
 };
+
+use super::context::Context;
 
 pub struct WebhookService {
     store: PgStore,
@@ -73,6 +76,14 @@ fn administers(access: &Access, space: &SpaceKey) -> Result<(), WebhookError> {
     Ok(())
 }
 
+/// Who writes, as the space's chain records it.
+fn actor(ctx: &Context) -> SpaceActor<'_> {
+    SpaceActor {
+        id: &ctx.actor,
+        request_id: &ctx.request_id,
+    }
+}
+
 fn found<T>(row: Option<T>) -> Result<T, WebhookError> {
     row.ok_or(WebhookError::NotFound("no such webhook in this space"))
 }
@@ -95,13 +106,12 @@ impl WebhookService {
     /// Registers an endpoint of `space` at `url` for `event_types`, with a new secret.
     pub async fn create(
         &self,
-        access: &Access,
-        actor: &str,
+        ctx: &Context,
         space: &SpaceKey,
         url: &str,
         event_types: &[String],
     ) -> Result<WithSecret, WebhookError> {
-        administers(access, space)?;
+        administers(&ctx.access, space)?;
         let url = check_url(url, self.https_only, &self.allowed)
             .map_err(|e| WebhookError::Invalid("url", e))?;
         let types = check_event_types(event_types, &Self::event_types())
@@ -113,9 +123,9 @@ impl WebhookService {
             url: url.as_str(),
             event_types: &types,
             secret: secret.as_str(),
-            created_by: actor,
+            created_by: ctx.actor.as_str(),
         };
-        let webhook = self.store.create_webhook(&new).await?;
+        let webhook = self.store.create_webhook(&new, actor(ctx)).await?;
         Ok(WithSecret { webhook, secret })
     }
 
@@ -143,28 +153,28 @@ impl WebhookService {
     /// Removes the endpoint `id` of `space` and its delivery log.
     pub async fn delete(
         &self,
-        access: &Access,
+        ctx: &Context,
         space: &SpaceKey,
         id: Uuid,
     ) -> Result<WebhookRecord, WebhookError> {
-        administers(access, space)?;
-        found(self.store.delete_webhook(space.as_str(), id).await?)
+        administers(&ctx.access, space)?;
+        let row = self.store.delete_webhook(space.as_str(), id, actor(ctx));
+        found(row.await?)
     }
 
     /// Enables the endpoint `id` of `space`, or disables it (by `actor`).
     pub async fn set_enabled(
         &self,
-        access: &Access,
-        actor: &str,
+        ctx: &Context,
         space: &SpaceKey,
         id: Uuid,
         enabled: bool,
     ) -> Result<WebhookRecord, WebhookError> {
-        administers(access, space)?;
-        let reason = format!("disabled by {actor}");
+        administers(&ctx.access, space)?;
+        let reason = format!("disabled by {}", ctx.actor.as_str());
         let row = self
             .store
-            .set_webhook_enabled(space.as_str(), id, enabled, &reason)
+            .set_webhook_enabled(space.as_str(), id, enabled, &reason, actor(ctx))
             .await?;
         found(row)
     }
@@ -173,16 +183,16 @@ impl WebhookService {
     /// `webhooks.secret_overlap_secs`.
     pub async fn rotate(
         &self,
-        access: &Access,
+        ctx: &Context,
         space: &SpaceKey,
         id: Uuid,
     ) -> Result<WithSecret, WebhookError> {
-        administers(access, space)?;
+        administers(&ctx.access, space)?;
         let secret = WebhookSecret::generate();
         let overlap = self.settings.secret_overlap;
         let row = self
             .store
-            .rotate_webhook_secret(space.as_str(), id, secret.as_str(), overlap)
+            .rotate_webhook_secret(space.as_str(), id, secret.as_str(), overlap, actor(ctx))
             .await?;
         Ok(WithSecret {
             webhook: found(row)?,

@@ -180,7 +180,7 @@ impl PgStore {
 }
 
 /// A row of a space's chain, before it is written.
-pub(super) struct ChangeRow<'a> {
+pub(crate) struct ChangeRow<'a> {
     pub action: SpaceAction,
     pub subject: Option<&'a str>,
     pub roles: Option<SpaceRoles>,
@@ -191,7 +191,7 @@ pub(super) struct ChangeRow<'a> {
 
 /// Writes `row` into `space`'s chain and links it, in `tx` (which holds the space's row
 /// lock, or takes it here).
-pub(super) async fn write_change(
+pub(crate) async fn write_change(
     tx: &mut Transaction<'static, Postgres>,
     store: &PgStore,
     space: &str,

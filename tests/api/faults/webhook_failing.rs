@@ -1,12 +1,14 @@
-//! An endpoint whose every delivery fails for `webhooks.disable_after_secs` (5 days in
-//! production, 2 s here) is disabled by itself: one `webhook.endpoint_disabled` on the bus,
-//! no delivery made for it while disabled, and enabled again by its admin with its
-//! failures forgotten.
+//! Receivers that fail: an endpoint whose every delivery fails for
+//! `webhooks.disable_after_secs` (5 days in production, 2 s here) is disabled by itself
+//! (one `webhook.endpoint_disabled` on the bus, no delivery made for it while disabled,
+//! enabled again by its admin with its failures forgotten); and a receiver that hangs holds
+//! no more connections than the cap.
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::webhooks::delivering;
 use crate::support::app::{spawn_app_with, AppOptions};
 use crate::support::inspect::wait_for;
 use crate::support::receiver::Receiver;
@@ -75,5 +77,32 @@ async fn an_endpoint_failing_for_its_whole_allowance_is_disabled_once() {
         (on["enabled"].clone(), on["failing_since"].clone()),
         (json!(true), Value::Null)
     );
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_receiver_holds_no_more_connections_than_the_cap() {
+    let app = delivering(10_000, false).await;
+    let hanging = Receiver::start(&["whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"], "hang", 0).await;
+    app.register_webhook(&hanging.url("/kh"), &["document.submitted"])
+        .await;
+    for _ in 0..5 {
+        app.pending_review().await;
+    }
+    hanging.wait_for(2).await;
+    // Every poll meanwhile (each 50 ms) finds 2 in flight and leaves the other 3 waiting,
+    // until the 10 s timeout frees them.
+    for _ in 0..20 {
+        let in_flight = app
+            .count("SELECT count(*) FROM webhook_deliveries WHERE claimed_until > now()")
+            .await;
+        assert!(in_flight <= 2, "{in_flight} in flight to one endpoint");
+        assert!(
+            hanging.seen().len() <= 2,
+            "{} requests held open",
+            hanging.seen().len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     app.stop().await;
 }

@@ -113,7 +113,38 @@ async fn a_space_admin_registers_lists_rotates_disables_and_removes_an_endpoint(
     )
     .await;
     assert_eq!(app.webhook_rows().await, 0);
+    chained(&app, &id).await;
     app.stop().await;
+}
+
+/// The space's chain holds each change of the endpoint `id`, by whom, with its URL; and
+/// verifies.
+async fn chained(app: &TestApp, id: &str) {
+    let actions: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT action, actor_id, name FROM space_audit_log \
+         WHERE space_id = 'default' AND subject = $1 ORDER BY seq",
+    )
+    .bind(format!("webhook:{id}"))
+    .fetch_all(&app.pg)
+    .await
+    .unwrap();
+    let names: Vec<&str> = actions.iter().map(|(a, _, _)| a.as_str()).collect();
+    let want = [
+        "webhook.created",
+        "webhook.rotated",
+        "webhook.disabled",
+        "webhook.enabled",
+        "webhook.removed",
+    ];
+    assert_eq!(names, want);
+    assert!(actions
+        .iter()
+        .all(|(_, by, url)| by == "root" && url == "https://hooks.example.com/kh"));
+    let answer = crate::routes::audit::verify(app, None).await;
+    assert!(
+        answer.get("broken_at").is_none(),
+        "the chain holds: {answer}"
+    );
 }
 
 /// Rotates the secret of the endpoint at `one`, whose secret was `secret`.
