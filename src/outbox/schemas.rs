@@ -51,15 +51,6 @@ pub fn event_types() -> Vec<&'static str> {
         .collect()
 }
 
-/// The document events the service publishes on the topic exchange (the envelope's
-/// types but `document.snapshot`, which a replay sends to its target queue only): what a
-/// webhook may take.
-pub fn document_event_types() -> Vec<&'static str> {
-    listed(envelope())
-        .filter(|t| *t != "document.snapshot")
-        .collect()
-}
-
 /// The `data` schema of `event_type`; None for a type without a schema.
 pub fn data_schema(event_type: &str) -> Option<&'static Value> {
     source()["types"].get(event_type).map(|t| &t["data"])
@@ -121,12 +112,6 @@ mod tests {
         assert_eq!(listed, want, "the envelope lists every type, in this order");
         let service: Vec<&str> = super::listed(service_envelope()).collect();
         assert_eq!(service, ["audit.checkpoint", "webhook.endpoint_disabled"]);
-        let deliverable: Vec<&str> = EventType::published().map(EventType::as_str).collect();
-        assert_eq!(
-            document_event_types(),
-            deliverable,
-            "what a webhook may take"
-        );
         listed.extend(service);
         let mut have = event_types();
         have.sort();

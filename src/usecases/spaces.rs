@@ -92,7 +92,7 @@ fn member(access: &Access, space: &SpaceKey) -> Result<SpaceRoles, SpaceError> {
 }
 
 /// The caller administers `space`: space_admin there, or the platform admin.
-fn administers(access: &Access, space: &SpaceKey) -> Result<SpaceRoles, SpaceError> {
+pub(super) fn administers(access: &Access, space: &SpaceKey) -> Result<SpaceRoles, SpaceError> {
     let roles = member(access, space)?;
     if !roles.contains(SpaceRole::SpaceAdmin) {
         return Err(SpaceError::Forbidden(

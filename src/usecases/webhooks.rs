@@ -7,8 +7,7 @@
 use uuid::Uuid;
 
 use crate::domain::webhooks::{check_event_types, check_url, AllowedRanges, WebhookSecret};
-use crate::domain::{Access, SpaceKey, SpaceRole};
-use crate::outbox::schemas::document_event_types;
+use crate::domain::{Access, EventType, SpaceKey};
 use crate::outbox::webhooks::WebhookSettings;
 use crate::store::{
     DeliveryRecord, NewWebhook, PgStore, SpaceActor, StoreError, StoreFailure, WebhookRecord,
@@ -16,6 +15,7 @@ use crate::store::{
 };
 
 use super::context::Context;
+use super::spaces::SpaceError;
 
 pub struct WebhookService {
     store: PgStore,
@@ -64,16 +64,14 @@ pub struct WithSecret {
     pub secret: WebhookSecret,
 }
 
-/// The caller administers `space`: space_admin there, or the platform admin.
+/// The caller administers `space` (`spaces::administers`: a space it holds no role in
+/// does not exist for it).
 fn administers(access: &Access, space: &SpaceKey) -> Result<(), WebhookError> {
-    let roles = access.roles_in(space.as_str());
-    if roles.is_empty() {
-        return Err(WebhookError::NotFound("no such space"));
+    match super::spaces::administers(access, space) {
+        Ok(_) => Ok(()),
+        Err(SpaceError::Forbidden(_)) => Err(WebhookError::Forbidden),
+        Err(_) => Err(WebhookError::NotFound("no such space")),
     }
-    if !roles.contains(SpaceRole::SpaceAdmin) {
-        return Err(WebhookError::Forbidden);
-    }
-    Ok(())
 }
 
 /// Who writes, as the space's chain records it.
@@ -100,7 +98,7 @@ impl WebhookService {
 
     /// The event types an endpoint may take: every document event the service publishes.
     pub fn event_types() -> Vec<&'static str> {
-        document_event_types()
+        EventType::published().map(EventType::as_str).collect()
     }
 
     /// Registers an endpoint of `space` at `url` for `event_types`, with a new secret.

@@ -4,7 +4,6 @@
 //! subject, time, dataschema, datacontenttype, specversion, the extension attribute
 //! khspace (the document's space), and the data.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use lapin::options::{QueueBindOptions, QueueDeclareOptions, QueueDeleteOptions};
@@ -12,19 +11,8 @@ use lapin::types::FieldTable;
 use serde_json::{json, Value};
 
 use crate::support::app::{spawn_app, TestApp};
+use crate::support::receiver::venv_python;
 use kh_review_testkit::stores::amqp_url;
-
-/// The virtualenv's python; fails loudly, saying how to install it, when it is missing.
-fn venv_python() -> PathBuf {
-    let tools = std::env::var("KH_TOOLS_DIR").unwrap_or_else(|_| "/var/tmp/kh-review-tools".into());
-    let python = PathBuf::from(tools).join("events-venv/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: install the consumer tests' virtualenv with `scripts/events_venv.sh` (make test does)",
-        python.display()
-    );
-    python
-}
 
 /// A queue of the test's own bound to `document.approved`; deleted when dropped.
 struct ApprovalsQueue {

@@ -12,16 +12,6 @@ use crate::support::inspect::expect_error;
 const HOOKS: &str = "/api/v1/spaces/default/webhooks";
 
 impl TestApp {
-    pub async fn patch(&self, path: &str, token: &str, body: Value) -> reqwest::Response {
-        self.client
-            .patch(self.url(path))
-            .bearer_auth(token)
-            .json(&body)
-            .send()
-            .await
-            .unwrap()
-    }
-
     /// Registers `url` for `types` in the default space as the platform admin: the answer.
     pub async fn register_webhook(&self, url: &str, types: &[&str]) -> Value {
         let r = self

@@ -28,8 +28,9 @@ pub struct Receiver {
     seen: Arc<Mutex<Vec<Received>>>,
 }
 
-/// The virtualenv's python; fails loudly, saying how to install it, when it is missing.
-fn venv_python() -> PathBuf {
+/// The python of the consumer tests' virtualenv (scripts/events_venv.sh: the CloudEvents
+/// consumer's and this receiver's); fails loudly, saying how to install it, when missing.
+pub fn venv_python() -> PathBuf {
     let tools = std::env::var("KH_TOOLS_DIR").unwrap_or_else(|_| "/var/tmp/kh-review-tools".into());
     let python = PathBuf::from(tools).join("events-venv/bin/python");
     assert!(

@@ -38,6 +38,15 @@ impl TestApp {
         r.send().await.expect("request sent")
     }
 
+    pub async fn patch(&self, path: &str, token: &str, body: Value) -> Response {
+        let r = self
+            .client
+            .patch(self.url(path))
+            .bearer_auth(token)
+            .json(&body);
+        r.send().await.expect("request sent")
+    }
+
     pub async fn delete(&self, path: &str, token: &str) -> Response {
         let r = self.client.delete(self.url(path)).bearer_auth(token);
         r.send().await.expect("request sent")
