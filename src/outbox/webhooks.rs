@@ -8,7 +8,6 @@ pub mod disabled;
 mod settings;
 mod worker;
 
-pub use client::check_target;
 pub use disabled::ENDPOINT_DISABLED_EVENT;
 pub use settings::WebhookSettings;
 pub use worker::Deliverer;

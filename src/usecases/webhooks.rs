@@ -4,6 +4,8 @@
 //! space the caller holds no role in does not exist for it. Deliveries themselves are
 //! made by `outbox::webhooks`.
 
+use std::collections::HashMap;
+
 use uuid::Uuid;
 
 use crate::domain::webhooks::{check_event_types, check_url, AllowedRanges, WebhookSecret};
@@ -228,14 +230,15 @@ impl WebhookService {
         }
         let hooks = self.store.all_webhooks(limit).await?;
         let ids: Vec<Uuid> = hooks.iter().map(|w| w.id).collect();
-        let mut latest = self.store.latest_deliveries(&ids, per).await?;
-        let mut out = Vec::with_capacity(hooks.len());
-        for w in hooks {
-            let (mine, rest) = latest.into_iter().partition(|d| d.webhook_id == w.id);
-            latest = rest;
-            out.push((w, mine));
+        let mut latest: HashMap<Uuid, Vec<DeliveryRecord>> = HashMap::new();
+        for d in self.store.latest_deliveries(&ids, per).await? {
+            latest.entry(d.webhook_id).or_default().push(d);
         }
-        Ok(out)
+        let with_latest = |w: WebhookRecord| {
+            let mine = latest.remove(&w.id).unwrap_or_default();
+            (w, mine)
+        };
+        Ok(hooks.into_iter().map(with_latest).collect())
     }
 
     /// Sends the delivery `delivery` of the endpoint `id` again, from its first attempt.

@@ -4,7 +4,7 @@
 //! (`domain::webhooks::refusal`), unless an allowed range holds it. The check is made at
 //! each connection, on the addresses connected to, so a name that resolved to a public
 //! address at registration and resolves inside now (DNS rebinding) is refused. A URL whose
-//! host is an address is never looked up: [`check_target`] judges it before each send.
+//! host is an address is never looked up: `check_url` judges it before each send.
 //! No proxy is used (a proxy would connect for us, past the guard) and no redirect is
 //! followed.
 
@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
-use crate::domain::webhooks::{check_url, refusal, AllowedRanges};
+use crate::domain::webhooks::{refusal, AllowedRanges};
 
 /// The resolver that refuses addresses inside the service's network.
 #[derive(Debug, Clone)]
@@ -69,10 +69,4 @@ pub fn delivery_client(timeout: Duration, allowed: &AllowedRanges) -> reqwest::C
         .user_agent(concat!("kh-review-webhooks/", env!("CARGO_PKG_VERSION")))
         .build()
         .expect("the webhook client builds")
-}
-
-/// Whether `url` may be sent to now: its scheme and shape, and its address when its host
-/// is one (`check_url`; the resolver judges names when connecting).
-pub fn check_target(url: &str, https_only: bool, allowed: &AllowedRanges) -> Result<(), String> {
-    check_url(url, https_only, allowed).map(|_| ())
 }

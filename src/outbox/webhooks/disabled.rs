@@ -23,7 +23,7 @@ const TRIES: u32 = 5;
 const APART: Duration = Duration::from_secs(2);
 
 /// The event's body: the service envelope, and which endpoint of which space, and why.
-pub fn endpoint_disabled_body(event_id: Uuid, endpoint: &DisabledEndpoint) -> serde_json::Value {
+fn endpoint_disabled_body(event_id: Uuid, endpoint: &DisabledEndpoint) -> serde_json::Value {
     json!({
         "event_id": event_id,
         "event_type": ENDPOINT_DISABLED_EVENT,

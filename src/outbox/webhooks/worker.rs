@@ -17,10 +17,12 @@ use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use super::client::{check_target, delivery_client};
+use super::client::delivery_client;
 use super::disabled::announce_disabled;
 use super::settings::WebhookSettings;
-use crate::domain::webhooks::{parse_retry_after, signature_header, RetrySchedule, WebhookSecret};
+use crate::domain::webhooks::{
+    check_url, parse_retry_after, signature_header, AllowedRanges, RetrySchedule, WebhookSecret,
+};
 use crate::outbox::envelope::EventSettings;
 use crate::outbox::publisher::AmqpPublisher;
 use crate::store::{ClaimLimits, ClaimedDelivery, Failure, PgStore};
@@ -64,6 +66,8 @@ pub struct Deliverer {
     events: EventSettings,
     settings: WebhookSettings,
     schedule: RetrySchedule,
+    /// `settings.allowed_ranges`, parsed once.
+    allowed: AllowedRanges,
     https_only: bool,
     /// Told when a delivery ends: its endpoint may take the next one now, not at the next
     /// poll.
@@ -90,13 +94,15 @@ impl Deliverer {
         settings: WebhookSettings,
         https_only: bool,
     ) -> Self {
-        let client = delivery_client(settings.timeout, &settings.allowed());
+        let allowed = settings.allowed();
+        let client = delivery_client(settings.timeout, &allowed);
         Self {
             store,
             client,
             publisher,
             events,
             schedule: settings.schedule(),
+            allowed,
             settings,
             https_only,
             ended: Notify::new(),
@@ -208,8 +214,9 @@ impl Deliverer {
 
     /// One signed POST of `d`'s event.
     async fn attempt(&self, d: &ClaimedDelivery) -> Outcome {
-        if let Err(why) = check_target(&d.url, self.https_only, &self.settings.allowed()) {
-            return failed(None, why, None);
+        // A host that is an address is never looked up: judged here, before each send.
+        if let Err(why) = check_url(&d.url, self.https_only, &self.allowed) {
+            return failure(None, why, None);
         }
         let body = serde_json::to_vec(&d.payload).expect("a JSON value serializes");
         let headers = signed_headers(d, &body);
@@ -234,14 +241,15 @@ impl Deliverer {
                 } else {
                     format!("the receiver answered {status}")
                 };
-                failed(Some(status), error, retry_after)
+                failure(Some(status), error, retry_after)
             }
-            Err(e) => failed(None, describe(&e), None),
+            Err(e) => failure(None, describe(&e), None),
         }
     }
 }
 
-fn failed(status: Option<i32>, error: String, retry_after: Option<Duration>) -> Outcome {
+/// A failed attempt's outcome, its error cut to [`MAX_ERROR`] bytes.
+fn failure(status: Option<i32>, error: String, retry_after: Option<Duration>) -> Outcome {
     let mut error = error;
     if error.len() > MAX_ERROR {
         let mut cut = MAX_ERROR;
