@@ -45,9 +45,9 @@ impl PgStore {
                  AND (NOT $3::bool OR r.due_at <= now())
                  AND ($4::text IS NULL OR (
                    NOT EXISTS (SELECT 1 FROM documents d WHERE d.id = r.document_id
-                                     AND (d.author_id = $4 OR $4 = ANY(d.contributors)))
+                                     AND (d.author_id = $4 OR $4 = ANY(d.contributors)) OFFSET 0)
                    AND NOT EXISTS (SELECT 1 FROM review_votes v
-                                   WHERE v.review_id = r.id AND v.voter_id = $4)
+                                   WHERE v.review_id = r.id AND v.voter_id = $4 OFFSET 0)
                    AND (jsonb_array_length(pv.st -> 'eligible_groups') = 0
                         OR (pv.st -> 'eligible_groups') ?| $5::text[])
                    AND (EXISTS (SELECT 1 FROM review_claims c
@@ -106,9 +106,9 @@ impl PgStore {
                    AND (NOT $3::bool OR r.due_at <= now())
                    AND ($4::text IS NULL OR (
                      NOT EXISTS (SELECT 1 FROM documents d WHERE d.id = r.document_id
-                                       AND (d.author_id = $4 OR $4 = ANY(d.contributors)))
+                                       AND (d.author_id = $4 OR $4 = ANY(d.contributors)) OFFSET 0)
                      AND NOT EXISTS (SELECT 1 FROM review_votes v
-                                     WHERE v.review_id = r.id AND v.voter_id = $4)
+                                     WHERE v.review_id = r.id AND v.voter_id = $4 OFFSET 0)
                      AND (jsonb_array_length(pv.st -> 'eligible_groups') = 0
                           OR (pv.st -> 'eligible_groups') ?| $5::text[])
                      AND (EXISTS (SELECT 1 FROM review_claims c
@@ -172,9 +172,9 @@ impl PgStore {
                    AND (NOT $3::bool OR r.due_at <= now())
                    AND ($4::text IS NULL OR (
                      NOT EXISTS (SELECT 1 FROM documents d WHERE d.id = r.document_id
-                                       AND (d.author_id = $4 OR $4 = ANY(d.contributors)))
+                                       AND (d.author_id = $4 OR $4 = ANY(d.contributors)) OFFSET 0)
                      AND NOT EXISTS (SELECT 1 FROM review_votes v
-                                     WHERE v.review_id = r.id AND v.voter_id = $4)
+                                     WHERE v.review_id = r.id AND v.voter_id = $4 OFFSET 0)
                      AND (jsonb_array_length(pv.st -> 'eligible_groups') = 0
                           OR (pv.st -> 'eligible_groups') ?| $5::text[])
                      AND (EXISTS (SELECT 1 FROM review_claims c

@@ -78,6 +78,18 @@ const WEBHOOKS: [&str; 2] = [
           (SELECT id FROM webhooks w WHERE w.space_id = o.space_id ORDER BY id LIMIT 1) w",
 ];
 
+/// A busy queue: 10,000 more documents pending review in `space-1`, for the statements planned
+/// again for `PENDING` (with few pending rows, no plan hashes a whole table).
+const BUSY_QUEUE: [&str; 4] = [
+    "CREATE TEMP TABLE busy AS SELECT gen_random_uuid() AS d, gen_random_uuid() AS r, g \
+     FROM generate_series(1, 10000) AS g",
+    "INSERT INTO documents (id, title, body, status, version, author_id, space_id) \
+     SELECT d, 'Busy ' || g, 'Body', 'PENDING_REVIEW', 2, 'author-' || (g % 50), 'space-1' FROM busy",
+    "INSERT INTO reviews (id, document_id, status, document_version, submitted_by, space_id) \
+     SELECT r, d, 'PENDING', 2, 'author-' || (g % 50), 'space-1' FROM busy",
+    "UPDATE documents SET current_review_id = busy.r FROM busy WHERE documents.id = busy.d",
+];
+
 /// 100 spaces beside `default`, with 10,000 memberships (users and groups): every request
 /// reads its caller's by subject.
 const SPACES: [&str; 4] = [
@@ -175,6 +187,7 @@ async fn fill(pg: &PgPool, n: i64) {
     ]);
     statements.push(REVERIFICATION);
     statements.extend(WEBHOOKS);
+    statements.extend(BUSY_QUEUE);
     let mut conn = pg.acquire().await.unwrap();
     for sql in statements {
         let q = sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()));
@@ -328,26 +341,25 @@ async fn no_statement_scans_a_table_at_100k_documents() {
     );
     let mut scans = Vec::new();
     for (query, params) in &all {
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("PREPARE planned AS {query}")))
-            .execute(&mut conn)
-            .await
-            .unwrap();
-        let args: Vec<&str> = params.iter().map(|p| literal(p)).collect();
-        let execute = if args.is_empty() {
-            "EXPLAIN EXECUTE planned".to_string()
-        } else {
-            format!("EXPLAIN EXECUTE planned({})", args.join(", "))
-        };
-        let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(execute))
-            .fetch_all(&mut conn)
-            .await
-            .unwrap();
-        sqlx::raw_sql("DEALLOCATE planned")
-            .execute(&mut conn)
-            .await
-            .unwrap();
-        if live_lines(&plan).any(scans_big_table) {
-            scans.push(format!("{query}\n{}", plan.join("\n")));
+        let mut args: Vec<&str> = params.iter().map(|p| literal(p)).collect();
+        let mut plans = vec![explain(&mut conn, query, &args).await];
+        // PostgreSQL plans with the values while that plan looks cheaper than the generic
+        // one: a status filter is planned once more for the status with rows and no flag on
+        // (the review queue, not only its overdue part), where hashing a whole table may
+        // look cheaper than a lookup per row.
+        if query.contains("status = $1") && args.first() == Some(&literal("Text")) {
+            args[0] = "'PENDING'";
+            for (arg, ty) in args.iter_mut().zip(params) {
+                if ty == "Bool" {
+                    *arg = "false";
+                }
+            }
+            plans.push(explain(&mut conn, query, &args).await);
+        }
+        for plan in plans {
+            if live_lines(&plan).any(scans_big_table) {
+                scans.push(format!("{query}\n{}", plan.join("\n")));
+            }
         }
     }
     assert!(
@@ -357,4 +369,26 @@ async fn no_statement_scans_a_table_at_100k_documents() {
     );
     conn.close().await.unwrap();
     app.stop().await;
+}
+
+/// The plan of `query` executed with `args` (literals), as a prepared statement.
+async fn explain(conn: &mut PgConnection, query: &str, args: &[&str]) -> Vec<String> {
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("PREPARE planned AS {query}")))
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    let execute = if args.is_empty() {
+        "EXPLAIN EXECUTE planned".to_string()
+    } else {
+        format!("EXPLAIN EXECUTE planned({})", args.join(", "))
+    };
+    let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(execute))
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap();
+    sqlx::raw_sql("DEALLOCATE planned")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    plan
 }
