@@ -14,10 +14,10 @@ TWO_ROLES := APP__DATABASE__MIGRATE_URL=$${APP__DATABASE__MIGRATE_URL:-$$APP__DA
 	APP__DATABASE__URL=$$KH_SERVICE_DATABASE_URL
 TEST_THREADS ?= 8
 
-.PHONY: help services services-down services-status jaeger run test test-parallel test-volume test-topologies test-upgrade test-ui fuzz lint deps fmt migrate build token bench bench-smoke sqlx-prepare image test-image compose-config
+.PHONY: help services services-down services-status jaeger run test test-parallel test-volume test-topologies test-upgrade test-ui fuzz lint deps fmt migrate build token bench bench-smoke bench-peer sqlx-prepare image test-image compose-config
 
 help:
-	@echo "make run | test | test-parallel | test-volume | test-topologies | test-upgrade [FROM=rev] | test-ui | fuzz | bench | bench-smoke | lint | deps | fmt | sqlx-prepare | services | services-down | jaeger | migrate | build | token SUB=.. ROLES=.. | image | test-image | compose-config"
+	@echo "make run | test | test-parallel | test-volume | test-topologies | test-upgrade [FROM=rev] | test-ui | fuzz | bench | bench-smoke | bench-peer | lint | deps | fmt | sqlx-prepare | services | services-down | jaeger | migrate | build | token SUB=.. ROLES=.. | image | test-image | compose-config"
 
 services:
 	scripts/services.sh up
@@ -113,6 +113,15 @@ bench: services
 # as a smoke run. docs/development.md: "Benchmarks".
 bench-smoke: services
 	$(WITH_ENV) KH_BENCH_SMOKE=1 cargo test --bench review
+	KH_BENCH_SMOKE=1 scripts/bench_peer.sh
+
+# kh-review side by side with a plain Python build of its seed design (benches/peer/), on the
+# same stores, under the same wrk load of approvals, at 16 and 64 connections in alternating
+# rounds: each side's throughput, latency and CPU per approval by process, and the ratio
+# (goal: at least 1.5x). Not part of `make bench`. Installs wrk and the peer's virtualenv
+# once. About 3 minutes warm. docs/development.md: "Benchmarks".
+bench-peer: services
+	scripts/bench_peer.sh
 
 # Formatting, the unit tests of the topology drivers (scripts/topologies/topology.py, about
 # 2 s), then clippy over every target, built with the queries checked against a schema

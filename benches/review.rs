@@ -21,8 +21,8 @@ use std::time::Instant;
 
 use bench_support::{
     approve_load, audit_rows, console_rows, cost_row, data_size_row, drain_row, drive,
-    editing_rows, interleaved, lifecycle_rows, lock_rows, replay_row, round_trip_rows, rounds,
-    sized, smoke, space_list_rows, starvation_row, sustained_row, trace_rows, webhook_rows,
+    editing_rows, interleaved, lifecycle_rows, lock_rows, peer_rows, replay_row, round_trip_rows,
+    rounds, sized, smoke, space_list_rows, starvation_row, sustained_row, trace_rows, webhook_rows,
     workflow_rows, ApproveFigures, BenchEnv, Figures, Floor, Goals, Measure, Rec, Report, Service,
     Statements,
 };
@@ -123,6 +123,8 @@ impl<'e> Run<'e> {
             "space-lists",
             "editing",
             "webhooks",
+            // `make bench-peer`: not one of `make bench`'s groups.
+            "peer",
         ];
         if alone.contains(&only) || only == "trace" {
             self.group(only).await?;
@@ -195,6 +197,7 @@ impl<'e> Run<'e> {
             "replay" => replay_row(r, env).await?,
             "data-size" => g.grown = data_size_row(r, env, g.approve.p50_c1).await?,
             "audit" => audit_rows(r, env).await?,
+            "peer" => _ = peer_rows(r, env).await?,
             "webhooks" => {
                 let ratio = webhook_rows(r, env).await?;
                 r.note(format!(

@@ -2,8 +2,9 @@
 # scripts/tools.sh — installs, and starts nothing, what the phases after the build need:
 # the topologies' Debian packages (Patroni, etcd, HAProxy, Redis Sentinel), Chromium and
 # chromedriver (the page tests), podman and mmdebstrap with the local base images (the
-# image test), the Python virtualenvs of the event-consumer test and of the fuzzer, and
-# cargo-deny (make deps, which make lint runs after its build).
+# image test), wrk and the benchmark peer's virtualenv (make bench-smoke), the Python
+# virtualenvs of the event-consumer test and of the fuzzer, and cargo-deny (make deps,
+# which make lint runs after its build).
 # Each piece is the script that would otherwise install it on first use, so this only does
 # it earlier; a second run does nothing. .ci/run runs it while the build compiles: nearly
 # all of it is downloading and unpacking, which the compiler's two cores leave room for.
@@ -31,6 +32,8 @@ debian() {
   step topologies scripts/services.sh install
   step browser scripts/browser.sh
   step image-tools scripts/image/tools.sh
+  # wrk and the peer's virtualenv (make bench-smoke runs the peer once).
+  step bench-peer scripts/bench_peer.sh --install-only
   # The runtime base image that `make test-image` puts the tested binary in.
   step base-image bash -c 'eval "$(scripts/image/podman.sh)" && scripts/image/base.sh runtime'
 }

@@ -235,3 +235,64 @@ impl CostSample {
         }
     }
 }
+
+/// CPU seconds of the stores' processes at one moment: all of PostgreSQL, FerretDB,
+/// RabbitMQ and Redis (as [`CostSample`] reads them, with no settling).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StoresCpu {
+    pub postgres: f64,
+    pub ferretdb: f64,
+    pub rabbitmq: f64,
+    pub redis: f64,
+}
+
+impl StoresCpu {
+    pub fn now(stores: Stores) -> Self {
+        let hz = ticks_per_second();
+        Self {
+            postgres: postgres_ticks("").1 as f64 / hz,
+            ferretdb: ticks_of("ferretdb", "cmdline", &format!(":{}", stores.mongo_port)) as f64
+                / hz,
+            rabbitmq: ticks_of(
+                "beam.smp",
+                "environ",
+                &format!("RABBITMQ_NODE_PORT={}", stores.amqp_port),
+            ) as f64
+                / hz,
+            redis: ticks_of("redis-server", "cmdline", "") as f64 / hz,
+        }
+    }
+}
+
+/// CPU seconds of a process and of every process below it (a server's workers).
+pub fn tree_cpu_seconds(root: u32) -> f64 {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return 0.0;
+    };
+    // (pid, parent) of every process, then the ones whose chain of parents reaches `root`.
+    let parents: Vec<(u32, u32)> = procs
+        .flatten()
+        .filter_map(|p| p.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let (_, rest) = stat.rsplit_once(')')?;
+            Some((pid, rest.split_whitespace().nth(1)?.parse().ok()?))
+        })
+        .collect();
+    let parent_of = |pid: u32| parents.iter().find(|(p, _)| *p == pid).map(|(_, pp)| *pp);
+    let below = |mut pid: u32| loop {
+        if pid == root {
+            return true;
+        }
+        match parent_of(pid) {
+            Some(pp) if pp > 1 => pid = pp,
+            _ => return false,
+        }
+    };
+    let ticks: u64 = parents
+        .iter()
+        .filter(|(pid, _)| below(*pid))
+        .map(|(pid, _)| cpu_ticks(&pid.to_string()))
+        .sum();
+    ticks as f64 / ticks_per_second()
+}
