@@ -14,7 +14,8 @@ use uuid::Uuid;
 
 use super::{names, BenchEnv};
 
-/// Arrival times of events of one type (`document.approved` unless told), by review.
+/// Arrival times of events of one type (`document.approved` unless told), by review (or
+/// by another id of the event's).
 pub struct Arrivals {
     seen: Arc<Mutex<HashMap<Uuid, Instant>>>,
     channel: Channel,
@@ -28,6 +29,16 @@ impl BenchEnv {
 
     /// Starts listening to events of one type (a fresh queue bound to its routing key).
     pub async fn listen_to(&self, routing_key: &str) -> anyhow::Result<Arrivals> {
+        self.listen_by(routing_key, "review_id").await
+    }
+
+    /// The same, noting each event by the id its field `key` names (`review_id`,
+    /// `document_id`).
+    pub async fn listen_by(
+        &self,
+        routing_key: &str,
+        key: &'static str,
+    ) -> anyhow::Result<Arrivals> {
         let ch = self.amqp_conn().create_channel().await?;
         ch.queue_delete(
             names().arrivals.as_str().into(),
@@ -63,7 +74,7 @@ impl BenchEnv {
                 let at = Instant::now();
                 let body: serde_json::Value =
                     serde_json::from_slice(&delivery.data).unwrap_or_default();
-                if let Some(review) = body["review_id"].as_str().and_then(|s| s.parse().ok()) {
+                if let Some(review) = body[key].as_str().and_then(|s| s.parse().ok()) {
                     noted.lock().unwrap().insert(review, at);
                 }
                 let _ = delivery.ack(BasicAckOptions::default()).await;
