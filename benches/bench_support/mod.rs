@@ -4,6 +4,7 @@ mod approve;
 mod audit;
 mod caller;
 mod console;
+mod copy_load;
 mod cost;
 mod data;
 mod drain;
