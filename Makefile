@@ -109,8 +109,8 @@ bench: services
 # The benchmarks' smoke run, no measurement: every group of rows `make bench` runs, at tiny
 # sizes, one round, on the debug build (`cargo test` builds the benchmark and the service's
 # binary in the test profile: no release build). Fails unless every group produces its
-# figures (each a number). About 25 s warm. Its report goes to target/bench/smoke/, marked
-# as a smoke run. docs/development.md: "Benchmarks".
+# figures (each a number); then one round of `make bench-peer`. About 45 s warm. Its report
+# goes to target/bench/smoke/, marked as a smoke run. docs/development.md: "Benchmarks".
 bench-smoke: services
 	$(WITH_ENV) KH_BENCH_SMOKE=1 cargo test --bench review
 	KH_BENCH_SMOKE=1 scripts/bench_peer.sh
