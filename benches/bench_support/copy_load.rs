@@ -8,6 +8,7 @@ use std::fmt::Write;
 use chrono::{Duration, Utc};
 use uuid::Uuid;
 
+use super::data::set_current_reviews;
 use super::BenchEnv;
 
 /// The words titles are made of.
@@ -154,14 +155,7 @@ async fn load_chunk(
     sqlx::raw_sql(sqlx::AssertSqlSafe(insert))
         .execute(&mut *tx)
         .await?;
-    sqlx::query(
-        "UPDATE documents d SET current_review_id = t.r \
-         FROM unnest($1::uuid[], $2::uuid[]) AS t(r, id) WHERE d.id = t.id",
-    )
-    .bind(current)
-    .bind(ids)
-    .execute(&mut *tx)
-    .await?;
+    set_current_reviews(&mut tx, current, ids).await?;
     tx.commit().await?;
     Ok(())
 }

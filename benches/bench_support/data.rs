@@ -195,7 +195,8 @@ async fn insert_documents(
 }
 
 /// Makes each review its document's current one.
-async fn set_current_reviews(
+/// Points each of `docs` at its review in `reviews` (its current one).
+pub(super) async fn set_current_reviews(
     tx: &mut sqlx::PgConnection,
     reviews: &[Uuid],
     docs: &[Uuid],

@@ -2,9 +2,10 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
+use hdrhistogram::Histogram;
 use lapin::options::{
     BasicAckOptions, BasicConsumeOptions, QueueBindOptions, QueueDeclareOptions, QueueDeleteOptions,
 };
@@ -12,7 +13,7 @@ use lapin::types::FieldTable;
 use lapin::Channel;
 use uuid::Uuid;
 
-use super::{names, BenchEnv};
+use super::{names, BenchEnv, Figures};
 
 /// Arrival times of events of one type (`document.approved` unless told), by review (or
 /// by another id of the event's).
@@ -92,6 +93,40 @@ impl Arrivals {
     /// How many reviews' events have arrived.
     pub fn count(&self) -> usize {
         self.seen.lock().unwrap().len()
+    }
+
+    /// Waits (up to 120 s) until the events of `n` ids have arrived; `what` names them.
+    pub async fn await_count(&self, n: usize, what: &str) -> anyhow::Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while self.count() < n {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "only {} of {n} {what} events arrived",
+                self.count()
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        Ok(())
+    }
+
+    /// The time from `from` to the event of each of `ids`: its figures, and the longest.
+    pub fn lags(
+        &self,
+        ids: &[Uuid],
+        from: Instant,
+        what: &str,
+    ) -> anyhow::Result<(Figures, Duration)> {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 600_000_000, 3)?;
+        let mut last = Duration::ZERO;
+        for id in ids {
+            let at = self
+                .arrived(id)
+                .ok_or_else(|| anyhow::anyhow!("no {what} event for {id}"))?;
+            let after = at.saturating_duration_since(from);
+            last = last.max(after);
+            h.record(after.as_micros().max(1) as u64)?;
+        }
+        Ok((Figures::from_hist(&h, ids.len(), 0, last), last))
     }
 
     pub async fn close(self) -> anyhow::Result<()> {

@@ -308,11 +308,17 @@ impl BenchEnv {
 
     /// Every outbox row delivered and exactly `n` events on the queue.
     pub async fn expect_delivered(&self, n: usize) -> anyhow::Result<()> {
+        self.await_drained().await?;
+        self.expect_queue(n).await
+    }
+
+    /// Waits (up to 120 s) until every outbox row is delivered.
+    pub async fn await_drained(&self) -> anyhow::Result<()> {
         let deadline = Instant::now() + Duration::from_secs(120);
         while self.backlog().await? > 0 {
             anyhow::ensure!(Instant::now() < deadline, "outbox not drained");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        self.expect_queue(n).await
+        Ok(())
     }
 }

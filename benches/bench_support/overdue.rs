@@ -8,7 +8,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
 use kh_review::web::auth::Role;
 use serde_json::json;
 use uuid::Uuid;
@@ -91,30 +90,13 @@ async fn sweep_round(env: &BenchEnv, version: i32, n: usize) -> anyhow::Result<(
         .bind(&reviews)
         .execute(&env.pg)
         .await?;
-    let deadline = due + Duration::from_secs(120);
-    while arrivals.count() < n {
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "only {} of {n} review.overdue events arrived",
-            arrivals.count()
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let mut h = Histogram::<u64>::new_with_bounds(1, 600_000_000, 3)?;
-    let mut last = Duration::ZERO;
-    for r in &reviews {
-        let at = arrivals
-            .arrived(r)
-            .ok_or_else(|| anyhow::anyhow!("no review.overdue event for {r}"))?;
-        let after = at.saturating_duration_since(due);
-        last = last.max(after);
-        h.record(after.as_micros().max(1) as u64)?;
-    }
+    arrivals.await_count(n, "review.overdue").await?;
+    let (f, last) = arrivals.lags(&reviews, due, "review.overdue")?;
     arrivals.close().await?;
     // Exactly one event each on the benchmark's queue, and the outbox drained.
     env.expect_delivered(n).await?;
     park(env, &reviews).await?;
-    Ok((Figures::from_hist(&h, n, 0, last), last.as_secs_f64()))
+    Ok((f, last.as_secs_f64()))
 }
 
 async fn park(env: &BenchEnv, reviews: &[Uuid]) -> anyhow::Result<()> {

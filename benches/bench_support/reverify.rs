@@ -16,12 +16,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
 use uuid::Uuid;
 
 use super::approve::approve_each;
 use super::listen::Arrivals;
 use super::{interleaved, rounds, sized, warm_ups, BenchEnv, Figures, Measure, Report, Service};
+
+/// The event a document falling due raises.
+const DUE: &str = "document.reverification_due";
 
 /// The documents not due, those falling due in a round, and the approvals of a round.
 fn sizes() -> (usize, usize, usize) {
@@ -64,16 +66,7 @@ async fn fall_due(env: &BenchEnv, docs: &[Uuid], secs: f64) -> anyhow::Result<()
 /// Waits for the events of `docs`, then withdraws their re-verifications and empties the
 /// queue (the events and the approvals' are there).
 async fn settle(env: &BenchEnv, arrivals: &Arrivals, docs: &[Uuid]) -> anyhow::Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while arrivals.count() < docs.len() {
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "only {} of {} document.reverification_due events arrived",
-            arrivals.count(),
-            docs.len()
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    arrivals.await_count(docs.len(), DUE).await?;
     sqlx::query(
         "UPDATE reviews SET status = 'WITHDRAWN', decided_by = 'bench-park', decided_at = now() \
          WHERE document_id = ANY($1) AND status = 'PENDING'",
@@ -81,44 +74,27 @@ async fn settle(env: &BenchEnv, arrivals: &Arrivals, docs: &[Uuid]) -> anyhow::R
     .bind(docs)
     .execute(&env.pg)
     .await?;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while env.backlog().await? > 0 {
-        anyhow::ensure!(Instant::now() < deadline, "outbox not drained");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    env.await_drained().await?;
     env.purge_queue().await
 }
 
 /// A lag round: `n` documents due a second from now; each event's time from `verify_by`,
 /// and the seconds until the last.
 async fn lag_round(env: &BenchEnv, n: usize) -> anyhow::Result<(Figures, f64)> {
-    let arrivals = env
-        .listen_by("document.reverification_due", "document_id")
-        .await?;
+    let arrivals = env.listen_by(DUE, "document_id").await?;
     let docs = make_published(env, n).await?;
     // Taken before the statement that sets the date: a round is timed from no later.
     let due = Instant::now() + Duration::from_secs(1);
     fall_due(env, &docs, 1.0).await?;
     settle(env, &arrivals, &docs).await?;
-    let mut h = Histogram::<u64>::new_with_bounds(1, 600_000_000, 3)?;
-    let mut last = Duration::ZERO;
-    for d in &docs {
-        let at = arrivals
-            .arrived(d)
-            .ok_or_else(|| anyhow::anyhow!("no document.reverification_due for {d}"))?;
-        let after = at.saturating_duration_since(due);
-        last = last.max(after);
-        h.record(after.as_micros().max(1) as u64)?;
-    }
+    let (f, last) = arrivals.lags(&docs, due, DUE)?;
     arrivals.close().await?;
-    Ok((Figures::from_hist(&h, n, 0, last), last.as_secs_f64()))
+    Ok((f, last.as_secs_f64()))
 }
 
 /// Approvals at 16 at once, with `n` documents falling due as they start (none: `n` 0).
 async fn approve_round(env: &BenchEnv, svc: &Service, n: usize) -> anyhow::Result<Figures> {
-    let arrivals = env
-        .listen_by("document.reverification_due", "document_id")
-        .await?;
+    let arrivals = env.listen_by(DUE, "document_id").await?;
     let (docs, reviews) = (
         make_published(env, n).await?,
         env.make_pending(sizes().2).await?,

@@ -20,6 +20,7 @@ use kh_review::web::auth::sign;
 use uuid::Uuid;
 
 use super::copy_load::load_documents;
+use super::data::set_current_reviews;
 use super::{approve_load, drive, interleaved, sized, BenchEnv, Figures, Measure, Report, Service};
 
 /// The spaces, and the member's own.
@@ -106,15 +107,7 @@ async fn insert_reviews(
     .bind(docs)
     .execute(&mut *tx)
     .await?;
-    sqlx::query(
-        "UPDATE documents d SET current_review_id = t.r \
-         FROM unnest($1::uuid[], $2::uuid[]) AS t(r, id) WHERE d.id = t.id",
-    )
-    .bind(reviews)
-    .bind(docs)
-    .execute(&mut *tx)
-    .await?;
-    Ok(())
+    set_current_reviews(tx, reviews, docs).await
 }
 
 /// GETs `path` as the member: a full page (at least `HOME_PENDING`'s worth of items is

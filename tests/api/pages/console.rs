@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::support::app::{spawn_app, TestApp, REVIEWER2};
 use crate::support::browser::{Browser, Window};
-use crate::support::console::{events_of, fits_and_is_labelled, signed_in, text};
+use crate::support::console::{events_of, fits_and_is_labelled, lease_settled, signed_in, text};
 use crate::support::inspect::redis_cmd;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -59,6 +59,7 @@ async fn author_writes_and_submits(app: &TestApp, window: Window) -> String {
         .await;
     let doc = doc.as_str().unwrap().to_string();
     assert_eq!(text(&author, "#doc-status").await, "DRAFT");
+    lease_settled(&author).await;
     author.click("#submit").await;
     author.wait_for("#flash").await;
     assert_eq!(text(&author, "#doc-status").await, "PENDING_REVIEW");
@@ -294,6 +295,7 @@ async fn author_edits_and_resubmits(app: &TestApp, doc: &str) {
     b.screenshot("console-rejected-390").await;
     b.fill("#edit-doc-title", "Quarterly report, with a summary")
         .await;
+    lease_settled(&b).await;
     b.click("#save").await;
     b.wait_until(
         "the edit to be saved",
@@ -304,6 +306,7 @@ async fn author_edits_and_resubmits(app: &TestApp, doc: &str) {
         text(&b, "#doc-title").await,
         "Quarterly report, with a summary"
     );
+    lease_settled(&b).await;
     b.click("#submit").await;
     b.wait_until(
         "the resubmission",

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::support::app::{spawn_app, TestApp};
 use crate::support::browser::{Browser, Window};
-use crate::support::console::{events_of, fits_and_is_labelled, signed_in, text};
+use crate::support::console::{events_of, fits_and_is_labelled, lease_settled, signed_in, text};
 
 /// Waits until the flash of an action reads `said`.
 pub async fn flash(b: &Browser, said: &str) {
@@ -68,6 +68,7 @@ async fn an_approved_document_is_revised_beside_its_published_copy() {
             .await;
         let edited = "Install the agent.\nRestart the <b>indexer</b> twice.\nCheck the dashboard.";
         b.fill("#edit-doc-body", edited).await;
+        lease_settled(&b).await;
         b.click("#save").await;
         flash(
             &b,
@@ -152,6 +153,7 @@ async fn the_author_archives_after_confirming_and_the_forms_go() {
         fits_and_is_labelled(&b, "archivable").await;
         if window.width == Window::PHONE.width {
             // Cancelled at the confirmation: nothing is sent.
+            lease_settled(&b).await;
             b.click("#archive").await;
             b.client()
                 .dismiss_alert()
@@ -163,6 +165,7 @@ async fn the_author_archives_after_confirming_and_the_forms_go() {
         }
         b.fill("#archive-reason", "Superseded by the new handbook.")
             .await;
+        lease_settled(&b).await;
         b.click("#archive").await;
         b.client().accept_alert().await.expect("archive asks first");
         flash(
@@ -219,6 +222,7 @@ async fn an_archive_from_a_page_that_fell_behind_is_refused_in_a_sentence() {
         .put(&format!("/api/v1/documents/{doc}"), &app.author(), edit)
         .await;
     assert_eq!(r.status(), StatusCode::OK);
+    lease_settled(&b).await;
     b.click("#archive").await;
     b.client().accept_alert().await.expect("archive asks first");
     b.wait_for("#archive-error .alert").await;

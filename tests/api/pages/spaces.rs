@@ -10,7 +10,7 @@ use serde_json::json;
 use super::lifecycle::{flash, none_of, texts};
 use crate::support::app::{spawn_app, TestApp};
 use crate::support::browser::{Browser, Window};
-use crate::support::console::{fits_and_is_labelled, signed_in, text};
+use crate::support::console::{fits_and_is_labelled, lease_settled, signed_in, text};
 
 /// Picks `space` in the switcher and switches: the page of that space loads.
 async fn switch_to(b: &Browser, space: &str) {
@@ -238,6 +238,7 @@ async fn the_title_search_finds_a_document_by_a_piece_of_its_title() {
     cat.wait_for("#submit").await;
     assert_eq!(text(&cat, "#doc-space").await, "hr");
     let doc = cat.eval("return location.pathname.split('/').pop();").await;
+    lease_settled(&cat).await;
     cat.click("#submit").await;
     cat.wait_for("#flash").await;
     cat.close().await;

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::support::app::{spawn_app, REVIEWER2};
 use crate::support::browser::{Browser, Window};
-use crate::support::console::{events_of, fits_and_is_labelled, signed_in, text};
+use crate::support::console::{events_of, fits_and_is_labelled, lease_settled, signed_in, text};
 
 /// What the alert of a refused action says, once it shows.
 async fn refusal(b: &Browser) -> String {
@@ -199,6 +199,7 @@ async fn the_author_creates_with_a_policy_submits_and_withdraws() {
         assert_eq!(text(&b, "#doc-policy").await, "legal");
         let doc = b.eval("return location.pathname.split('/').pop();").await;
         let doc = doc.as_str().unwrap().to_string();
+        lease_settled(&b).await;
         b.click("#submit").await;
         b.wait_for("#withdraw").await;
         assert_eq!(text(&b, "#review-policy").await, "legal v1");

@@ -81,3 +81,16 @@ pub async fn events_of(app: &TestApp, doc: &str, n: usize) -> Vec<String> {
     .await;
     got.into_inner()
 }
+
+/// Waits until a document page's edit lease fragment is in and no request of it is under
+/// way (it loads after the page, and again when typing takes the lease; each time it may
+/// change height and move what is below it): a click aimed at a button below it before it
+/// lands may land on nothing. A page with no edit section has none to wait for.
+pub async fn lease_settled(b: &Browser) {
+    b.wait_until(
+        "the edit lease fragment",
+        "const l = document.querySelector('#lease');
+         return !l || (l.hasAttribute('data-lease') && !l.classList.contains('htmx-request'));",
+    )
+    .await;
+}
