@@ -8,13 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v wrk >/dev/null 2>&1; then
-  if [[ ${EUID} -eq 0 ]]; then ROOT_CMD=(); else ROOT_CMD=(sudo); fi
-  echo "[bench-peer] apt-get install wrk" >&2
-  "${ROOT_CMD[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null
-  "${ROOT_CMD[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 \
-    install -y -q --no-install-recommends wrk >/dev/null
-fi
+# shellcheck source=scripts/lib/apt.sh
+source scripts/lib/apt.sh
+command -v wrk >/dev/null 2>&1 || quiet_apt_install wrk
 KH_PEER_PYTHON="$(scripts/peer_venv.sh)"
 [[ ${1:-} == --install-only ]] && exit 0
 export KH_PEER_PYTHON KH_BENCH_ONLY=peer

@@ -199,21 +199,19 @@ impl CostSample {
             }
         }
         let hz = ticks_per_second();
-        let (of_db, all) = postgres_ticks(db);
+        let StoresCpu {
+            postgres,
+            ferretdb,
+            rabbitmq,
+            redis,
+        } = StoresCpu::now(stores);
         Ok(Self {
             service_cpu: cpu_ticks(&service_pid.to_string()) as f64 / hz,
-            pg_db_cpu: of_db as f64 / hz,
-            pg_all_cpu: all as f64 / hz,
-            redis_cpu: ticks_of("redis-server", "cmdline", "") as f64 / hz,
-            ferretdb_cpu: ticks_of("ferretdb", "cmdline", &format!(":{}", stores.mongo_port))
-                as f64
-                / hz,
-            rabbitmq_cpu: ticks_of(
-                "beam.smp",
-                "environ",
-                &format!("RABBITMQ_NODE_PORT={}", stores.amqp_port),
-            ) as f64
-                / hz,
+            pg_db_cpu: postgres_ticks(db).0 as f64 / hz,
+            pg_all_cpu: postgres,
+            redis_cpu: redis,
+            ferretdb_cpu: ferretdb,
+            rabbitmq_cpu: rabbitmq,
             client_cpu: cpu_seconds("self"),
             commits: last,
         })

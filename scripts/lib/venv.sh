@@ -4,15 +4,8 @@
 # marker file holds them), one install at a time (a lock), so checkouts side by side can
 # share it. Sourced by scripts/events_venv.sh and scripts/peer_venv.sh; never run.
 
-# apt-get install PACKAGES, as root (or with sudo); its output to nowhere.
-venv_apt_install() {
-  local root=()
-  (( EUID == 0 )) || root=(sudo)
-  echo "[venv] apt-get install $*" >&2
-  "${root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null
-  "${root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 \
-    install -y -q --no-install-recommends "$@" >/dev/null
-}
+# shellcheck source=scripts/lib/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 
 # pinned_venv NAME WANT: the virtualenv NAME holding exactly the requirement specifiers
 # WANT (made, or made again, when it does not); prints its python.
@@ -29,11 +22,11 @@ pinned_venv() {
   fi
   echo "[$name] installing $want into $venv (once per machine)" >&2
   rm -rf "$venv"
-  command -v python3 >/dev/null 2>&1 || venv_apt_install python3 python3-venv
+  command -v python3 >/dev/null 2>&1 || quiet_apt_install python3 python3-venv
   if ! python3 -m venv "$venv" >/dev/null 2>&1; then
     # Debian and Ubuntu ship venv (with ensurepip) as a package of its own.
     rm -rf "$venv"
-    venv_apt_install python3-venv
+    quiet_apt_install python3-venv
     python3 -m venv "$venv"
   fi
   # shellcheck disable=SC2086 # $want is a list of requirement specifiers

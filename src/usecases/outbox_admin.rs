@@ -62,10 +62,8 @@ pub struct OutboxStats {
 
 pub struct OutboxAdmin {
     store: PgStore,
-    /// The settled minutes of the delivery chart, counted once (see `published_per_minute`).
-    settled: Mutex<SettledMinutes>,
-    /// The chart last counted, and when.
-    last_chart: Mutex<Option<(Instant, Series)>>,
+    /// What the delivery chart keeps between calls (see `published_per_minute`).
+    chart: Mutex<ChartMemory>,
 }
 
 /// Events published per minute: (the minute's start, how many).
@@ -78,8 +76,7 @@ impl OutboxAdmin {
     pub fn new(store: PgStore) -> Self {
         Self {
             store,
-            settled: Mutex::new(SettledMinutes::default()),
-            last_chart: Mutex::new(None),
+            chart: Mutex::new(ChartMemory::default()),
         }
     }
 
@@ -116,26 +113,16 @@ impl OutboxAdmin {
     /// load they hold tens of thousands of rows (20 ms to count after a minute at 800
     /// approvals a second), and the page is that old anyway between its refreshes.
     pub async fn published_per_minute(&self, minutes: i32) -> Result<Series, StoreError> {
-        if let Some((at, series)) = &*self.last_chart.lock().unwrap_or_else(|e| e.into_inner()) {
-            if at.elapsed() < CHART_FRESH && series.len() == minutes as usize {
-                return Ok(series.clone());
+        let chart = || self.chart.lock().unwrap_or_else(|e| e.into_inner());
+        let from = {
+            let memory = chart();
+            if let Some(series) = memory.fresh(minutes) {
+                return Ok(series);
             }
-        }
-        let series = self.count_per_minute(minutes).await?;
-        *self.last_chart.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some((Instant::now(), series.clone()));
-        Ok(series)
-    }
-
-    async fn count_per_minute(&self, minutes: i32) -> Result<Series, StoreError> {
-        let from = self
-            .settled
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .next();
+            memory.next()
+        };
         let mut series = self.store.published_per_minute(minutes, from).await?;
-        let mut settled = self.settled.lock().unwrap_or_else(|e| e.into_inner());
-        settled.merge(&mut series, from);
+        chart().merge(&mut series, from);
         Ok(series)
     }
 
@@ -174,14 +161,24 @@ impl OutboxAdmin {
     }
 }
 
-/// The chart's minutes that can no longer change, by their start.
+/// What the delivery chart keeps: the minutes that can no longer change, by their start,
+/// and the last series counted, with when.
 #[derive(Debug, Default)]
-struct SettledMinutes(BTreeMap<DateTime<Utc>, i64>);
+struct ChartMemory {
+    settled: BTreeMap<DateTime<Utc>, i64>,
+    last: Option<(Instant, Series)>,
+}
 
-impl SettledMinutes {
+impl ChartMemory {
+    /// The last series counted, while it is fresh ([`CHART_FRESH`]) and of `minutes`.
+    fn fresh(&self, minutes: i32) -> Option<Series> {
+        let (at, series) = self.last.as_ref()?;
+        (at.elapsed() < CHART_FRESH && series.len() == minutes as usize).then(|| series.clone())
+    }
+
     /// The first minute still to count: the one after the last settled one.
     fn next(&self) -> Option<DateTime<Utc>> {
-        self.0
+        self.settled
             .keys()
             .next_back()
             .map(|m| *m + TimeDelta::minutes(1))
@@ -189,8 +186,8 @@ impl SettledMinutes {
 
     /// Fills the minutes of `series` before `from` from the settled ones, keeps the
     /// minutes it counted that have settled since (those before the one before the current
-    /// minute), and forgets those that left the window.
-    fn merge(&mut self, series: &mut [(DateTime<Utc>, i64)], from: Option<DateTime<Utc>>) {
+    /// minute), forgets those that left the window, and remembers `series` as the last.
+    fn merge(&mut self, series: &mut Series, from: Option<DateTime<Utc>>) {
         let (Some(first), Some(current)) =
             (series.first().map(|m| m.0), series.last().map(|m| m.0))
         else {
@@ -199,12 +196,13 @@ impl SettledMinutes {
         let settled_before = current - TimeDelta::minutes(1);
         for (minute, events) in series.iter_mut() {
             if from.is_some_and(|f| *minute < f) {
-                *events = self.0.get(minute).copied().unwrap_or(0);
+                *events = self.settled.get(minute).copied().unwrap_or(0);
             } else if *minute < settled_before {
-                self.0.insert(*minute, *events);
+                self.settled.insert(*minute, *events);
             }
         }
-        self.0.retain(|m, _| *m >= first);
+        self.settled.retain(|m, _| *m >= first);
+        self.last = Some((Instant::now(), series.clone()));
     }
 }
 
@@ -219,7 +217,7 @@ mod tests {
 
     #[test]
     fn settled_minutes_are_counted_once_and_the_two_latest_every_time() {
-        let mut s = SettledMinutes::default();
+        let mut s = ChartMemory::default();
         // First call: everything counted; minutes 0..=2 settle, 3 and 4 (current) do not.
         let mut series: Vec<_> = (0..5).map(|m| (minute(m), 10 + m)).collect();
         s.merge(&mut series, None);
@@ -236,7 +234,17 @@ mod tests {
             "settled from the cache, the rest counted"
         );
         // Minute 0 left the window; minute 3 settled.
-        assert_eq!(s.0.keys().next(), Some(&minute(1)));
+        assert_eq!(s.settled.keys().next(), Some(&minute(1)));
         assert_eq!(s.next(), Some(minute(4)));
+    }
+
+    #[test]
+    fn the_last_series_is_shown_again_while_fresh_and_of_the_same_span() {
+        let mut s = ChartMemory::default();
+        assert_eq!(s.fresh(5), None, "nothing counted yet");
+        let mut series: Vec<_> = (0..5).map(|m| (minute(m), m)).collect();
+        s.merge(&mut series, None);
+        assert_eq!(s.fresh(5), Some(series));
+        assert_eq!(s.fresh(60), None, "another span is counted");
     }
 }
