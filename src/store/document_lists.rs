@@ -5,10 +5,11 @@
 //! Each statement keeps to one index whatever its values, since prepared statements run on
 //! a generic plan: an author's list reads `documents_by_author(_status)`; a space's reads
 //! `documents_by_space(_status)` backwards and stops at the page's end; a title search
-//! that holds a trigram reads `documents_title_trgm` (through `kh_title_matches`, which
-//! row-level security needs), then the rows found by key. A
-//! query without a trigram is matched with `strpos`, which no index serves, so that the
-//! trigram index is never asked to read every entry it holds (see `domain::search`).
+//! that holds a trigram reads `documents_title_trgm_by_space` (the space and the title's
+//! trigrams, through `kh_title_matches`, which row-level security needs), then the rows
+//! found by key. A query without a trigram is matched with `strpos`, which no index
+//! serves, so that the trigram index is never asked to read every entry it holds (see
+//! `domain::search`).
 
 use uuid::Uuid;
 
@@ -168,10 +169,10 @@ impl PgStore {
     }
 
     /// The titles that contain `q` (which holds a trigram): their ids by
-    /// `documents_title_trgm`, through `kh_title_matches` (under row-level security a
-    /// `LIKE` may not use the index: the function runs it as the owner, for a space the
-    /// transaction declared only), then their rows by key; `\` escapes `LIKE`'s
-    /// wildcards in the pattern.
+    /// `documents_title_trgm_by_space` (the space and the title's trigrams), through
+    /// `kh_title_matches` (under row-level security a `LIKE` may not use the index: the
+    /// function runs it as the owner, for a space the transaction declared only), then
+    /// their rows by key; `\` escapes `LIKE`'s wildcards in the pattern.
     async fn space_title_search(
         &self,
         l: SpaceDocuments<'_>,
