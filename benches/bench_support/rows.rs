@@ -31,12 +31,14 @@ pub async fn cost_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<Cos
     env.expect_delivered(n).await?;
     let reviews = env.make_pending(n).await?;
     let stores = Stores::of(&env.amqp_url, &env.mongo_url);
+    let groups = ProjectionGroups::read(env, &svc).await?;
     let before = CostSample::settled(&env.admin, &names().db, svc.pid(), stores).await?;
     let f = approve_each(env, &svc, 16, reviews).await?;
     let after = CostSample::settled(&env.admin, &names().db, svc.pid(), stores).await?;
     anyhow::ensure!(f.errors == 0, "{} approvals failed", f.errors);
     env.expect_delivered(n).await?;
     let mut per = after.per(&before, n);
+    let grouping = ProjectionGroups::read(env, &svc).await?.per_command(groups);
     drop(svc);
     let old = Floor::new(&env.settings, Statements::Old).await?;
     let (_, floor_cpu) = env.floor(&old, 16, n).await?;
@@ -49,7 +51,8 @@ pub async fn cost_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<Cos
          service CPU {:.3} ms, PostgreSQL CPU {:.3} ms in the service database's backends \
          ({:.3} ms in all of PostgreSQL, which also stores FerretDB's data), FerretDB {:.3} ms, \
          RabbitMQ {:.3} ms, Redis {:.3} ms: {:.3} ms in all these processes; \
-         the HTTP client driving it (this process) {:.3} ms, {:.3} commits; \
+         the HTTP client driving it (this process) {:.3} ms, {:.3} commits, \
+         {:.2} projection writes per MongoDB command; \
          the floor's own CPU (this process making the same store calls, no service) {:.3} ms \
          with the old statements, {:.3} ms with the new",
         per.service_cpu_ms,
@@ -61,10 +64,33 @@ pub async fn cost_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<Cos
         per.total_cpu_ms(),
         per.client_cpu_ms,
         per.commits,
+        grouping,
         per.floor_cpu_ms,
         per.new_floor_cpu_ms
     ));
     Ok(per)
+}
+
+/// The service's grouped projection commands and the writes they carried, so far.
+#[derive(Clone, Copy)]
+struct ProjectionGroups {
+    commands: f64,
+    writes: f64,
+}
+
+impl ProjectionGroups {
+    async fn read(env: &BenchEnv, svc: &Service) -> anyhow::Result<Self> {
+        let probe = BenchEnv::probe(env.http.clone(), svc.base.clone());
+        Ok(Self {
+            commands: probe.metric("kh_projection_group_commands_total").await?,
+            writes: probe.metric("kh_projection_group_updates_total").await?,
+        })
+    }
+
+    /// Writes per command since `before`.
+    fn per_command(self, before: Self) -> f64 {
+        (self.writes - before.writes) / (self.commands - before.commands).max(1.0)
+    }
 }
 
 /// With `backlog` other documents' events undelivered, approvals at concurrency 4: the time

@@ -88,7 +88,7 @@ fn sample_backlog(
     })
 }
 
-/// Reads `kh_outbox_backlog` off a service's `/metrics`.
+/// Reads figures off a service's `/metrics`.
 pub struct Probe {
     http: reqwest::Client,
     base: String,
@@ -101,7 +101,13 @@ impl BenchEnv {
 }
 
 impl Probe {
+    /// `kh_outbox_backlog`.
     pub async fn backlog(&self) -> anyhow::Result<i64> {
+        Ok(self.metric("kh_outbox_backlog").await? as i64)
+    }
+
+    /// The value of the metric `name` (one without labels).
+    pub async fn metric(&self, name: &str) -> anyhow::Result<f64> {
         let text = self
             .http
             .get(format!("{}/metrics", self.base))
@@ -110,9 +116,8 @@ impl Probe {
             .text()
             .await?;
         text.lines()
-            .find_map(|l| l.strip_prefix("kh_outbox_backlog "))
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
             .and_then(|v| v.trim().parse::<f64>().ok())
-            .map(|v| v as i64)
-            .ok_or_else(|| anyhow::anyhow!("no kh_outbox_backlog in /metrics"))
+            .ok_or_else(|| anyhow::anyhow!("no {name} in /metrics"))
     }
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::domain::Document;
-use crate::store::mongo::MongoProjection;
+use crate::store::mongo::{GroupFigures, MongoProjection};
 use crate::store::{OutboxRow, PgStore, StoreError};
 
 use super::envelope::{self, EventSettings};
@@ -25,6 +25,8 @@ pub struct DispatchStats {
     pub projected: AtomicU64,
     pub projection_failures: AtomicU64,
     pub publish_failures: AtomicU64,
+    /// Grouped projection commands and the updates they carried (`mongo.group_writes`).
+    pub projection_groups: Arc<GroupFigures>,
 }
 
 /// The stores, the broker and the settings a delivery uses, and its figures.
@@ -51,6 +53,10 @@ impl Delivery {
         settings: OutboxSettings,
         events: EventSettings,
     ) -> Self {
+        let stats = DispatchStats {
+            projection_groups: mongo.group_figures().unwrap_or_default(),
+            ..DispatchStats::default()
+        };
         Self {
             store,
             mongo,
@@ -58,7 +64,7 @@ impl Delivery {
             settings,
             events,
             inline_paused_until: Mutex::new(None),
-            stats: DispatchStats::default(),
+            stats,
             required: RequiredQueues::new(Vec::new()),
         }
     }

@@ -177,6 +177,16 @@ fn dispatch_metrics(scrape: &Registry, d: &DispatchStats, backlog: Option<(i64, 
             "Failed RabbitMQ publishes (including unroutable and unconfirmed)",
             &d.publish_failures,
         ),
+        (
+            "kh_projection_group_commands_total",
+            "MongoDB update commands sent with the projection updates grouped",
+            &d.projection_groups.commands,
+        ),
+        (
+            "kh_projection_group_updates_total",
+            "Projection updates sent in grouped commands (per command: the grouping)",
+            &d.projection_groups.updates,
+        ),
     ] {
         counter(scrape, name, help, v);
     }

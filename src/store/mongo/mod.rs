@@ -26,11 +26,14 @@ use crate::domain::Document;
 
 mod checkpoints;
 mod fields;
+mod group;
 mod settings;
 
 pub use checkpoints::{CheckpointStore, Header as CheckpointHeader, Inserted};
 use fields::projection_fields;
 pub use fields::{ProjectedCopy, ProjectedDocument};
+pub use group::GroupFigures;
+use group::Groups;
 pub use settings::MongoSettings;
 
 /// What a projection write did.
@@ -66,11 +69,13 @@ pub struct MongoProjection {
     timeout: Duration,
     /// Shared by the clones: one view of MongoDB's health per process.
     breaker: Arc<CircuitBreaker>,
+    /// Concurrent updates sent in one command (`mongo.group_writes`); none: each alone.
+    groups: Option<Arc<Groups>>,
 }
 
 impl MongoProjection {
-    /// Parses the URL and builds the client, with majority writes and primary reads; does
-    /// not connect (MongoDB may be down).
+    /// Parses the URL and builds the client, with majority writes, primary reads and
+    /// grouped updates; does not connect (MongoDB may be down).
     pub async fn new(
         url: &str,
         database: &str,
@@ -116,13 +121,39 @@ impl MongoProjection {
                 .build(),
         );
         let (threshold, open_for) = DEFAULT_BREAKER;
+        let groups = Groups::new(group::Target {
+            db: client.database(database),
+            collection: collection.to_string(),
+            write_concern: coll
+                .write_concern()
+                .map(mongodb::bson::to_document)
+                .transpose()
+                .context("the write concern as a command field")?,
+            bound: timeout * 3,
+        });
         Ok(Self {
             client,
             coll,
             majority,
             timeout,
             breaker: Arc::new(CircuitBreaker::new(threshold, open_for)),
+            groups: Some(Arc::new(groups)),
         })
+    }
+
+    /// This projection with its concurrent updates grouped into one command (`true`, the
+    /// default) or each sent alone.
+    pub fn grouped(self, on: bool) -> Self {
+        Self {
+            groups: self.groups.filter(|_| on),
+            ..self
+        }
+    }
+
+    /// How many grouped commands were sent and how many updates they carried (none when
+    /// updates are not grouped).
+    pub fn group_figures(&self) -> Option<Arc<GroupFigures>> {
+        self.groups.as_ref().map(|g| g.figures())
     }
 
     /// This projection with a read breaker that opens after `threshold` consecutive failed
@@ -151,6 +182,7 @@ impl MongoProjection {
         )
         .await
         .map(|p| p.with_breaker(settings.breaker_failure_threshold, settings.breaker_open))
+        .map(|p| p.grouped(settings.group_writes))
     }
 
     /// The read breaker's state, for `/readyz`.
@@ -189,9 +221,18 @@ impl MongoProjection {
             { "head_version": { "$exists": false }, "version": { "$gt": v } },
         ] };
         // Update unless the stored copy is newer, in one atomic write (an `_id` index
-        // lookup); insert when the document is absent. Every document is projected at
-        // creation, so later versions take one round trip.
+        // lookup); insert when the document is absent. First with the concurrent updates of
+        // other documents in one command (`group`), then, unless every update of that
+        // command matched, alone. Every document is projected at creation, so later
+        // versions take one round trip.
         let work = async {
+            if let Some(groups) = &self.groups {
+                let mut filter = not_newer.clone();
+                filter.insert("_id", &id);
+                if groups.update(filter, fields.clone()).await {
+                    return Ok(Projected::Updated);
+                }
+            }
             for _ in 0..3 {
                 let mut filter = not_newer.clone();
                 filter.insert("_id", &id);

@@ -29,6 +29,9 @@ pub struct MongoSettings {
     #[serde_as(as = "DurationMilliSeconds<u64>")]
     #[serde(rename = "breaker_open_ms")]
     pub breaker_open: Duration,
+    /// Projection updates that arrive while one is on its way go out together in the next
+    /// `update` command (false: each in its own).
+    pub group_writes: bool,
 }
 
 impl MongoSettings {

@@ -3,9 +3,11 @@
 //! write concern and the majority read reach the server; and a write the server did not
 //! acknowledge at the concern is a projection to retry, never a published event.
 
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use futures_util::future::join_all;
 use kh_review::domain::{Document, DocumentStatus};
 use kh_review::store::mongo::{MongoProjection, Projected};
 use reqwest::StatusCode;
@@ -156,5 +158,75 @@ async fn a_refused_write_concern_is_a_retried_projection_not_a_published_event()
     assert_eq!(events[0]["event_type"], "document.approved");
     app.outbox_drained(Duration::from_secs(10)).await;
     assert!(app.take_events().await.is_empty(), "published once");
+    app.finish().await;
+}
+
+/// Projection writes that arrive together go out together: 31 documents projected at once
+/// reach MongoDB in fewer `update` commands than writes, and every copy is written. A copy
+/// older than the one MongoDB holds, sent with fresh ones and a document MongoDB does not
+/// hold yet, is found stale and changes nothing; the others of its group are written, the
+/// new document inserted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_projections_share_commands_and_a_stale_copy_stays_out() {
+    let app = spawn_app().await;
+    let mut ids = Vec::new();
+    for i in 0..32 {
+        ids.push(app.create_document(&format!("group {i}"), "v1").await.id);
+    }
+    app.outbox_drained(Duration::from_secs(10)).await;
+    let proxy = MongoWireProxy::start(host_port(&mongo_url())).await;
+    let mongo = projection(&proxy.url(), &app).await;
+    let at = Utc::now();
+    let fresh: Vec<Document> = ids[1..]
+        .iter()
+        .map(|id| copy(*id, 3, &format!("v3 of {id}"), at))
+        .collect();
+    let outcomes = join_all(fresh.iter().map(|c| mongo.project(c))).await;
+    assert!(outcomes.iter().all(|o| matches!(o, Ok(Projected::Updated))));
+    let sizes: Vec<usize> = proxy
+        .commands("update")
+        .iter()
+        .map(|u| u.get_array("updates").map_or(0, |a| a.len()))
+        .collect();
+    assert_eq!(sizes.iter().sum::<usize>(), 31, "{sizes:?}");
+    assert!(sizes.len() < 31, "each update went alone: {sizes:?}");
+    // FerretDB holds a connection of its pool of 50 per statement until a command ends.
+    assert!(
+        sizes.iter().all(|n| *n <= 8),
+        "a command too large: {sizes:?}"
+    );
+    let figures = mongo.group_figures().expect("grouped by default");
+    assert_eq!(figures.updates.load(Relaxed), 31);
+    assert!(figures.commands.load(Relaxed) < 31);
+
+    // Document 0 holds version 9; a copy of version 5 goes with fresh ones.
+    let first = copy(ids[0], 9, "v9", at);
+    assert_eq!(mongo.project(&first).await.unwrap(), Projected::Updated);
+    let absent = uuid::Uuid::now_v7();
+    let mut mixed = vec![copy(ids[0], 5, "v5", at), copy(absent, 1, "new", at)];
+    mixed.extend(
+        ids[1..9]
+            .iter()
+            .map(|id| copy(*id, 4, &format!("v4 of {id}"), at)),
+    );
+    let outcomes = join_all(mixed.iter().map(|c| mongo.project(c))).await;
+    assert!(matches!(outcomes[0], Ok(Projected::Stale)), "{outcomes:?}");
+    assert!(
+        matches!(outcomes[1], Ok(Projected::Inserted)),
+        "{outcomes:?}"
+    );
+    assert!(outcomes[2..]
+        .iter()
+        .all(|o| matches!(o, Ok(Projected::Updated))));
+    let held = app.mongo_doc(&ids[0].to_string()).await.unwrap();
+    assert_eq!(held.get_str("body").unwrap(), "v9");
+    let inserted = app.mongo_doc(&absent.to_string()).await.unwrap();
+    assert_eq!(inserted.get_str("body").unwrap(), "new");
+    for (i, id) in ids.iter().enumerate().skip(1) {
+        let m = app.mongo_doc(&id.to_string()).await.unwrap();
+        let (v, body) = if i < 9 { (4, "v4") } else { (3, "v3") };
+        assert_eq!(m.get_i64("head_version").unwrap(), v, "{id}");
+        assert_eq!(m.get_str("body").unwrap(), format!("{body} of {id}"));
+    }
     app.finish().await;
 }
