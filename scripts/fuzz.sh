@@ -33,8 +33,6 @@ cd "$(dirname "$0")/.."
 
 SCHEMATHESIS_VERSION=4.32.5
 PYMONGO_VERSION=4.15.4    # drops the run's MongoDB database at the end
-TOOLS="${KH_TOOLS_DIR:-/var/tmp/kh-review-tools}"
-VENV="$TOOLS/fuzz-venv"
 EXAMPLES="${FUZZ_EXAMPLES:-30}"
 ROLES="${FUZZ_ROLES:-author reviewer admin}"
 READY_DEADLINE=60
@@ -46,43 +44,11 @@ log() { printf '[fuzz] %s (%ss)\n' "$*" "$SECONDS"; }
 
 # --- the virtualenv -------------------------------------------------------------------------
 
-if [[ ${EUID} -eq 0 ]]; then ROOT_CMD=(); else ROOT_CMD=(sudo); fi
-
-apt_install() {
-  log "apt-get install $*"
-  "${ROOT_CMD[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null
-  "${ROOT_CMD[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 \
-    install -y -q --no-install-recommends "$@" >/dev/null
-}
-
-install_venv() {
-  local want="schemathesis==$SCHEMATHESIS_VERSION pymongo==$PYMONGO_VERSION"
-  mkdir -p "$TOOLS"
-  # One install at a time: checkouts side by side share the virtualenv.
-  exec 9>"$TOOLS/.fuzz-venv.lock"
-  flock 9
-  if [[ -x $VENV/bin/st && "$(cat "$VENV/.kh-installed" 2>/dev/null)" == "$want" ]]; then
-    exec 9>&-
-    return
-  fi
-  log "installing $want into $VENV (once per machine)"
-  rm -rf "$VENV"
-  command -v python3 >/dev/null 2>&1 || apt_install python3 python3-venv
-  if ! python3 -m venv "$VENV" >/dev/null 2>&1; then
-    # Debian and Ubuntu ship venv (with ensurepip) as a package of its own.
-    rm -rf "$VENV"
-    apt_install python3-venv
-    python3 -m venv "$VENV"
-  fi
-  # shellcheck disable=SC2086 # $want is two requirement specifiers
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check $want
-  printf '%s' "$want" >"$VENV/.kh-installed"
-  exec 9>&-
-}
-
-install_venv
+# shellcheck source=scripts/lib/venv.sh
+source scripts/lib/venv.sh
+# In a subshell (command substitution): its install lock is not held for the whole run.
+PY="$(pinned_venv fuzz-venv "schemathesis==$SCHEMATHESIS_VERSION pymongo==$PYMONGO_VERSION")"
 [[ ${1:-} != --install-only ]] || exit 0
-PY="$VENV/bin/python"
 
 # --- the service ----------------------------------------------------------------------------
 
@@ -209,7 +175,7 @@ for role in $ROLES; do
   # From $WORK: schemathesis keeps a cache (.schemathesis/) in the current directory.
   # positive_data_acceptance runs as positive_data_acceptance_but_state, and
   # ensure_resource_availability as ensure_resource_availability_but_unpublished (the hooks).
-  if ! (cd "$WORK" && SCHEMATHESIS_HOOKS="$HOOKS" "$VENV/bin/st" --config-file "$WORK/schemathesis.toml" \
+  if ! (cd "$WORK" && SCHEMATHESIS_HOOKS="$HOOKS" "$(dirname "$PY")/st" --config-file "$WORK/schemathesis.toml" \
       run "$BASE/openapi.json" --checks all --exclude-checks positive_data_acceptance,ensure_resource_availability \
       --max-examples "$EXAMPLES" ${FUZZ_SEED:+--seed "$FUZZ_SEED"} \
       --header "Authorization: Bearer ${TOKENS[$role]}" \

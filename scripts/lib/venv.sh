@@ -2,7 +2,7 @@
 # scripts/lib/venv.sh — a pinned Python virtualenv in ${KH_TOOLS_DIR:-/var/tmp/kh-review-tools},
 # outside the clone so fresh clones reuse it: made once per machine and per set of pins (a
 # marker file holds them), one install at a time (a lock), so checkouts side by side can
-# share it. Sourced by scripts/events_venv.sh and scripts/peer_venv.sh; never run.
+# share it. Sourced by scripts/events_venv.sh, scripts/peer_venv.sh and scripts/fuzz.sh; never run.
 
 # shellcheck source=scripts/lib/apt.sh
 source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
