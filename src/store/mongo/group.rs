@@ -121,14 +121,15 @@ async fn run(
                 Err(_) => break,
             }
         }
-        let statements: Vec<BsonDoc> = group.iter().map(|w| w.statement.clone()).collect();
+        let (statements, answers): (Vec<BsonDoc>, Vec<_>) =
+            group.drain(..).map(|w| (w.statement, w.matched)).unzip();
         figures.commands.fetch_add(1, Ordering::Relaxed);
         figures
             .updates
             .fetch_add(statements.len() as u64, Ordering::Relaxed);
         let all_matched = send(&target, statements).await;
-        for waiting in group.drain(..) {
-            let _ = waiting.matched.send(all_matched);
+        for answer in answers {
+            let _ = answer.send(all_matched);
         }
     }
 }

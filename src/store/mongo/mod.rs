@@ -209,13 +209,13 @@ impl MongoProjection {
         let id = doc.id.to_string();
         let fields = projection_fields(doc);
         let (v, at) = (doc.version, doc.updated_at.timestamp_micros());
-        let not_newer = doc! { "$or": [
+        let not_newer = doc! { "_id": &id, "$or": [
             { "head_version": { "$lt": v } },
             { "head_version": v, "head_commit": { "$lte": at } },
             { "head_version": v, "head_commit": { "$exists": false } },
             { "head_version": { "$exists": false }, "version": { "$lte": v } },
         ] };
-        let newer = doc! { "$or": [
+        let newer = doc! { "_id": &id, "$or": [
             { "head_version": { "$gt": v } },
             { "head_version": v, "head_commit": { "$gt": at } },
             { "head_version": { "$exists": false }, "version": { "$gt": v } },
@@ -227,18 +227,14 @@ impl MongoProjection {
         // versions take one round trip.
         let work = async {
             if let Some(groups) = &self.groups {
-                let mut filter = not_newer.clone();
-                filter.insert("_id", &id);
-                if groups.update(filter, fields.clone()).await {
+                if groups.update(not_newer.clone(), fields.clone()).await {
                     return Ok(Projected::Updated);
                 }
             }
             for _ in 0..3 {
-                let mut filter = not_newer.clone();
-                filter.insert("_id", &id);
                 let r = self
                     .coll
-                    .update_one(filter, doc! { "$set": fields.clone() })
+                    .update_one(not_newer.clone(), doc! { "$set": fields.clone() })
                     .await
                     .context("mongo update")?;
                 if r.matched_count == 1 {
@@ -254,11 +250,9 @@ impl MongoProjection {
                 // Present: stale if a majority holds a newer copy; else it was written
                 // between the two calls with an older one, or the newer copy is not
                 // majority-committed yet (then the update goes round again).
-                let mut filter = newer.clone();
-                filter.insert("_id", &id);
                 let present = self
                     .majority
-                    .find_one(filter)
+                    .find_one(newer.clone())
                     .projection(doc! { "version": 1 })
                     .await
                     .context("mongo read")?;
