@@ -53,6 +53,10 @@ impl BenchEnv {
             // workflow rows turn the sweeper back on.
             .env("APP__REVIEW__OVERDUE_SWEEP_MS", "3600000")
             .env("APP__REVIEW__REVERIFY_SWEEP_MS", "3600000")
+            // An audit checkpoint publishes an `audit.checkpoint` event every 300 s: a row
+            // that counts the events on the queue would take it for a duplicate approval
+            // (the space-lists group's instance lives past 300 s while 900,000 documents load).
+            .env("APP__AUDIT__CHECKPOINT_SECS", "86400")
             .env(
                 "APP__AUTH__JWT_SECRET",
                 self.settings.auth.jwt_secret.expose_secret(),
