@@ -5,11 +5,10 @@
 //! Each statement keeps to one index whatever its values, since prepared statements run on
 //! a generic plan: an author's list reads `documents_by_author(_status)`; a space's reads
 //! `documents_by_space(_status)` backwards and stops at the page's end; a title search
-//! that holds a trigram reads `documents_title_trgm_by_space` (the space and the title's
-//! trigrams, through `kh_title_matches`, which row-level security needs), then the rows
-//! found by key. A query without a trigram is matched with `strpos`, which no index
-//! serves, so that the trigram index is never asked to read every entry it holds (see
-//! `domain::search`).
+//! that holds a trigram reads `documents_title_keys` (a key per space and trigram, through
+//! `kh_title_page`, which row-level security needs), then the page's rows by key. A
+//! query without a trigram is matched with `strpos`, which no index serves, so that the
+//! trigram index is never asked to read every entry it holds (see `domain::search`).
 
 use uuid::Uuid;
 
@@ -168,11 +167,12 @@ impl PgStore {
         .await
     }
 
-    /// The titles that contain `q` (which holds a trigram): their ids by
-    /// `documents_title_trgm_by_space` (the space and the title's trigrams), through
-    /// `kh_title_matches` (under row-level security a `LIKE` may not use the index: the
-    /// function runs it as the owner, for a space the transaction declared only), then
-    /// their rows by key; `\` escapes `LIKE`'s wildcards in the pattern.
+    /// The titles that contain `q` (which holds a trigram): the page's ids by
+    /// `documents_title_keys` (a key per space and trigram of a title), through
+    /// `kh_title_page` (under row-level security a `LIKE` may not use the index: the
+    /// function runs it as the owner, for a space the transaction declared only, and cuts
+    /// the page where it reads the matches), then their rows by key, the page's conditions
+    /// checked again under the policies; `\` escapes `LIKE`'s wildcards in the pattern.
     async fn space_title_search(
         &self,
         l: SpaceDocuments<'_>,
@@ -187,7 +187,7 @@ impl PgStore {
                       NULL::text AS published_title, NULL::text AS published_body, contributors,
                       verify_by
                FROM documents
-               WHERE id = ANY(ARRAY(SELECT kh_title_matches($1, $6)))
+               WHERE id = ANY(ARRAY(SELECT kh_title_page($1, $6, $2, $3, $4, $7, $5)))
                  AND space_id = $1 AND id < $2
                  AND ($3::bool OR current_review_id IS NOT NULL OR author_id = $4)
                  AND ($7::text IS NULL OR status = $7)

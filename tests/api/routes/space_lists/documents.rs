@@ -3,6 +3,7 @@
 
 use kh_review::web::auth::Role;
 use reqwest::StatusCode;
+use serde_json::json;
 
 use super::{create, encoded, member, space, strings, submitted, titles, walked};
 use crate::support::app::{spawn_app, TestApp};
@@ -132,6 +133,8 @@ async fn the_title_search_ignores_case_matches_substrings_and_takes_wildcards_li
         r"C:\dir\file",
         "HR handbook",
         "Travel policy",
+        "Überblick Straße 2027",
+        "Formula a²b",
     ] {
         submitted(&app, &ann, "hr", title).await;
     }
@@ -139,10 +142,17 @@ async fn the_title_search_ignores_case_matches_substrings_and_takes_wildcards_li
     submitted(&app, &ann, "eng", "Quarterly in another space").await;
 
     let search = |q: &str| format!("/api/v1/documents?space=hr&q={}", encoded(q));
-    let cases: [(&str, &[&str]); 11] = [
+    let cases: [(&str, &[&str]); 16] = [
         // Case-insensitive, by substring; another's draft and another space stay out.
         ("QUARTERLY", &["quarterly budget", "Quarterly Report 2026"]),
         ("rterly re", &["Quarterly Report 2026"]),
+        ("uarterly budg", &["quarterly budget"]),
+        ("ÜBERBLICK", &["Überblick Straße 2027"]),
+        ("erblick straße 20", &["Überblick Straße 2027"]),
+        // Inside a word, beyond ASCII (PostgreSQL hashes such a trigram).
+        ("aße", &["Überblick Straße 2027"]),
+        // Three letters or digits for Rust, not for PostgreSQL: the space's rows are read.
+        ("a²b", &["Formula a²b"]),
         // `%`, `_` and `\` are the characters themselves.
         ("100%", &["100% done"]),
         ("%", &["100% done"]),
@@ -185,6 +195,38 @@ async fn the_title_search_ignores_case_matches_substrings_and_takes_wildcards_li
         expect_error(r, StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_FAILED").await;
     }
     assert_eq!(titles(&app, &search(&"x".repeat(200)), &ann).await.len(), 0);
+    app.finish().await;
+}
+
+/// The search reads a copy of the titles, which a rename updates and a submission or an
+/// approval leaves alone: a renamed document is found by its new words only, in its status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renamed_title_is_found_by_its_new_words_only() {
+    let app = spawn_app().await;
+    space(&app, "hr", &[("user:ann", &["author"])]).await;
+    let ann = member(&app, "ann");
+    let id = create(&app, &ann, "hr", "Quarterly plan").await;
+    let r = app
+        .put(
+            &format!("/api/v1/documents/{id}"),
+            &ann,
+            json!({"title": "Annual forecast"}),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+    let search = |q: &str| format!("/api/v1/documents?space=hr&q={}", encoded(q));
+    assert_eq!(titles(&app, &search("quarterly"), &ann).await, strings(&[]));
+    let r = app
+        .post(&format!("/api/v1/documents/{id}/submit"), &ann, json!({}))
+        .await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    for (q, status) in [("annual fore", ""), ("forecast", "&status=PENDING_REVIEW")] {
+        assert_eq!(
+            titles(&app, &format!("{}{status}", search(q)), &ann).await,
+            strings(&["Annual forecast"]),
+            "q={q}{status}"
+        );
+    }
     app.finish().await;
 }
 
