@@ -27,7 +27,7 @@ pub(crate) mod webhook_deliveries;
 pub(crate) mod webhooks;
 
 use actix_web::error::{PathError, QueryPayloadError};
-use actix_web::{web, Handler, HttpRequest, HttpResponse, Resource, Route};
+use actix_web::{web, Handler, HttpRequest, HttpResponse, Resource, Route, Scope};
 
 use crate::web::error::{self, ApiError};
 
@@ -154,7 +154,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 /// One resource per path, holding the routes of its methods; any other method on it
-/// answers 405 with `Allow`.
+/// answers 405 with `Allow`. The API's paths are grouped in one scope per noun
+/// (`/api/v1/reviews`, ..): actix tries the resources in turn, a pattern with a `{name}`
+/// by a regex, and a scope's prefix by comparing it, so an approval tries the few
+/// resources of its scope, not every one declared before it. A path matched by no
+/// resource of its scope gets the App's 404, as before.
 fn register(cfg: &mut web::ServiceConfig) {
     let mut paths: Vec<(&'static str, Vec<Route>)> = Vec::new();
     for (path, route) in routes() {
@@ -163,12 +167,41 @@ fn register(cfg: &mut web::ServiceConfig) {
             None => paths.push((path, vec![route])),
         }
     }
+    let mut scopes: Vec<(&'static str, Vec<Resource>)> = Vec::new();
     for (path, routes) in paths {
+        let (scope, rest) = scope_of(path);
         let resource = routes
             .into_iter()
-            .fold(web::resource(path), |r, route| r.route(route));
-        cfg.service(resource.default_service(web::to(move || method_not_allowed(path))));
+            .fold(web::resource(rest), |r, route| r.route(route))
+            .default_service(web::to(move || method_not_allowed(path)));
+        match scopes.iter_mut().find(|(s, _)| *s == scope) {
+            Some((_, resources)) => resources.push(resource),
+            None => scopes.push((scope, vec![resource])),
+        }
     }
+    for (scope, resources) in scopes {
+        if scope.is_empty() {
+            resources.into_iter().for_each(|r| {
+                cfg.service(r);
+            });
+        } else {
+            cfg.service(
+                resources
+                    .into_iter()
+                    .fold(web::scope(scope), Scope::service),
+            );
+        }
+    }
+}
+
+/// The scope of an API path, its first three segments (`/api/v1/reviews`), and the rest
+/// of it (`/{id}/approve`, or empty); no scope ("") for a path outside `/api/v1/`.
+fn scope_of(path: &'static str) -> (&'static str, &'static str) {
+    let Some(noun) = path.strip_prefix("/api/v1/") else {
+        return ("", path);
+    };
+    let end = "/api/v1/".len() + noun.find('/').unwrap_or(noun.len());
+    path.split_at(end)
 }
 
 /// A page or file at `path` (one of [`PAGE_PATHS`]): GET and HEAD answered by `handler`,

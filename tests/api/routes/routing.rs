@@ -100,10 +100,20 @@ async fn a_wrong_method_on_a_known_path_is_405_with_allow() {
         got.sort();
         assert_eq!(got, allowed, "{path}");
     }
-    // An unknown path is still 404, whatever the method.
-    for method in ["GET", "DELETE", "FOO"] {
-        let r = send(&app, method, "/api/v1/no-such-thing").await;
-        expect_error(r, StatusCode::NOT_FOUND, "NOT_FOUND").await;
+    // An unknown path is still 404, whatever the method, also beside known ones (the
+    // API's paths are registered in a scope per noun: `/api/v1/reviews`).
+    let near = [
+        "/api/v1/no-such-thing".to_string(),
+        "/api/v1/reviews/".to_string(),
+        "/api/v1/reviewsx".to_string(),
+        format!("/api/v1/reviews/{id}/nope"),
+        format!("/api/v1/documents/{id}/submit/again"),
+    ];
+    for path in &near {
+        for method in ["GET", "DELETE", "FOO"] {
+            let r = send(&app, method, path).await;
+            expect_error(r, StatusCode::NOT_FOUND, "NOT_FOUND").await;
+        }
     }
     app.finish().await;
 }
