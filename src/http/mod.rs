@@ -160,26 +160,15 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 /// resources of its scope, not every one declared before it. A path matched by no
 /// resource of its scope gets the App's 404, as before.
 fn register(cfg: &mut web::ServiceConfig) {
-    let mut paths: Vec<(&'static str, Vec<Route>)> = Vec::new();
-    for (path, route) in routes() {
-        match paths.iter_mut().find(|(p, _)| *p == path) {
-            Some((_, routes)) => routes.push(route),
-            None => paths.push((path, vec![route])),
-        }
-    }
-    let mut scopes: Vec<(&'static str, Vec<Resource>)> = Vec::new();
-    for (path, routes) in paths {
+    let resources = grouped(routes()).into_iter().map(|(path, routes)| {
         let (scope, rest) = scope_of(path);
         let resource = routes
             .into_iter()
             .fold(web::resource(rest), |r, route| r.route(route))
             .default_service(web::to(move || method_not_allowed(path)));
-        match scopes.iter_mut().find(|(s, _)| *s == scope) {
-            Some((_, resources)) => resources.push(resource),
-            None => scopes.push((scope, vec![resource])),
-        }
-    }
-    for (scope, resources) in scopes {
+        (scope, resource)
+    });
+    for (scope, resources) in grouped(resources) {
         if scope.is_empty() {
             resources.into_iter().for_each(|r| {
                 cfg.service(r);
@@ -192,6 +181,18 @@ fn register(cfg: &mut web::ServiceConfig) {
             );
         }
     }
+}
+
+/// The values of each key, the keys in the order they first come.
+fn grouped<K: PartialEq, V>(pairs: impl IntoIterator<Item = (K, V)>) -> Vec<(K, Vec<V>)> {
+    let mut groups: Vec<(K, Vec<V>)> = Vec::new();
+    for (k, v) in pairs {
+        match groups.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, vs)) => vs.push(v),
+            None => groups.push((k, vec![v])),
+        }
+    }
+    groups
 }
 
 /// The scope of an API path, its first three segments (`/api/v1/reviews`), and the rest
