@@ -112,17 +112,17 @@ async fn a_space_without_a_role_there_is_not_found_and_a_bad_key_is_refused() {
     app.finish().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_title_search_ignores_case_matches_substrings_and_takes_wildcards_literally() {
-    let app = spawn_app().await;
+/// `hr` with ann's submitted documents of many titles and ben's draft; `eng` with one of
+/// ann's; ann's and ben's tokens.
+async fn titles_to_search(app: &TestApp) -> (String, String) {
     space(
-        &app,
+        app,
         "hr",
         &[("user:ann", &["author"]), ("user:ben", &["author"])],
     )
     .await;
-    space(&app, "eng", &[("user:ann", &["author"])]).await;
-    let (ann, ben) = (member(&app, "ann"), member(&app, "ben"));
+    space(app, "eng", &[("user:ann", &["author"])]).await;
+    let (ann, ben) = (member(app, "ann"), member(app, "ben"));
     for title in [
         "Quarterly Report 2026",
         "quarterly budget",
@@ -136,11 +136,17 @@ async fn the_title_search_ignores_case_matches_substrings_and_takes_wildcards_li
         "Überblick Straße 2027",
         "Formula a²b",
     ] {
-        submitted(&app, &ann, "hr", title).await;
+        submitted(app, &ann, "hr", title).await;
     }
-    create(&app, &ben, "hr", "Quarterly draft of another").await;
-    submitted(&app, &ann, "eng", "Quarterly in another space").await;
+    create(app, &ben, "hr", "Quarterly draft of another").await;
+    submitted(app, &ann, "eng", "Quarterly in another space").await;
+    (ann, ben)
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_title_search_ignores_case_matches_substrings_and_takes_wildcards_literally() {
+    let app = spawn_app().await;
+    let (ann, ben) = titles_to_search(&app).await;
     let search = |q: &str| format!("/api/v1/documents?space=hr&q={}", encoded(q));
     let cases: [(&str, &[&str]); 16] = [
         // Case-insensitive, by substring; another's draft and another space stay out.
