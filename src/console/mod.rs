@@ -36,6 +36,7 @@ use askama::Template;
 
 use crate::web::auth::{Caller, Role};
 use crate::web::error::{self, ApiError};
+use crate::web::routing::grouped;
 use crate::web::state::AppState;
 use render::{rendered, Shown};
 
@@ -109,22 +110,16 @@ fn allowed(get: bool, post: bool) -> &'static str {
 /// Registers the console: one resource per path, holding its routes; a GET route answers
 /// HEAD too, and any other method is 405 with `Allow`.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    let mut paths: Vec<(&'static str, Vec<&'static str>, Vec<Route>)> = Vec::new();
-    for (method, path, route) in routes() {
+    let guarded = routes().into_iter().map(|(method, path, route)| {
         let route = if method == "get" {
             route.guard(guard::Any(guard::Get()).or(guard::Head()))
         } else {
             route.guard(guard::Post())
         };
-        match paths.iter_mut().find(|(p, ..)| *p == path) {
-            Some((_, methods, routes)) => {
-                methods.push(method);
-                routes.push(route);
-            }
-            None => paths.push((path, vec![method], vec![route])),
-        }
-    }
-    for (path, methods, routes) in paths {
+        (path, (method, route))
+    });
+    for (path, routes) in grouped(guarded) {
+        let (methods, routes): (Vec<&str>, Vec<Route>) = routes.into_iter().unzip();
         let allow = allowed(methods.contains(&"get"), methods.contains(&"post"));
         let refuse = web::to(move || async move { error::method_not_allowed(allow) });
         let resource = routes

@@ -30,6 +30,7 @@ use actix_web::error::{PathError, QueryPayloadError};
 use actix_web::{web, Handler, HttpRequest, HttpResponse, Resource, Route, Scope};
 
 use crate::web::error::{self, ApiError};
+use crate::web::routing::grouped;
 
 /// Declares the routes once, and everything else about them comes from this table: their
 /// registration (one resource per path; any other method on it answers 405 with `Allow`,
@@ -181,18 +182,6 @@ fn register(cfg: &mut web::ServiceConfig) {
             );
         }
     }
-}
-
-/// The values of each key, the keys in the order they first come.
-fn grouped<K: PartialEq, V>(pairs: impl IntoIterator<Item = (K, V)>) -> Vec<(K, Vec<V>)> {
-    let mut groups: Vec<(K, Vec<V>)> = Vec::new();
-    for (k, v) in pairs {
-        match groups.iter_mut().find(|(g, _)| *g == k) {
-            Some((_, vs)) => vs.push(v),
-            None => groups.push((k, vec![v])),
-        }
-    }
-    groups
 }
 
 /// The scope of an API path, its first three segments (`/api/v1/reviews`), and the rest

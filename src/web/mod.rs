@@ -4,7 +4,8 @@
 //! their limits (`body.rs`), a POST in its own task under its `Idempotency-Key`
 //! (`post.rs`), the views of typed results both show (`views.rs`, `replay_view.rs`,
 //! `space_views.rs`, `readiness.rs`, the review queue's page: `queue.rs`), paging and
-//! cursors, the entity tags of conditional requests (`preconditions.rs`), the request id, the pages' security headers (`csp.rs`), the test-hook
+//! cursors, the entity tags of conditional requests (`preconditions.rs`), the request id, routes grouped by path for both registrations (`routing.rs`), the pages'
+//! security headers (`csp.rs`), the test-hook
 //! headers, the HTTP metrics and the `[server]`/`[auth]` settings. It imports neither
 //! `http` nor `console`; those two never import each other.
 
@@ -22,6 +23,7 @@ pub mod queue;
 pub mod readiness;
 pub mod replay_view;
 pub mod request_id;
+pub mod routing;
 mod service_errors;
 mod settings;
 pub mod space_views;
