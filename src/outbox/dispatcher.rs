@@ -16,7 +16,7 @@ use super::delivery::{Delivery, DispatchStats};
 use super::envelope::EventSettings;
 use super::fault::Phase;
 use super::marks::Marks;
-use super::passes::{give_back, project_pass, publish_pass, publish_pass_ahead};
+use super::passes::{project_pass, publish_pass, publish_pass_ahead, Pipeline};
 use super::publisher::AmqpPublisher;
 use super::required::RequiredQueues;
 use super::settings::OutboxSettings;
@@ -180,11 +180,11 @@ impl Dispatcher {
 
     async fn pass_loop(self: Arc<Self>, phase: Phase, shutdown: CancellationToken) {
         let mut outage = 0u32;
-        let mut ahead = None;
+        let mut pipeline = Pipeline::default();
         while !shutdown.is_cancelled() {
             let pass = match phase {
                 Phase::Projection => project_pass(&self.delivery, None).await,
-                Phase::Publish => publish_pass_ahead(&self.delivery, &mut ahead).await,
+                Phase::Publish => publish_pass_ahead(&self.delivery, &mut pipeline).await,
             };
             let wait = match pass {
                 Ok(p) if p.down => {
@@ -211,7 +211,7 @@ impl Dispatcher {
                 }
             }
         }
-        give_back(&self.delivery, ahead).await;
+        pipeline.close(&self.delivery).await;
     }
 
     /// The wait after the `n`th pass in a row that found its dependency down: doubling

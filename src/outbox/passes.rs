@@ -97,19 +97,53 @@ pub(super) async fn publish_pass(d: &Delivery, document_id: Uuid) -> Result<Pass
         .store
         .take_publishable(Some(document_id), 1, d.take_for())
         .await?;
-    publish_rows(d, rows).await
+    let (pass, delivered) = publish_rows(d, rows).await;
+    d.store.mark_done(&delivered).await?;
+    pass
+}
+
+/// The background publish pass's work in flight between passes: the next batch, taken while
+/// this one is published, and the done marks of the last batch, written while this one is.
+#[derive(Default)]
+pub(super) struct Pipeline {
+    ahead: Option<JoinHandle<Result<Vec<OutboxRow>, StoreError>>>,
+    marking: Option<JoinHandle<Result<(), StoreError>>>,
+}
+
+impl Pipeline {
+    /// Waits for the marks in flight: once this returns, every row this pipeline delivered
+    /// is marked done (or the error says why not; they are delivered again after their
+    /// lease).
+    async fn settle_marks(&mut self) -> Result<(), StoreError> {
+        match self.marking.take() {
+            Some(marking) => marking
+                .await
+                .map_err(|e| anyhow::anyhow!("mark task: {e}"))?,
+            None => Ok(()),
+        }
+    }
+
+    /// Ends the pipeline (the loop stops): the marks in flight written, the batch taken
+    /// ahead given back.
+    pub(super) async fn close(mut self, d: &Delivery) {
+        if let Err(e) = self.settle_marks().await {
+            tracing::warn!(error = %e, "could not mark delivered outbox rows; dispatchers deliver them again after their lease");
+        }
+        give_back(d, self.ahead.take()).await;
+    }
 }
 
 /// The background publish pass: publishes the batch taken ahead (or takes one now),
 /// and while a full batch is published, takes the next, so that draining a backlog
 /// does not wait for a take between batches. The next take cannot reach a later row
 /// of a document in this batch: that document's oldest undone row is this batch's, and
-/// it is taken. Rows taken ahead of a pass that found the broker down go back.
+/// it is taken (and stays so until its done mark, written while the next batch goes out).
+/// Rows taken ahead of a pass that found the broker down go back.
 pub(super) async fn publish_pass_ahead(
     d: &Arc<Delivery>,
-    ahead: &mut Option<JoinHandle<Result<Vec<OutboxRow>, StoreError>>>,
+    pipeline: &mut Pipeline,
 ) -> Result<Pass, StoreError> {
-    let rows = match ahead.take() {
+    let rows = match pipeline.ahead.take() {
         Some(next) => next
             .await
             .map_err(|e| anyhow::anyhow!("take task: {e}"))??,
@@ -118,11 +152,21 @@ pub(super) async fn publish_pass_ahead(
     let full = rows.len() as i64 >= d.settings.batch_size;
     if full && d.publisher.is_connected().await {
         let this = d.clone();
-        *ahead = Some(tokio::spawn(async move { take_batch(&this).await }));
+        pipeline.ahead = Some(tokio::spawn(async move { take_batch(&this).await }));
     }
-    let pass = publish_rows(d, rows).await?;
+    let (pass, delivered) = publish_rows(d, rows).await;
+    // The last batch's marks went on while this one was published: at most one batch's
+    // marks in flight.
+    pipeline.settle_marks().await?;
+    if !delivered.is_empty() {
+        let store = d.store.clone();
+        pipeline.marking = Some(tokio::spawn(
+            async move { store.mark_done(&delivered).await },
+        ));
+    }
+    let pass = pass?;
     if pass.down {
-        give_back(d, ahead.take()).await;
+        give_back(d, pipeline.ahead.take()).await;
     }
     Ok(pass)
 }
@@ -149,9 +193,10 @@ async fn take_batch(d: &Delivery) -> Result<Vec<OutboxRow>, StoreError> {
 }
 
 /// Publishes the oldest projected, undone row of each document, all at once on one
-/// channel, and marks those the broker confirmed done. A refused row waits for its own
-/// retry; if the broker is down, every row that failed goes back as it was.
-async fn publish_rows(d: &Delivery, rows: Vec<OutboxRow>) -> Result<Pass, StoreError> {
+/// channel. A refused row waits for its own retry; if the broker is down, every row that
+/// failed goes back as it was. Returns what the pass did and the rows the broker
+/// confirmed, for the caller to mark done.
+async fn publish_rows(d: &Delivery, rows: Vec<OutboxRow>) -> (Result<Pass, StoreError>, Vec<i64>) {
     // Without a live connection, one publish first: if the broker is down, the rest of
     // the batch does not queue up behind one failing connect each.
     let probe = usize::from(!d.publisher.is_connected().await).min(rows.len());
@@ -159,11 +204,11 @@ async fn publish_rows(d: &Delivery, rows: Vec<OutboxRow>) -> Result<Pass, StoreE
     if let Some(Err(fault)) = results.first().filter(|r| r.is_err()) {
         if fault.is_down() {
             let rows: Vec<&OutboxRow> = rows.iter().collect();
-            d.fail(&rows, fault).await?;
-            return Ok(Pass {
+            let down = Pass {
                 done: 0,
                 down: true,
-            });
+            };
+            return (d.fail(&rows, fault).await.map(|()| down), Vec::new());
         }
     }
     results.extend(join_all(rows[probe..].iter().map(|row| d.publish(row))).await);
@@ -173,12 +218,19 @@ async fn publish_rows(d: &Delivery, rows: Vec<OutboxRow>) -> Result<Pass, StoreE
         .filter(|(_, r)| r.is_ok())
         .map(|(row, _)| row.id)
         .collect();
-    d.store.mark_done(&delivered).await?;
-    // The rows the broker refused each get a failed attempt; those it never took (it is
-    // down) go back together, in one statement, under the first such fault.
+    (set_aside_failed(d, &rows, &results).await, delivered)
+}
+
+/// The rows the broker refused each get a failed attempt; those it never took (it is
+/// down) go back together, in one statement, under the first such fault.
+async fn set_aside_failed(
+    d: &Delivery,
+    rows: &[OutboxRow],
+    results: &[Result<(), Fault>],
+) -> Result<Pass, StoreError> {
     let mut set_aside: Vec<&OutboxRow> = Vec::new();
     let mut outage = None;
-    for (row, result) in rows.iter().zip(&results) {
+    for (row, result) in rows.iter().zip(results) {
         match result {
             Err(fault) if fault.is_down() => {
                 set_aside.push(row);

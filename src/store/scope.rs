@@ -89,8 +89,33 @@ impl PgStore {
         self.scoped_in(&self.access_pool).await
     }
 
+    /// [`PgStore::scoped`] for a statement that wants the first rows of a partial index in
+    /// its order (a batch taken from a backlog): bitmap scans are off for the transaction, so
+    /// that the planner walks the index and stops at the batch's size. With statistics that
+    /// lag a fast-growing backlog it would otherwise estimate a handful of rows, read every
+    /// one of them by bitmap and sort them: each take then costs the whole backlog. Its
+    /// statements are planned afresh (a custom plan), so that a plan the same statement got
+    /// elsewhere with bitmap scans on, cached on the connection, is not used.
+    pub(super) async fn scoped_in_order(
+        &self,
+    ) -> Result<Transaction<'static, Postgres>, StoreError> {
+        let begin = format!(
+            "{}; SELECT set_config('enable_bitmapscan', 'off', true), \
+             set_config('plan_cache_mode', 'force_custom_plan', true)",
+            begin_statement(self.background)
+        );
+        self.begin_on(&self.pool, begin).await
+    }
+
     async fn scoped_in(&self, pool: &PgPool) -> Result<Transaction<'static, Postgres>, StoreError> {
-        let begin = begin_statement(self.background);
+        self.begin_on(pool, begin_statement(self.background)).await
+    }
+
+    async fn begin_on(
+        &self,
+        pool: &PgPool,
+        begin: String,
+    ) -> Result<Transaction<'static, Postgres>, StoreError> {
         let bound = self.tx_timeout();
         match tokio::time::timeout(bound, pool.begin_with(AssertSqlSafe(begin))).await {
             Ok(tx) => Ok(tx?),

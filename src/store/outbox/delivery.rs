@@ -48,7 +48,11 @@ impl PgStore {
         limit: i64,
         take_for: Duration,
     ) -> Result<Vec<OutboxRow>, StoreError> {
-        let mut tx = self.scoped().await?;
+        // A batch walks `outbox_due` in order, however stale the statistics (`scoped_in_order`).
+        let mut tx = match only_document {
+            Some(_) => self.scoped().await?,
+            None => self.scoped_in_order().await?,
+        };
         let done = sqlx::query_as!(
             OutboxRow,
             r#"WITH due AS (
@@ -103,7 +107,11 @@ impl PgStore {
         limit: i64,
         take_for: Duration,
     ) -> Result<Vec<OutboxRow>, StoreError> {
-        let mut tx = self.scoped().await?;
+        // A batch walks `outbox_due` in order, however stale the statistics (`scoped_in_order`).
+        let mut tx = match only_document {
+            Some(_) => self.scoped().await?,
+            None => self.scoped_in_order().await?,
+        };
         let mut rows = sqlx::query_as!(
             OutboxRow,
             r#"WITH due AS (

@@ -8,6 +8,7 @@ mod bounds;
 mod brokers;
 mod degraded;
 mod envelope;
+mod handover;
 mod instances;
 mod jwks;
 mod jwks_fetch;
