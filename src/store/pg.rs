@@ -197,7 +197,7 @@ impl PgStore {
         let acquired = Arc::new(AtomicU64::new(0));
         let read_only = Arc::new(ReadOnlySeen::new());
         // Both pools, the transactions' and the access pool, are made alike.
-        let pool = |max_connections: u32| {
+        let pool = |max_connections: u32, opts: PgConnectOptions| {
             let (reused, opened) = (acquired.clone(), acquired.clone());
             let (on_acquire, on_release) = (read_only.clone(), read_only.clone());
             PgPoolOptions::new()
@@ -234,11 +234,18 @@ impl PgStore {
                         Ok(())
                     })
                 })
-                .connect_lazy_with(opts.clone())
+                .connect_lazy_with(opts)
         };
+        // The access pool's statements each read a few rows by key (a caller's memberships,
+        // whether a document is visible): their generic plans are the same work, and
+        // PostgreSQL would plan the memberships' `subject = ANY($1)` afresh at every request
+        // (a custom plan for a short array always looks cheaper than the generic one).
+        let access = opts
+            .clone()
+            .options([("plan_cache_mode", "force_generic_plan")]);
         let pools = (
-            pool(settings.max_connections),
-            pool(settings.access_connections),
+            pool(settings.max_connections, opts.clone()),
+            pool(settings.access_connections, access),
         );
         let mut store = Self::over(pools, settings.tx_timeout(), acquired, read_only);
         if let Some(url) = &settings.migrate_url {
