@@ -171,29 +171,7 @@ impl PgStore {
 
     /// The store `[database]` describes. Connects lazily: nothing is dialled yet.
     pub fn from_settings(settings: &DatabaseSettings) -> anyhow::Result<Self> {
-        let opts: PgConnectOptions = settings
-            .url
-            .expose_secret()
-            .parse()
-            .context("database.url is not a valid PostgreSQL URL")?;
-        // A session left idle inside a transaction (its client stalled or vanished mid-way)
-        // is ended by the server, so its row locks do not outlive the client's own bound.
-        // lock_timeout is a session setting, so a write transaction needs no statement to
-        // set it; the outbox's takes skip locked rows and never wait on it.
-        let opts = opts.options([
-            (
-                "lock_timeout",
-                settings.lock_timeout.as_millis().max(1).to_string(),
-            ),
-            (
-                "statement_timeout",
-                settings.statement_timeout.as_millis().to_string(),
-            ),
-            (
-                "idle_in_transaction_session_timeout",
-                settings.tx_timeout().as_millis().to_string(),
-            ),
-        ]);
+        let opts = session_options(settings)?;
         let acquired = Arc::new(AtomicU64::new(0));
         let read_only = Arc::new(ReadOnlySeen::new());
         // Both pools, the transactions' and the access pool, are made alike.
@@ -333,3 +311,30 @@ pub(super) trait Statement<T>: Future<Output = Result<T, sqlx::Error>> + Sized {
 }
 
 impl<T, F: Future<Output = Result<T, sqlx::Error>>> Statement<T> for F {}
+
+/// The sessions' connect options: `database.url`, with the settings every pooled session
+/// carries. A session left idle inside a transaction (its client stalled or vanished
+/// mid-way) is ended by the server, so its row locks do not outlive the client's own bound.
+/// lock_timeout is a session setting, so a write transaction needs no statement to set it;
+/// the outbox's takes skip locked rows and never wait on it.
+fn session_options(settings: &DatabaseSettings) -> anyhow::Result<PgConnectOptions> {
+    let opts: PgConnectOptions = settings
+        .url
+        .expose_secret()
+        .parse()
+        .context("database.url is not a valid PostgreSQL URL")?;
+    Ok(opts.options([
+        (
+            "lock_timeout",
+            settings.lock_timeout.as_millis().max(1).to_string(),
+        ),
+        (
+            "statement_timeout",
+            settings.statement_timeout.as_millis().to_string(),
+        ),
+        (
+            "idle_in_transaction_session_timeout",
+            settings.tx_timeout().as_millis().to_string(),
+        ),
+    ]))
+}
