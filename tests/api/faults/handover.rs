@@ -5,11 +5,8 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
-
-use crate::support::app::{spawn_app_with, AppOptions, TestApp};
-use crate::support::inspect::wait_for;
-use crate::support::views::typed_events;
+use super::outbox::assert_in_order;
+use crate::support::app::{spawn_app_with, AppOptions};
 use kh_review_testkit::proxy::Proxy;
 use kh_review_testkit::stores::amqp_url;
 
@@ -37,7 +34,7 @@ async fn an_instance_stopped_mid_drain_leaves_no_row_taken_and_no_event_twice() 
     for _ in 0..DOCUMENTS {
         docs.push(a.approved_review().await);
     }
-    projected(&owner).await;
+    owner.outbox_projected(Duration::from_secs(20)).await;
     // Each publish reaches the broker 300 ms late, so that the stop lands mid-drain.
     proxy.delay_requests_containing(owner.shared.exchange.as_bytes(), Duration::from_millis(300));
     proxy.restore();
@@ -72,39 +69,9 @@ async fn an_instance_stopped_mid_drain_leaves_no_row_taken_and_no_event_twice() 
     events.extend(owner.wait_events(rest, Duration::from_secs(10)).await);
     owner.outbox_drained(Duration::from_secs(10)).await;
     events.extend(owner.take_events().await.into_iter().map(|(v, _)| v));
-    each_once_in_order(&events, &docs);
+    // Each document's two events once each, in order: nothing published twice.
+    assert_eq!(events.len(), total, "events: {events:?}");
+    assert_in_order(&events, &docs);
     b.stop().await;
     owner.finish().await;
-}
-
-async fn projected(app: &TestApp) {
-    wait_for(
-        "every event to be projected",
-        Duration::from_secs(20),
-        || async {
-            let left = app
-                .count("SELECT count(*) FROM outbox WHERE done_at IS NULL AND projected_at IS NULL")
-                .await;
-            (left == 0).then_some(())
-        },
-    )
-    .await;
-}
-
-/// Each document's two events, once each, in their order.
-fn each_once_in_order(bodies: &[Value], docs: &[(String, String)]) {
-    let events = typed_events(bodies);
-    assert_eq!(events.len(), 2 * docs.len(), "events: {bodies:?}");
-    for (doc, _) in docs {
-        let kinds: Vec<(&str, i64)> = events
-            .iter()
-            .filter(|e| e.document_id.to_string() == *doc)
-            .map(|e| (e.event_type.as_str(), e.document_version))
-            .collect();
-        assert_eq!(
-            kinds,
-            [("document.submitted", 2), ("document.approved", 3)],
-            "doc {doc}"
-        );
-    }
 }

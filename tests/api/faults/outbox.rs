@@ -20,7 +20,7 @@ async fn run_two_documents(app: &TestApp) -> Vec<(String, String)> {
     out
 }
 
-fn assert_in_order(bodies: &[Value], docs: &[(String, String)]) {
+pub(super) fn assert_in_order(bodies: &[Value], docs: &[(String, String)]) {
     let events = typed_events(bodies);
     for (doc, _) in docs {
         let kinds: Vec<(&str, i64)> = events
@@ -91,17 +91,7 @@ async fn a_backlog_of_many_batches_drains_in_order_while_the_next_batch_is_claim
     for _ in 0..6 {
         docs.extend(run_two_documents(&app).await);
     }
-    wait_for(
-        "every event to be projected",
-        Duration::from_secs(20),
-        || async {
-            let left = app
-                .count("SELECT count(*) FROM outbox WHERE done_at IS NULL AND projected_at IS NULL")
-                .await;
-            (left == 0).then_some(())
-        },
-    )
-    .await;
+    app.outbox_projected(Duration::from_secs(20)).await;
     assert!(app.take_events().await.is_empty(), "nothing published yet");
     proxy.restore();
     let events = app.wait_events(24, Duration::from_secs(30)).await;

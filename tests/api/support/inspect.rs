@@ -200,6 +200,17 @@ impl TestApp {
             .await
     }
 
+    /// Waits until every outbox row's projection is written (its event may still wait).
+    pub async fn outbox_projected(&self, deadline: Duration) {
+        wait_for("every event to be projected", deadline, || async {
+            let left = self
+                .count("SELECT count(*) FROM outbox WHERE done_at IS NULL AND projected_at IS NULL")
+                .await;
+            (left == 0).then_some(())
+        })
+        .await
+    }
+
     /// Waits until the outbox is fully delivered.
     pub async fn outbox_drained(&self, deadline: Duration) {
         wait_for("the outbox to drain", deadline, || async {
