@@ -222,7 +222,7 @@ impl PgStore {
             .clone()
             .options([("plan_cache_mode", "force_generic_plan")]);
         let pools = (
-            pool(settings.max_connections, opts.clone()),
+            pool(settings.max_connections, opts),
             pool(settings.access_connections, access),
         );
         let mut store = Self::over(pools, settings.tx_timeout(), acquired, read_only);
