@@ -156,14 +156,15 @@ pub(super) async fn publish_pass_ahead(
     }
     let (pass, delivered) = publish_rows(d, rows).await;
     // The last batch's marks went on while this one was published: at most one batch's
-    // marks in flight.
-    pipeline.settle_marks().await?;
+    // marks in flight. This batch's marks go out even when the last batch's failed.
+    let settled = pipeline.settle_marks().await;
     if !delivered.is_empty() {
         let store = d.store.clone();
         pipeline.marking = Some(tokio::spawn(
             async move { store.mark_done(&delivered).await },
         ));
     }
+    settled?;
     let pass = pass?;
     if pass.down {
         give_back(d, pipeline.ahead.take()).await;
