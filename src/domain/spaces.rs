@@ -240,11 +240,16 @@ pub struct TokenRoles {
 
 /// What a caller may do where: the platform admin flag, and its roles in each space where it
 /// has any. Made once per request from the token and the memberships read then (a change of
-/// membership holds from the next request on).
+/// membership holds from the next request on), or from the token alone with the memberships
+/// left to the request's transactions ([`Access::memberships_unread`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Access {
     platform_admin: bool,
     spaces: BTreeMap<String, SpaceRoles>,
+    /// The memberships are not in `spaces` yet: each transaction of the request reads them
+    /// as it begins (`store::scope::defer`), and what it decides by space, it decides with
+    /// [`Access::joined`] of what it read.
+    unread: bool,
 }
 
 impl Access {
@@ -278,7 +283,37 @@ impl Access {
         Self {
             platform_admin: token.admin,
             spaces,
+            unread: false,
         }
+    }
+
+    /// The access of a caller whose token carries `token` roles, its memberships not read:
+    /// every transaction of its request reads them as it begins, in the same round trip
+    /// (a route whose checks before its transaction the token alone passes). The platform
+    /// admin's memberships change nothing, so its access is whole at once.
+    pub fn memberships_unread(token: TokenRoles) -> Self {
+        Self {
+            unread: !token.admin,
+            ..Self::new(token, [])
+        }
+    }
+
+    /// The memberships are still to be read ([`Access::memberships_unread`]).
+    pub fn is_unread(&self) -> bool {
+        self.unread
+    }
+
+    /// This access with `memberships` read: what [`Access::new`] makes of the same token
+    /// and memberships.
+    pub fn joined(&self, memberships: impl IntoIterator<Item = (String, SpaceRoles)>) -> Self {
+        let mut joined = self.clone();
+        for (space, roles) in memberships {
+            let entry = joined.spaces.entry(space).or_default();
+            *entry = entry.union(roles);
+        }
+        joined.spaces.retain(|_, r| !r.is_empty());
+        joined.unread = false;
+        joined
     }
 
     /// The platform admin: every role in every space.
@@ -286,6 +321,7 @@ impl Access {
         Self {
             platform_admin: true,
             spaces: BTreeMap::new(),
+            unread: false,
         }
     }
 

@@ -8,7 +8,7 @@ use uuid::Uuid;
 use crate::domain::{Comment, Decision, RejectReason, ReviewStatus, SpaceKey, Transitioned};
 use crate::store::{QueueFilter, QueueOrder};
 use crate::usecases::Context;
-use crate::web::auth::{Caller, Role};
+use crate::web::auth::{Caller, Role, Voter};
 use crate::web::body::{parse_json, read_body};
 use crate::web::error::{ApiError, ErrorEnvelope};
 use crate::web::fields;
@@ -76,7 +76,7 @@ pub async fn approve(
     req: HttpRequest,
     path: web::Path<Uuid>,
     payload: web::Payload,
-    caller: Caller,
+    Voter(caller): Voter,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Reviewer)?;
@@ -139,7 +139,7 @@ pub async fn reject(
     req: HttpRequest,
     path: web::Path<Uuid>,
     payload: web::Payload,
-    caller: Caller,
+    Voter(caller): Voter,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Reviewer)?;

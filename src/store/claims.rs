@@ -38,7 +38,7 @@ impl PgStore {
         op: ClaimOp,
         ctx: &WriteContext<'_>,
     ) -> Result<Uncommitted<Review>, WriteError> {
-        let (mut tx, locked, head) = self.lock_review_and_document(review_id).await?;
+        let (mut tx, locked, head, _) = self.lock_review_and_document(review_id).await?;
         let (Some(doc), Some(review), Some(head)) = (&locked.document, &locked.review, head) else {
             return Err(Refusal::NotFound.into());
         };

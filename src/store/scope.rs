@@ -6,6 +6,9 @@
 //! - a request's task holds the spaces where its caller has a role ([`serve`], then
 //!   [`grant`] once the caller is known; `*` for the platform admin), and a request
 //!   whose caller is not known yet, or that forgot to say, declares none and sees nothing;
+//!   a request whose checks before its transaction its token alone passes (a vote) may
+//!   instead have each transaction read the caller's memberships in that round trip and
+//!   declare the spaces they give ([`defer`]);
 //! - a store made for background work ([`PgStore::background`]) declares `kh.background`,
 //!   which nothing on a request's path sets.
 //!
@@ -21,9 +24,11 @@ use sqlx::{AssertSqlSafe, PgPool, Postgres, Transaction};
 
 use super::error::StoreError;
 use super::pg::{PgStore, Statement};
-use crate::domain::Access;
+use super::spaces::memberships::reading_begin;
+use crate::domain::{Access, TokenRoles, UserId};
 
 tokio::task_local! {
+    /// The statement the current request's transactions open with (None: none declared).
     static SPACES: RefCell<Option<Arc<str>>>;
 }
 
@@ -37,16 +42,40 @@ pub fn spaces_of(access: &Access) -> String {
     keys.join(",")
 }
 
-/// Runs a request's `fut` with a scope that declares no space until [`grant`] says which.
+/// Runs a request's `fut` with a scope that declares no space until [`grant`] or [`defer`]
+/// says which.
 pub async fn serve<F: Future>(fut: F) -> F::Output {
     SPACES.scope(RefCell::new(None), fut).await
 }
 
 /// Declares, for the rest of the current request's task, the spaces `access` may touch.
-/// Outside a request's task (no [`serve`]) it does nothing.
+/// Outside a request's task (no [`serve`]) it does nothing. Space keys are `[a-z0-9-]`
+/// (the `spaces_key_shape` check, `SpaceKey`), so the literal needs no escaping; a quote
+/// is doubled all the same.
 pub fn grant(access: &Access) {
-    let spaces: Arc<str> = spaces_of(access).into();
-    let _ = SPACES.try_with(|cell| *cell.borrow_mut() = Some(spaces));
+    let begin = format!(
+        "BEGIN; SELECT set_config('kh.spaces', '{}', true)",
+        spaces_of(access).replace('\'', "''")
+    );
+    declare(begin.into());
+}
+
+/// Declares, for the rest of the current request's task, that each of its transactions
+/// reads the memberships of the caller `id` in `groups` (its token carrying `token`) as it
+/// begins, and declares the spaces they give (`spaces::memberships::reading_begin`).
+/// False, declaring nothing, when they cannot be read that way: the caller's memberships
+/// are then read first and [`grant`] says what they give.
+pub fn defer(id: &UserId, groups: &[String], token: TokenRoles) -> bool {
+    match reading_begin(id, groups, token) {
+        Some(begin) => declare(begin.into()),
+        None => false,
+    }
+}
+
+fn declare(begin: Arc<str>) -> bool {
+    SPACES
+        .try_with(|cell| *cell.borrow_mut() = Some(begin))
+        .is_ok()
 }
 
 /// `fut` (work a request moves to another task) with the scope of the task that calls
@@ -55,23 +84,19 @@ pub fn carry<F: Future>(fut: F) -> impl Future<Output = F::Output> {
     SPACES.scope(RefCell::new(declared()), fut)
 }
 
-/// The current task's declared spaces (None: none declared).
+/// The current task's opening statement (None: no space declared).
 fn declared() -> Option<Arc<str>> {
     SPACES.try_with(|cell| cell.borrow().clone()).ok().flatten()
 }
 
 /// The statement that opens a transaction in `background` or in the current task's
-/// scope. Space keys are `[a-z0-9-]` (the `spaces_key_shape` check, `SpaceKey`), so the
-/// literal needs no escaping; a quote is doubled all the same.
+/// scope.
 pub(super) fn begin_statement(background: bool) -> String {
     if background {
         return "BEGIN; SELECT set_config('kh.background', 'on', true)".to_string();
     }
     match declared() {
-        Some(spaces) => format!(
-            "BEGIN; SELECT set_config('kh.spaces', '{}', true)",
-            spaces.replace('\'', "''")
-        ),
+        Some(begin) => begin.to_string(),
         None => "BEGIN".to_string(),
     }
 }
@@ -203,6 +228,27 @@ mod tests {
         grant(&access);
         assert_eq!(begin_statement(false), "BEGIN");
         assert!(begin_statement(true).contains("'kh.background', 'on'"));
+    }
+
+    #[tokio::test]
+    async fn a_vote_may_leave_its_memberships_to_each_transaction() {
+        let id = UserId::parse("rex").unwrap();
+        let token = TokenRoles {
+            reviewer: true,
+            ..Default::default()
+        };
+        let (deferred, carried, refused) = serve(async {
+            let deferred = defer(&id, &[], token);
+            let carried = tokio::spawn(carry(async { begin_statement(false) }));
+            let refused = defer(&id, &["a\0b".to_string()], token);
+            (deferred, carried.await.unwrap(), refused)
+        })
+        .await;
+        assert!(deferred && !refused);
+        assert!(carried.starts_with("BEGIN; SELECT set_config('kh.memberships'"));
+        assert!(carried.contains("ARRAY[E'user:rex']"), "{carried}");
+        // Outside a request there is nowhere to declare it.
+        assert!(!defer(&id, &[], token));
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub(crate) enum Item {
 /// The caller of a use case, kept for after its [`Context`] has been handed on.
 pub(crate) struct Asker {
     id: UserId,
+    groups: Vec<String>,
     access: Arc<Access>,
 }
 
@@ -35,15 +36,32 @@ impl Asker {
     pub(crate) fn of(ctx: &Context) -> Self {
         Self {
             id: ctx.actor.clone(),
+            groups: ctx.groups.clone(),
             access: ctx.access.clone(),
         }
     }
 
-    pub(crate) fn reader(&self) -> Reader<'_> {
-        Reader {
+    /// [`hide_contention`] for this caller; its memberships read first if its request left
+    /// them to its transactions ([`Access::memberships_unread`]) and the answer is about
+    /// contention.
+    pub(crate) async fn hide_contention<T>(
+        self,
+        store: &PgStore,
+        item: Item,
+        result: Result<T, Error>,
+    ) -> Result<T, Error> {
+        let access = match &result {
+            Err(e) if tells_contention(e) && self.access.is_unread() => {
+                let memberships = store.memberships_of(&self.id, &self.groups).await?;
+                Arc::new(self.access.joined(memberships))
+            }
+            _ => self.access,
+        };
+        let reader = Reader {
             id: &self.id,
-            access: &self.access,
-        }
+            access: &access,
+        };
+        hide_contention(store, reader, item, result).await
     }
 }
 

@@ -100,3 +100,43 @@ fn the_platform_admin_has_every_role_everywhere() {
     assert_eq!(access.spaces_with(SpaceRole::Reviewer), None);
     assert!(access.is_anyone());
 }
+
+#[test]
+fn memberships_joined_later_give_what_reading_them_first_gives() {
+    let token = TokenRoles {
+        reviewer: true,
+        ..Default::default()
+    };
+    let memberships = || {
+        [
+            ("hr".to_string(), SpaceRoles::of([SpaceRole::Author])),
+            ("hr".to_string(), SpaceRoles::of([SpaceRole::Reviewer])),
+            (
+                "default".to_string(),
+                SpaceRoles::of([SpaceRole::SpaceAdmin]),
+            ),
+            ("ops".to_string(), SpaceRoles::NONE),
+        ]
+    };
+    let unread = Access::memberships_unread(token);
+    assert!(unread.is_unread());
+    assert_eq!(unread.roles_in("hr"), SpaceRoles::NONE);
+    let joined = unread.joined(memberships());
+    assert!(!joined.is_unread());
+    assert_eq!(joined, Access::new(token, memberships()));
+    assert_eq!(
+        joined.roles_in("default").names(),
+        ["reviewer", "space_admin"]
+    );
+    assert_eq!(
+        joined.spaces_with(SpaceRole::Reviewer).unwrap(),
+        ["default", "hr"]
+    );
+
+    // The platform admin's access is whole from its token.
+    let admin = TokenRoles {
+        admin: true,
+        ..Default::default()
+    };
+    assert!(!Access::memberships_unread(admin).is_unread());
+}

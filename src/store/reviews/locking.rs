@@ -36,17 +36,19 @@ pub(crate) enum AtOnce {
     NotNow,
 }
 
-/// Locks the document of `review_id` and the review in one statement, if it can at once.
+/// Locks the document of `review_id` and the review in one statement, if it can at once;
+/// with the transaction's `kh.memberships` when the statement found the review.
 pub(crate) async fn lock_at_once(
     tx: &mut Transaction<'static, Postgres>,
     review_id: Uuid,
-) -> Result<AtOnce, StoreError> {
+) -> Result<(AtOnce, Option<String>), StoreError> {
     let Some(r) = sqlx::query_file!("src/store/reviews/sql/lock_review.sql", review_id)
         .fetch_optional(&mut **tx)
         .await?
     else {
-        return Ok(AtOnce::NotNow);
+        return Ok((AtOnce::NotNow, None));
     };
+    let memberships = r.memberships;
     let (document, head) = LockedDocument {
         id: r.id,
         title: r.title,
@@ -71,7 +73,8 @@ pub(crate) async fn lock_at_once(
     }
     .split();
     if !r.fresh {
-        return Ok(AtOnce::ReviewChanged(Box::new((document, head))));
+        let changed = AtOnce::ReviewChanged(Box::new((document, head)));
+        return Ok((changed, memberships));
     }
     let row = ReviewRow {
         id: r.review_id,
@@ -99,5 +102,6 @@ pub(crate) async fn lock_at_once(
         claims: r.claims.0,
     };
     let review = row.with(flow);
-    Ok(AtOnce::Locked(Box::new((document, head, review, r.now))))
+    let locked = AtOnce::Locked(Box::new((document, head, review, r.now)));
+    Ok((locked, memberships))
 }

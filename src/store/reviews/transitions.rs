@@ -25,6 +25,7 @@ use crate::store::error::{violates, StoreError, WriteError};
 use crate::store::outbox::delivery::OutboxRow;
 use crate::store::pg::{PgStore, Statement};
 use crate::store::policies::current_policy;
+use crate::store::spaces::memberships::parse_read;
 use crate::store::tx::{write_audit_and_event, Uncommitted, WriteContext};
 
 impl PgStore {
@@ -75,7 +76,23 @@ impl PgStore {
         groups: Vec<String>,
         ctx: &WriteContext<'_>,
     ) -> Result<Uncommitted<Transitioned>, WriteError> {
-        let (tx, locked, head) = self.lock_review_and_document(review_id).await?;
+        let (mut tx, locked, head, read) = self.lock_review_and_document(review_id).await?;
+        // A caller whose memberships this transaction read as it began is judged with them.
+        let joined;
+        let ctx = &match ctx.access.is_unread() {
+            true => {
+                let read = match read {
+                    Some(read) => read,
+                    None => memberships_read(&mut tx).await?,
+                };
+                joined = ctx.access.joined(parse_read(&read));
+                WriteContext {
+                    access: &joined,
+                    ..*ctx
+                }
+            }
+            false => *ctx,
+        };
         let command = Command::Decide { decision, groups };
         let plan =
             rules::plan_conditional(&locked, ctx.reader(), command, ctx.guard, ctx.conditions)?;
@@ -114,13 +131,15 @@ impl PgStore {
 
     /// Opens a write transaction and locks the document of `review_id` (its chain head
     /// read with it), then the review; `Locked.now` is read once both are held. In one
-    /// statement when nobody holds either row (`locking`), else one each.
+    /// statement when nobody holds either row (`locking`), else one each. With the
+    /// transaction's `kh.memberships` when that one statement found the review.
     pub(crate) async fn lock_review_and_document(
         &self,
         review_id: Uuid,
-    ) -> Result<(Transaction<'static, Postgres>, Locked, Option<Head>), StoreError> {
+    ) -> Result<LockedReview, StoreError> {
         let mut tx = self.begin().await?;
-        let (document, head) = match lock_at_once(&mut tx, review_id).await? {
+        let (at_once, read) = lock_at_once(&mut tx, review_id).await?;
+        let (document, head) = match at_once {
             AtOnce::Locked(locked) => {
                 let (document, head, review, now) = *locked;
                 let locked = Locked {
@@ -130,7 +149,7 @@ impl PgStore {
                     lease: None,
                     now,
                 };
-                return Ok((tx, locked, Some(head)));
+                return Ok((tx, locked, Some(head), read));
             }
             // Both held already: the review is read again, by a statement of its own.
             AtOnce::ReviewChanged(held) => {
@@ -154,7 +173,7 @@ impl PgStore {
                 }
             }
         };
-        Ok((tx, locked, head))
+        Ok((tx, locked, head, read))
     }
 
     /// The approvals the current stage of `review_id` needs (`None`: no such review). Read
@@ -172,6 +191,23 @@ impl PgStore {
         .await?;
         Ok(needs.flatten())
     }
+}
+
+/// A review and its document locked in an open transaction (see
+/// [`PgStore::lock_review_and_document`]).
+pub(crate) type LockedReview = (
+    Transaction<'static, Postgres>,
+    Locked,
+    Option<Head>,
+    Option<String>,
+);
+
+/// The caller's memberships as the transaction's `BEGIN` read them (`kh.memberships`).
+async fn memberships_read(tx: &mut Transaction<'static, Postgres>) -> Result<String, StoreError> {
+    let read = sqlx::query_scalar!(r#"SELECT current_setting('kh.memberships', true) AS "read""#)
+        .fetch_one(&mut **tx)
+        .await?;
+    Ok(read.unwrap_or_default())
 }
 
 impl PgStore {

@@ -200,7 +200,7 @@ impl ReviewService {
     ) -> Result<T, Error> {
         let asker = Asker::of(&ctx);
         let done = self.locked_write(key, scope, ctx, kind, write).await;
-        hide_contention(&self.store, asker.reader(), item, done).await
+        asker.hide_contention(&self.store, item, done).await
     }
 
     /// Lock, run the transaction under it, release, deliver.

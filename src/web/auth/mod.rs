@@ -105,33 +105,67 @@ impl FromRequest for Caller {
     /// The token checked, then the caller's memberships read: a token with no role of its
     /// own and no membership is refused (403) on every route.
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let found = bearer_token(req).and_then(|token| {
-            let verifier = req.app_data::<web::Data<JwtVerifier>>().ok_or_else(|| {
-                ApiError::internal(anyhow::anyhow!("JwtVerifier missing from app data"))
-            })?;
-            let spaces = req.app_data::<web::Data<SpaceService>>().ok_or_else(|| {
-                ApiError::internal(anyhow::anyhow!("SpaceService missing from app data"))
-            })?;
-            Ok((verifier.clone(), spaces.clone(), token.to_string()))
-        });
-        Box::pin(async move {
-            let (verifier, spaces, token) = found?;
-            let mut caller = verifier.verify(&token).await?;
-            let access = spaces
-                .access(&caller.id, &caller.groups, caller.token_roles())
-                .await?;
-            if !access.is_anyone() {
-                return Err(ApiError::forbidden(
-                    "the token carries none of the roles author, reviewer, admin, and its \
-                     subject is a member of no space",
-                ));
-            }
-            // From here on, this request's transactions see the rows of the caller's spaces.
-            crate::store::scope::grant(&access);
-            caller.access = Arc::new(access);
-            Ok(caller)
-        })
+        authenticate(req, false)
     }
+}
+
+/// The caller of a vote (approve, reject): a [`Caller`] whose memberships, when its token
+/// carries the reviewer role, are read by each of the request's transactions as it begins
+/// rather than before ([`Access::memberships_unread`]): what the handler checks before its
+/// transaction (the reviewer role somewhere) the token alone passes then, and what the
+/// transaction decides by the document's space, it decides with the memberships it read.
+/// Any other token is checked as [`Caller`] checks it.
+pub struct Voter(pub Caller);
+
+impl FromRequest for Voter {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<Self, Self::Error>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let caller = authenticate(req, true);
+        Box::pin(async move { caller.await.map(Voter) })
+    }
+}
+
+/// The token checked, then the caller's memberships read (or, `defer`ring for a token
+/// that carries the reviewer role, left to the request's transactions).
+fn authenticate(
+    req: &HttpRequest,
+    defer: bool,
+) -> LocalBoxFuture<'static, Result<Caller, ApiError>> {
+    let found = bearer_token(req).and_then(|token| {
+        let verifier = req.app_data::<web::Data<JwtVerifier>>().ok_or_else(|| {
+            ApiError::internal(anyhow::anyhow!("JwtVerifier missing from app data"))
+        })?;
+        let spaces = req.app_data::<web::Data<SpaceService>>().ok_or_else(|| {
+            ApiError::internal(anyhow::anyhow!("SpaceService missing from app data"))
+        })?;
+        Ok((verifier.clone(), spaces.clone(), token.to_string()))
+    });
+    Box::pin(async move {
+        let (verifier, spaces, token) = found?;
+        let mut caller = verifier.verify(&token).await?;
+        let roles = caller.token_roles();
+        if defer
+            && roles.reviewer
+            && !roles.admin
+            && crate::store::scope::defer(&caller.id, &caller.groups, roles)
+        {
+            caller.access = Arc::new(Access::memberships_unread(roles));
+            return Ok(caller);
+        }
+        let access = spaces.access(&caller.id, &caller.groups, roles).await?;
+        if !access.is_anyone() {
+            return Err(ApiError::forbidden(
+                "the token carries none of the roles author, reviewer, admin, and its \
+                 subject is a member of no space",
+            ));
+        }
+        // From here on, this request's transactions see the rows of the caller's spaces.
+        crate::store::scope::grant(&access);
+        caller.access = Arc::new(access);
+        Ok(caller)
+    })
 }
 
 fn bearer_token(req: &HttpRequest) -> Result<&str, ApiError> {

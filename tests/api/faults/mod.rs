@@ -24,7 +24,7 @@ mod probes;
 mod read_only;
 mod required_queues;
 mod reverification;
-mod review_lock;
+pub(crate) mod review_lock;
 mod startup;
 mod tasks;
 mod traces;

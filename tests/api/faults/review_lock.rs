@@ -71,7 +71,7 @@ async fn whatever_changes_a_reviews_votes_or_claims_writes_its_row() {
 }
 
 /// Another writer's session holding `document`'s row lock, and its backend's pid.
-async fn hold_document(app: &TestApp, document: &str) -> (PgConnection, i32) {
+pub(crate) async fn hold_document(app: &TestApp, document: &str) -> (PgConnection, i32) {
     let mut c = PgConnection::connect(app.owner_url()).await.unwrap();
     sqlx::query("BEGIN").execute(&mut c).await.unwrap();
     sqlx::query("SELECT 1 FROM documents WHERE id = $1::uuid FOR UPDATE")
@@ -87,7 +87,7 @@ async fn hold_document(app: &TestApp, document: &str) -> (PgConnection, i32) {
 }
 
 /// Waits until a session of `app`'s database other than `holder` waits for a row lock.
-async fn someone_waits_for_a_lock(app: &TestApp, holder: i32) {
+pub(crate) async fn someone_waits_for_a_lock(app: &TestApp, holder: i32) {
     wait_for(
         "the vote to wait for the row lock",
         Duration::from_secs(10),

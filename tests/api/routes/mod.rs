@@ -38,5 +38,6 @@ mod space_events;
 mod space_lists;
 mod space_members;
 pub(crate) mod spaces;
+mod vote_access;
 mod webhooks;
 mod writes;

@@ -1,7 +1,9 @@
 -- A review and its document locked in one statement (src/store/reviews/locking.rs): the
 -- document row first, then the review row, each skipped rather than waited for; with the
 -- review's policy stages, votes and claims, whether the review row read is the one this
--- statement's snapshot holds (`fresh`), and the time once both locks are held.
+-- statement's snapshot holds (`fresh`), the time once both locks are held, and the caller's
+-- memberships as the transaction's BEGIN read them (`kh.memberships`, when it did:
+-- src/store/spaces/memberships.rs).
 SELECT l.id AS "id!", l.title AS "title!", l.body AS "body!",
        l.status AS "status!: DocumentStatus", l.version AS "version!",
        l.author_id AS "author_id!", l.space_id AS "space!", l.current_review_id, l.policy AS "policy!",
@@ -17,7 +19,8 @@ SELECT l.id AS "id!", l.title AS "title!", l.body AS "body!",
        l.kind AS "kind!: ReviewKind", l.reverify_after_secs,
        l.claim_ttl_secs AS "claim_ttl_secs!", l.stages AS "stages!: Json<Vec<Stage>>",
        l.votes AS "votes!: Json<Vec<Vote>>", l.claims AS "claims!: Json<Vec<Claim>>",
-       l.fresh AS "fresh!", clock_timestamp() AS "now!"
+       l.fresh AS "fresh!", clock_timestamp() AS "now!",
+       current_setting('kh.memberships', true) AS memberships
 FROM (
   SELECT d.id, d.title, d.body, d.status, d.version, d.author_id, d.space_id, d.current_review_id,
          d.policy, d.fence_token, d.created_at, d.updated_at, d.published_version,
