@@ -29,7 +29,7 @@ pub struct MongoSettings {
     #[serde_as(as = "DurationMilliSeconds<u64>")]
     #[serde(rename = "breaker_open_ms")]
     pub breaker_open: Duration,
-    /// Projection updates that arrive while one is on its way go out together in the next
+    /// Projection updates that arrive while two are on their way go out together in the next
     /// `update` command (false: each in its own).
     pub group_writes: bool,
 }

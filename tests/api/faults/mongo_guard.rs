@@ -230,3 +230,54 @@ async fn concurrent_projections_share_commands_and_a_stale_copy_stays_out() {
     }
     app.finish().await;
 }
+
+/// A second grouped command goes while the first is unanswered: with one command at a
+/// time, updates that arrive meanwhile waited for its answer, and under load the projection
+/// was what approvals waited for. The first update's answer is held until a second command
+/// is sent (at most 5 s): the updates that arrive meanwhile do not wait for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_group_goes_while_the_first_is_unanswered() {
+    let app = spawn_app().await;
+    let mut ids = Vec::new();
+    for i in 0..9 {
+        ids.push(app.create_document(&format!("pair {i}"), "v1").await.id);
+    }
+    app.outbox_drained(Duration::from_secs(10)).await;
+    let proxy = MongoWireProxy::start(host_port(&mongo_url())).await;
+    let mongo = projection(&proxy.url(), &app).await;
+    proxy.hold_updates_until_sent(2);
+    let at = Utc::now();
+    let copies: Vec<Document> = ids.iter().map(|id| copy(*id, 3, "v3", at)).collect();
+    let first = {
+        let (mongo, c) = (mongo.clone(), copies[0].clone());
+        tokio::spawn(async move { mongo.project(&c).await })
+    };
+    wait_for(
+        "the first update to be sent",
+        Duration::from_secs(10),
+        || {
+            let sent = proxy.commands("update").len();
+            async move { (sent == 1).then_some(()) }
+        },
+    )
+    .await;
+    let rest = join_all(copies[1..].iter().map(|c| mongo.project(c))).await;
+    assert!(matches!(first.await.unwrap(), Ok(Projected::Updated)));
+    assert!(
+        rest.iter().all(|o| matches!(o, Ok(Projected::Updated))),
+        "{rest:?}"
+    );
+    assert_eq!(
+        proxy.updates_open_max(),
+        2,
+        "the second command waited for the first"
+    );
+    let sizes: Vec<usize> = proxy
+        .commands("update")
+        .iter()
+        .map(|u| u.get_array("updates").map_or(0, |a| a.len()))
+        .collect();
+    assert_eq!(sizes[0], 1, "{sizes:?}");
+    assert_eq!(sizes.iter().sum::<usize>(), 9, "{sizes:?}");
+    app.finish().await;
+}

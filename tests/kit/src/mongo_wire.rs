@@ -2,12 +2,15 @@
 //! a client sends (so a test can see which write concern and read concern reached the
 //! server), and can add a `writeConcernError` to the server's replies to one kind of
 //! command, which is how a replica set answers a write that did not reach the concern in
-//! time (FerretDB has no replica sets and never does). Only OP_MSG (opcode 2013) without
-//! compression is read; anything else passes unchanged.
+//! time (FerretDB has no replica sets and never does). It counts the `update` commands on
+//! their way (sent, not yet answered), and can hold their answers back until a number of
+//! them has been sent. Only OP_MSG (opcode 2013) without compression is read; anything else
+//! passes unchanged.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use mongodb::bson::{doc, Document};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -24,7 +27,18 @@ struct Shared {
     /// The command whose replies get a `writeConcernError`, while set.
     refuse: Mutex<Option<String>>,
     refused: AtomicUsize,
+    /// `update` commands sent so far, on their way now, and the most on their way at once.
+    updates_sent: AtomicUsize,
+    updates_open: AtomicUsize,
+    updates_open_max: AtomicUsize,
+    /// While set: an `update`'s answer waits until this many have been sent (or
+    /// [`HOLD_AT_MOST`] has passed).
+    hold_until: Mutex<Option<usize>>,
+    sent: tokio::sync::Notify,
 }
+
+/// The longest an answer is held back.
+const HOLD_AT_MOST: Duration = Duration::from_secs(5);
 
 pub struct MongoWireProxy {
     pub port: u16,
@@ -93,6 +107,45 @@ impl MongoWireProxy {
     pub fn refused(&self) -> usize {
         self.shared.refused.load(Ordering::Relaxed)
     }
+
+    /// From now on, the answer to an `update` command is held back until `n` update
+    /// commands have been sent through the proxy in all (at most 5 s).
+    pub fn hold_updates_until_sent(&self, n: usize) {
+        *self.shared.hold_until.lock().unwrap() = Some(n);
+    }
+
+    /// The most `update` commands that were on their way at once (sent, not answered).
+    pub fn updates_open_max(&self) -> usize {
+        self.shared.updates_open_max.load(Ordering::SeqCst)
+    }
+}
+
+impl Shared {
+    fn update_sent(&self) {
+        self.updates_sent.fetch_add(1, Ordering::SeqCst);
+        let open = self.updates_open.fetch_add(1, Ordering::SeqCst) + 1;
+        self.updates_open_max.fetch_max(open, Ordering::SeqCst);
+        self.sent.notify_waiters();
+    }
+
+    /// Waits, if answers are held, until enough updates were sent or the hold ran out; then
+    /// the update is answered.
+    async fn update_answered(&self) {
+        let held = *self.hold_until.lock().unwrap();
+        if let Some(n) = held {
+            let deadline = tokio::time::Instant::now() + HOLD_AT_MOST;
+            loop {
+                let sent = self.sent.notified();
+                if self.updates_sent.load(Ordering::SeqCst) >= n {
+                    break;
+                }
+                if tokio::time::timeout_at(deadline, sent).await.is_err() {
+                    break;
+                }
+            }
+        }
+        self.updates_open.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Drop for MongoWireProxy {
@@ -127,10 +180,16 @@ async fn relay(
             if let Some(body) = body_of(&rest) {
                 if up {
                     let name = body.keys().next().cloned().unwrap_or_default();
+                    if name == "update" {
+                        shared.update_sent();
+                    }
                     asked.lock().unwrap().insert(request_id, name);
                     shared.commands.lock().unwrap().push(body);
                 } else {
                     let command = asked.lock().unwrap().remove(&response_to);
+                    if command.as_deref() == Some("update") {
+                        shared.update_answered().await;
+                    }
                     let refuse = shared.refuse.lock().unwrap().clone();
                     if command.is_some() && command == refuse {
                         message = refused(&header, body);
