@@ -161,6 +161,31 @@ async fn a_refused_write_concern_is_a_retried_projection_not_a_published_event()
     app.finish().await;
 }
 
+/// `n` documents created and projected, and a projection of `app`'s reaching MongoDB
+/// through a proxy that reads its commands.
+async fn projected_behind_a_proxy(
+    app: &TestApp,
+    n: usize,
+) -> (Vec<uuid::Uuid>, MongoWireProxy, MongoProjection) {
+    let mut ids = Vec::new();
+    for i in 0..n {
+        ids.push(app.create_document(&format!("group {i}"), "v1").await.id);
+    }
+    app.outbox_drained(Duration::from_secs(10)).await;
+    let proxy = MongoWireProxy::start(host_port(&mongo_url())).await;
+    let mongo = projection(&proxy.url(), app).await;
+    (ids, proxy, mongo)
+}
+
+/// How many statements each `update` command through `proxy` carried, in order.
+fn update_sizes(proxy: &MongoWireProxy) -> Vec<usize> {
+    proxy
+        .commands("update")
+        .iter()
+        .map(|u| u.get_array("updates").map_or(0, |a| a.len()))
+        .collect()
+}
+
 /// Projection writes that arrive together go out together: 31 documents projected at once
 /// reach MongoDB in fewer `update` commands than writes, and every copy is written. A copy
 /// older than the one MongoDB holds, sent with fresh ones and a document MongoDB does not
@@ -169,13 +194,7 @@ async fn a_refused_write_concern_is_a_retried_projection_not_a_published_event()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_projections_share_commands_and_a_stale_copy_stays_out() {
     let app = spawn_app().await;
-    let mut ids = Vec::new();
-    for i in 0..32 {
-        ids.push(app.create_document(&format!("group {i}"), "v1").await.id);
-    }
-    app.outbox_drained(Duration::from_secs(10)).await;
-    let proxy = MongoWireProxy::start(host_port(&mongo_url())).await;
-    let mongo = projection(&proxy.url(), &app).await;
+    let (ids, proxy, mongo) = projected_behind_a_proxy(&app, 32).await;
     let at = Utc::now();
     let fresh: Vec<Document> = ids[1..]
         .iter()
@@ -183,11 +202,7 @@ async fn concurrent_projections_share_commands_and_a_stale_copy_stays_out() {
         .collect();
     let outcomes = join_all(fresh.iter().map(|c| mongo.project(c))).await;
     assert!(outcomes.iter().all(|o| matches!(o, Ok(Projected::Updated))));
-    let sizes: Vec<usize> = proxy
-        .commands("update")
-        .iter()
-        .map(|u| u.get_array("updates").map_or(0, |a| a.len()))
-        .collect();
+    let sizes = update_sizes(&proxy);
     assert_eq!(sizes.iter().sum::<usize>(), 31, "{sizes:?}");
     assert!(sizes.len() < 31, "each update went alone: {sizes:?}");
     // FerretDB holds a connection of its pool of 50 per statement until a command ends.
@@ -238,13 +253,7 @@ async fn concurrent_projections_share_commands_and_a_stale_copy_stays_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_group_goes_while_the_first_is_unanswered() {
     let app = spawn_app().await;
-    let mut ids = Vec::new();
-    for i in 0..9 {
-        ids.push(app.create_document(&format!("pair {i}"), "v1").await.id);
-    }
-    app.outbox_drained(Duration::from_secs(10)).await;
-    let proxy = MongoWireProxy::start(host_port(&mongo_url())).await;
-    let mongo = projection(&proxy.url(), &app).await;
+    let (ids, proxy, mongo) = projected_behind_a_proxy(&app, 9).await;
     proxy.hold_updates_until_sent(2);
     let at = Utc::now();
     let copies: Vec<Document> = ids.iter().map(|id| copy(*id, 3, "v3", at)).collect();
@@ -272,11 +281,7 @@ async fn a_second_group_goes_while_the_first_is_unanswered() {
         2,
         "the second command waited for the first"
     );
-    let sizes: Vec<usize> = proxy
-        .commands("update")
-        .iter()
-        .map(|u| u.get_array("updates").map_or(0, |a| a.len()))
-        .collect();
+    let sizes = update_sizes(&proxy);
     assert_eq!(sizes[0], 1, "{sizes:?}");
     assert_eq!(sizes.iter().sum::<usize>(), 9, "{sizes:?}");
     app.finish().await;

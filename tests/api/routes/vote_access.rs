@@ -17,12 +17,14 @@ use crate::support::inspect::{expect_error, redis_cmd};
 /// A group name that a SQL literal must escape: a quote and a backslash.
 const GROUP: &str = "o'ne\\il";
 
-/// Spaces `a` (ann its author) and `b` (bo its author), and rex's token: the reviewer role
-/// of its own (it counts in `default`) and the group [`GROUP`].
+/// Spaces `a` (ann its author, the group [`GROUP`] its reviewer) and `b` (bo its author),
+/// and rex's token: the reviewer role of its own (it counts in `default`) and [`GROUP`].
 async fn spaces_and_rex(app: &TestApp) -> String {
     app.space("a").await;
     app.space("b").await;
     app.grant("a", "user:ann", &["author"]).await;
+    app.grant("a", &format!("group:{GROUP}"), &["reviewer"])
+        .await;
     app.grant("b", "user:bo", &["author"]).await;
     app.token_in("rex", &[Role::Reviewer], &[GROUP])
 }
@@ -31,8 +33,6 @@ async fn spaces_and_rex(app: &TestApp) -> String {
 async fn a_reviewer_token_votes_by_the_memberships_its_transaction_reads() {
     let app = spawn_app().await;
     let rex = spaces_and_rex(&app).await;
-    app.grant("a", &format!("group:{GROUP}"), &["reviewer"])
-        .await;
     let (_, in_a) = app.pending_in("a", &app.member("ann"), "In A").await;
     let (_, in_b) = app.pending_in("b", &app.member("bo"), "In B").await;
     // No role in b: the review does not exist for rex.
@@ -68,8 +68,6 @@ async fn a_reviewer_token_votes_by_the_memberships_its_transaction_reads() {
 async fn a_held_lock_is_told_to_a_member_and_hidden_from_anyone_else() {
     let app = spawn_app().await;
     let rex = spaces_and_rex(&app).await;
-    app.grant("a", &format!("group:{GROUP}"), &["reviewer"])
-        .await;
     let (_, in_a) = app.pending_in("a", &app.member("ann"), "In A").await;
     let key = app.lock_key_review(&in_a);
     redis_cmd(&app.redis, &["SET", &key, "someone-else", "PX", "60000"]).await;
@@ -87,8 +85,6 @@ async fn a_held_lock_is_told_to_a_member_and_hidden_from_anyone_else() {
 async fn a_vote_that_waits_for_the_document_reads_the_memberships_its_transaction_read() {
     let app = spawn_app().await;
     let rex = spaces_and_rex(&app).await;
-    app.grant("a", &format!("group:{GROUP}"), &["reviewer"])
-        .await;
     let (doc, in_a) = app.pending_in("a", &app.member("ann"), "In A").await;
     // The document held: the one statement that locks both skips it, and the vote takes
     // the slower way (the document waited for, then the review).
