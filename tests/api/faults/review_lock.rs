@@ -106,9 +106,18 @@ pub(crate) async fn someone_waits_for_a_lock(app: &TestApp, holder: i32) {
     .await
 }
 
-/// Approves `review` as `voter` in a task of its own.
+/// Approves `review` as `voter` (a reviewer by its token) in a task of its own.
 fn approve_later(app: &TestApp, review: &str, voter: &str) -> tokio::task::JoinHandle<StatusCode> {
-    let (client, token) = (app.client.clone(), app.token(voter, &[Role::Reviewer]));
+    approve_later_as(app, review, app.token(voter, &[Role::Reviewer]))
+}
+
+/// Approves `review` with `token` in a task of its own.
+pub(crate) fn approve_later_as(
+    app: &TestApp,
+    review: &str,
+    token: String,
+) -> tokio::task::JoinHandle<StatusCode> {
+    let client = app.client.clone();
     let url = app.url(&format!("/api/v1/reviews/{review}/approve"));
     tokio::spawn(async move {
         let r = client

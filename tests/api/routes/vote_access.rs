@@ -10,7 +10,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use sqlx::Connection;
 
-use crate::faults::review_lock::{hold_document, someone_waits_for_a_lock};
+use crate::faults::review_lock::{approve_later_as, hold_document, someone_waits_for_a_lock};
 use crate::support::app::{spawn_app, TestApp};
 use crate::support::inspect::{expect_error, redis_cmd};
 
@@ -89,20 +89,11 @@ async fn a_vote_that_waits_for_the_document_reads_the_memberships_its_transactio
     // The document held: the one statement that locks both skips it, and the vote takes
     // the slower way (the document waited for, then the review).
     let (mut holder, pid) = hold_document(&app, &doc).await;
-    let (client, url) = (
-        app.client.clone(),
-        app.url(&format!("/api/v1/reviews/{in_a}/approve")),
-    );
-    let vote = tokio::spawn(async move {
-        let r = client.post(url).bearer_auth(rex).json(&json!({})).send();
-        let r = r.await.unwrap();
-        (r.status(), r.text().await.unwrap())
-    });
+    let vote = approve_later_as(&app, &in_a, rex);
     someone_waits_for_a_lock(&app, pid).await;
     sqlx::query("COMMIT").execute(&mut holder).await.unwrap();
     holder.close().await.unwrap();
-    let (status, body) = vote.await.unwrap();
-    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(vote.await.unwrap(), StatusCode::OK);
     assert_eq!(app.review_status_in_db(&in_a).await, "APPROVED");
     app.finish().await;
 }
