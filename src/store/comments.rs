@@ -38,16 +38,17 @@ impl PgStore {
             .link(doc.id, &plan.audit, doc.version, ctx)
             .moved_with_document();
         let c = plan.comment;
-        // The chain head moves with the comment's number, in one statement.
+        // The chain head moves with the comment's number, in one statement; the comment is
+        // in the space the document row names.
         let row = sqlx::query!(
             r#"WITH n AS (
                  UPDATE documents SET comment_count = comment_count + 1,
                         audit_count = COALESCE($6, audit_count),
                         audit_head = COALESCE($7, audit_head)
                  WHERE id = $1
-                 RETURNING comment_count)
-               INSERT INTO comments (document_id, seq, id, review_id, author_id, body)
-               SELECT $1, n.comment_count, $2, $3, $4, $5 FROM n
+                 RETURNING comment_count, space_id)
+               INSERT INTO comments (document_id, seq, id, review_id, author_id, body, space_id)
+               SELECT $1, n.comment_count, $2, $3, $4, $5, n.space_id FROM n
                RETURNING seq, created_at"#,
             c.document_id,
             c.id,

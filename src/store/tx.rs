@@ -174,7 +174,8 @@ pub(super) fn event_body(
 /// is held for this request (returned) when `ctx.own_outbox_for` asks for it and no
 /// earlier row of the document is undelivered: the document's row lock, held here, keeps
 /// that answer true until COMMIT. The audit row carries `link`, and the document's chain
-/// head moves to it here unless the statement that wrote the document moved it.
+/// head moves to it here unless the statement that wrote the document moved it. Both rows
+/// name the document's space, so its trigger (migration 20261219000001) reads nothing.
 pub(super) async fn write_audit_and_event(
     tx: &mut Transaction<'static, Postgres>,
     doc: &Document,
@@ -195,8 +196,8 @@ pub(super) async fn write_audit_and_event(
         r#"WITH audit AS (
              INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status,
                                     to_status, document_version, request_id, lock_mode, fence_token,
-                                    seq, hash, at)
-             VALUES ($2, $9, $10, $11, $12, $13, $3, $14, $15, $16, $18, $19, $20)),
+                                    seq, hash, at, space_id)
+             VALUES ($2, $9, $10, $11, $12, $13, $3, $14, $15, $16, $18, $19, $20, $24)),
            head AS (UPDATE documents SET audit_count = $18, audit_head = $19
                     WHERE id = $2 AND $21::bool AND $19::bytea IS NOT NULL),
            earlier AS (
@@ -204,13 +205,13 @@ pub(super) async fn write_audit_and_event(
                     AS waiting)
            INSERT INTO outbox (event_id, document_id, document_version, event_type,
                                routing_key, payload, claimed_until, claim_token, projected_at,
-                               traceparent, tracestate)
+                               traceparent, tracestate, space_id)
            SELECT $1, $2, $3, $4, $5, $6,
                   CASE WHEN $7::float8 IS NULL OR waiting THEN NULL
                        ELSE clock_timestamp() + make_interval(secs => $7) END,
                   CASE WHEN $7::float8 IS NULL OR waiting THEN NULL ELSE $8::uuid END,
                   CASE WHEN $17 THEN NULL ELSE now() END,
-                  $22, $23
+                  $22, $23, $24
            FROM earlier
            RETURNING id, claim_token"#,
         event_id,
@@ -236,6 +237,7 @@ pub(super) async fn write_audit_and_event(
         link.moves_head,
         traceparent,
         tracestate,
+        doc.space.as_str(),
     )
     .fetch_one(&mut **tx)
     .await?;

@@ -189,6 +189,7 @@ async fn statement(
         c.and_then(|c| c.contributors.as_deref()),
         verify,
         verify_by,
+        v.doc.space.as_str(),
     )
     .fetch_one(&mut **tx)
     .await?;

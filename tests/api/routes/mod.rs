@@ -37,6 +37,7 @@ mod space_audit;
 mod space_events;
 mod space_lists;
 mod space_members;
+mod space_rows;
 pub(crate) mod spaces;
 mod vote_access;
 mod webhooks;

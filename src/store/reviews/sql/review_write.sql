@@ -1,9 +1,11 @@
 -- A vote's or a withdrawal's writes in one statement (src/store/reviews/combined.rs): the
 -- vote row, the claims it ends, the review row, the document row (or its chain head alone),
--- the audit row and the outbox row. Every value is the plan's ($1..$50, bound there).
+-- the audit row and the outbox row. Every value is the plan's ($1..$51, bound there). The
+-- rows name their space ($51, the document's as it was read locked), so the space triggers
+-- (migration 20261219000001) have nothing to read.
 WITH vote AS (
-  INSERT INTO review_votes (review_id, voter_id, stage, vote, comment, fence_token)
-  SELECT $1, $2, $3, $4, $5, $6 WHERE $2::text IS NOT NULL
+  INSERT INTO review_votes (review_id, voter_id, stage, vote, comment, fence_token, space_id)
+  SELECT $1, $2, $3, $4, $5, $6, $51 WHERE $2::text IS NOT NULL
   RETURNING at),
 ended AS (
   DELETE FROM review_claims
@@ -36,21 +38,21 @@ document AS (
 audit AS (
   INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status,
                          to_status, document_version, request_id, lock_mode,
-                         fence_token, seq, hash, at)
-  VALUES ($28, $29, $30, $31, $32, $33, $34, $35, $36, $37, $26, $27, $38)),
+                         fence_token, seq, hash, at, space_id)
+  VALUES ($28, $29, $30, $31, $32, $33, $34, $35, $36, $37, $26, $27, $38, $51)),
 earlier AS (
   SELECT EXISTS (SELECT 1 FROM outbox WHERE document_id = $28 AND done_at IS NULL)
          AS waiting),
 event AS (
   INSERT INTO outbox (event_id, document_id, document_version, event_type,
                       routing_key, payload, claimed_until, claim_token, projected_at,
-                      traceparent, tracestate)
+                      traceparent, tracestate, space_id)
   SELECT $39, $28, $34, $40, $41, $42,
          CASE WHEN $43::float8 IS NULL OR waiting THEN NULL
               ELSE clock_timestamp() + make_interval(secs => $43) END,
          CASE WHEN $43::float8 IS NULL OR waiting THEN NULL ELSE $44::uuid END,
          CASE WHEN $45 THEN NULL ELSE now() END,
-         $46, $47
+         $46, $47, $51
   FROM earlier
   RETURNING id, claim_token)
 SELECT e.id AS "id!", e.claim_token, (SELECT at FROM vote) AS vote_at FROM event e
