@@ -132,6 +132,21 @@ impl PgStore {
         self.begin_on(&self.pool, begin).await
     }
 
+    /// [`PgStore::scoped`] for statements that touch rows by key whatever their values
+    /// (`id = ANY($1)`, a batch of rows): their generic plan is used. PostgreSQL would plan
+    /// such a statement afresh at every call, as a custom plan for a short array always
+    /// looks cheaper than the generic one: the outbox's done marks spent 115 µs a batch
+    /// planning an index scan of the primary key, their generic plan.
+    pub(super) async fn scoped_generic(
+        &self,
+    ) -> Result<Transaction<'static, Postgres>, StoreError> {
+        let begin = format!(
+            "{}; SELECT set_config('plan_cache_mode', 'force_generic_plan', true)",
+            begin_statement(self.background)
+        );
+        self.begin_on(&self.pool, begin).await
+    }
+
     async fn scoped_in(&self, pool: &PgPool) -> Result<Transaction<'static, Postgres>, StoreError> {
         self.begin_on(pool, begin_statement(self.background)).await
     }

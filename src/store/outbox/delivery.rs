@@ -158,7 +158,7 @@ impl PgStore {
         if ids.is_empty() {
             return Ok(());
         }
-        let mut tx = self.scoped().await?;
+        let mut tx = self.scoped_generic().await?;
         sqlx::query!(
             "UPDATE outbox SET projected_at = now(), claimed_until = NULL, last_error = NULL \
              WHERE id = ANY($1) AND claim_token = $2",
@@ -179,7 +179,7 @@ impl PgStore {
         if ids.is_empty() {
             return Ok(());
         }
-        let mut tx = self.scoped().await?;
+        let mut tx = self.scoped_generic().await?;
         sqlx::query!(
             "UPDATE outbox SET done_at = now(), claimed_until = NULL, \
              projected_at = COALESCE(projected_at, now()), \
