@@ -260,7 +260,7 @@ mod tests {
         })
         .await;
         assert!(deferred && !refused);
-        assert!(carried.starts_with("BEGIN; SELECT set_config('kh.memberships'"));
+        assert!(carried.starts_with("BEGIN; SELECT kh_read_memberships("));
         assert!(carried.contains("ARRAY[E'user:rex']"), "{carried}");
         // Outside a request there is nowhere to declare it.
         assert!(!defer(&id, &[], token));

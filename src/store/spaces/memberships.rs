@@ -39,7 +39,9 @@ fn known_roles<S: AsRef<str>>(names: &[S]) -> SpaceRoles {
 }
 
 /// The statement that opens a transaction of the caller `id` in `groups` whose token carries
-/// `token` roles, reading its memberships: `kh.spaces` declares the spaces where it holds a
+/// `token` roles, reading its memberships by `kh_read_memberships` (migration
+/// 20261219000002: a function, so that its plan is kept for the session; the same read
+/// inline was parsed and planned at every transaction): `kh.spaces` declares the spaces where it holds a
 /// role this release knows (`default` too when its token carries one, as
 /// `scope::spaces_of` of the access [`crate::domain::Access::new`] makes), and
 /// `kh.memberships` keeps every membership as `space:role|role,...` for [`parse_read`].
@@ -57,13 +59,9 @@ pub(crate) fn reading_begin(id: &UserId, groups: &[String], token: TokenRoles) -
         false => "NULL".to_string(),
     };
     Some(format!(
-        "BEGIN; SELECT set_config('kh.memberships', \
-         coalesce(string_agg(space_id || ':' || array_to_string(roles, '|'), ','), ''), true), \
-         set_config('kh.spaces', concat_ws(',', {own}, string_agg(space_id, ',') \
-         FILTER (WHERE roles && '{{{}}}'::text[])), true) \
-         FROM space_members WHERE subject = ANY (ARRAY[{}]::text[])",
-        known.join(","),
-        literals.join(", ")
+        "BEGIN; SELECT kh_read_memberships(ARRAY[{}]::text[], {own}, '{{{}}}'::text[])",
+        literals.join(", "),
+        known.join(",")
     ))
 }
 
@@ -101,7 +99,7 @@ mod tests {
             begin.contains(r"ARRAY[E'user:o''brien\\', E'group:ops']"),
             "{begin}"
         );
-        assert!(begin.contains("concat_ws(',', 'default', "), "{begin}");
+        assert!(begin.contains("]::text[], 'default', "), "{begin}");
         assert!(begin.contains("'{author,reviewer,space_admin}'"), "{begin}");
         assert_eq!(reading_begin(&id, &["a\0b".to_string()], token), None);
         assert_eq!(reading_begin(&id, &["a\nb".to_string()], token), None);
