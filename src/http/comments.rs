@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use crate::domain::{CommentBody, Commented};
 use crate::usecases::Context;
-use crate::web::auth::Caller;
+use crate::web::auth::{Caller, Commenter};
 use crate::web::body::{parse_json, read_body};
 use crate::web::error::{ApiError, ErrorEnvelope};
 use crate::web::fields;
@@ -54,7 +54,7 @@ pub async fn comment(
     req: HttpRequest,
     path: web::Path<Uuid>,
     payload: web::Payload,
-    caller: Caller,
+    Commenter(caller): Commenter,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let bytes = read_body(&req, payload, state.body).await?;

@@ -3,9 +3,10 @@
 
 use uuid::Uuid;
 
-use super::documents::lock_document;
+use super::documents::lock_document_as_read;
 use super::error::{StoreError, WriteError};
 use super::pg::{PgStore, Statement};
+use super::spaces::memberships::judged_by_read;
 use super::tx::{write_audit_and_event, Uncommitted, WriteContext};
 use crate::domain::rules::plan_comment;
 use crate::domain::{CommentBody, Commented, PostedComment};
@@ -22,7 +23,11 @@ impl PgStore {
         ctx: &WriteContext<'_>,
     ) -> Result<Uncommitted<Commented>, WriteError> {
         let mut tx = self.begin().await?;
-        let (document, head) = lock_document(&mut tx, document_id).await?.unzip();
+        let (document, read) = lock_document_as_read(&mut tx, document_id).await?;
+        let (document, head) = document.unzip();
+        // A caller whose memberships this transaction read as it began is judged with them.
+        let joined = judged_by_read(&mut tx, ctx.access, read).await?;
+        let ctx = &ctx.judged_by(joined.as_ref());
         let review = match review_id {
             Some(r) => Some((r, review_document(&mut tx, r).await?)),
             None => None,

@@ -204,18 +204,40 @@ pub(super) async fn lock_document(
     tx: &mut Transaction<'static, Postgres>,
     id: Uuid,
 ) -> Result<Option<(Document, Head)>, StoreError> {
-    let row = sqlx::query_as!(
+    Ok(locked_document(tx, id).await?.map(LockedDocument::split))
+}
+
+/// [`lock_document`], with the caller's memberships as its transaction's `BEGIN` read them
+/// (`None`: it did not read them).
+pub(super) async fn lock_document_as_read(
+    tx: &mut Transaction<'static, Postgres>,
+    id: Uuid,
+) -> Result<(Option<(Document, Head)>, Option<String>), StoreError> {
+    Ok(match locked_document(tx, id).await? {
+        Some(mut row) => {
+            let read = row.memberships.take();
+            (Some(row.split()), read)
+        }
+        None => (None, None),
+    })
+}
+
+async fn locked_document(
+    tx: &mut Transaction<'static, Postgres>,
+    id: Uuid,
+) -> Result<Option<LockedDocument>, StoreError> {
+    Ok(sqlx::query_as!(
         LockedDocument,
         r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
                   space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                   created_at, updated_at, published_version, published_title, published_body,
-                  contributors, verify_by, audit_count, audit_head, now() AS "now!"
+                  contributors, verify_by, audit_count, audit_head, now() AS "now!",
+                  current_setting('kh.memberships', true) AS memberships
            FROM documents WHERE id = $1 FOR UPDATE"#,
         id
     )
     .fetch_optional(&mut **tx)
-    .await?;
-    Ok(row.map(LockedDocument::split))
+    .await?)
 }
 
 /// Locks the document of a review (the review itself is only read), if the review exists,
@@ -229,7 +251,8 @@ pub(super) async fn lock_document_of_review(
         r#"SELECT id, title, body, status AS "status: DocumentStatus", version, author_id,
                   space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                   created_at, updated_at, published_version, published_title, published_body,
-                  contributors, verify_by, audit_count, audit_head, now() AS "now!"
+                  contributors, verify_by, audit_count, audit_head, now() AS "now!",
+                  NULL::text AS memberships
            FROM documents
            WHERE id = (SELECT document_id FROM reviews WHERE id = $1) FOR UPDATE"#,
         review_id

@@ -56,6 +56,16 @@ pub struct WriteContext<'a> {
     pub conditions: Conditions<'a>,
 }
 
+impl WriteContext<'_> {
+    /// This context, its caller judged with `access` when given.
+    pub(crate) fn judged_by<'b>(&'b self, access: Option<&'b Access>) -> WriteContext<'b> {
+        WriteContext {
+            access: access.unwrap_or(self.access),
+            ..*self
+        }
+    }
+}
+
 /// A write done in an open transaction: nothing is visible to anyone until [`Uncommitted::commit`].
 /// Dropping it (or [`Uncommitted::rollback`]) undoes the write.
 pub struct Uncommitted<T> {

@@ -21,7 +21,7 @@ use super::commit::commit;
 use super::context::Context;
 use super::error::Error;
 use super::test_hooks::Point;
-use super::unseen::{hide_contention, Item};
+use super::unseen::{hide_contention, Asker, Item};
 
 /// Where a document's body and preview were read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -323,8 +323,8 @@ impl DocumentService {
             })
             .await;
         let item = Item::Document(id);
-        let Committed { value, owned } =
-            hide_contention(&self.store, ctx.reader(), item, done).await?;
+        let asker = Asker::of(&ctx);
+        let Committed { value, owned } = asker.hide_contention(&self.store, item, done).await?;
         tracing::info!(document_id = %id, seq = value.comment.seq, "comment added");
         self.dispatcher.after_commit(&value.document, owned).await;
         Ok(value)

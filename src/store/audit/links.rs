@@ -116,6 +116,9 @@ pub(crate) struct LockedDocument {
     pub audit_count: i64,
     pub audit_head: Option<Vec<u8>>,
     pub now: DateTime<Utc>,
+    /// The caller's memberships as its transaction's `BEGIN` read them, when it did
+    /// (`kh.memberships`: `store::spaces::memberships`).
+    pub memberships: Option<String>,
 }
 
 impl LockedDocument {

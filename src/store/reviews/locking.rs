@@ -70,6 +70,7 @@ pub(crate) async fn lock_at_once(
         audit_count: r.audit_count,
         audit_head: r.audit_head,
         now: r.begun,
+        memberships: None, // handed on as `memberships`, above
     }
     .split();
     if !r.fresh {

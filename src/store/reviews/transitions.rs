@@ -25,7 +25,7 @@ use crate::store::error::{violates, StoreError, WriteError};
 use crate::store::outbox::delivery::OutboxRow;
 use crate::store::pg::{PgStore, Statement};
 use crate::store::policies::current_policy;
-use crate::store::spaces::memberships::parse_read;
+use crate::store::spaces::memberships::judged_by_read;
 use crate::store::tx::{write_audit_and_event, Uncommitted, WriteContext};
 
 impl PgStore {
@@ -78,21 +78,8 @@ impl PgStore {
     ) -> Result<Uncommitted<Transitioned>, WriteError> {
         let (mut tx, locked, head, read) = self.lock_review_and_document(review_id).await?;
         // A caller whose memberships this transaction read as it began is judged with them.
-        let joined;
-        let ctx = &match ctx.access.is_unread() {
-            true => {
-                let read = match read {
-                    Some(read) => read,
-                    None => memberships_read(&mut tx).await?,
-                };
-                joined = ctx.access.joined(parse_read(&read));
-                WriteContext {
-                    access: &joined,
-                    ..*ctx
-                }
-            }
-            false => *ctx,
-        };
+        let joined = judged_by_read(&mut tx, ctx.access, read).await?;
+        let ctx = &ctx.judged_by(joined.as_ref());
         let command = Command::Decide { decision, groups };
         let plan =
             rules::plan_conditional(&locked, ctx.reader(), command, ctx.guard, ctx.conditions)?;
@@ -201,14 +188,6 @@ pub(crate) type LockedReview = (
     Option<Head>,
     Option<String>,
 );
-
-/// The caller's memberships as the transaction's `BEGIN` read them (`kh.memberships`).
-async fn memberships_read(tx: &mut Transaction<'static, Postgres>) -> Result<String, StoreError> {
-    let read = sqlx::query_scalar!(r#"SELECT current_setting('kh.memberships', true) AS "read""#)
-        .fetch_one(&mut **tx)
-        .await?;
-    Ok(read.unwrap_or_default())
-}
 
 impl PgStore {
     /// Writes a planned transition: the review row first (the document refers to it),

@@ -5,7 +5,9 @@
 //! declares come from them there, and the memberships come back with its first statement
 //! (the setting `kh.memberships`, [`parse_read`]).
 
-use crate::domain::{SpaceRole, SpaceRoles, Subject, TokenRoles, UserId, DEFAULT_SPACE};
+use sqlx::{Postgres, Transaction};
+
+use crate::domain::{Access, SpaceRole, SpaceRoles, Subject, TokenRoles, UserId, DEFAULT_SPACE};
 use crate::store::error::StoreError;
 use crate::store::pg::{PgStore, Statement};
 
@@ -69,6 +71,28 @@ pub(crate) fn reading_begin(id: &UserId, groups: &[String], token: TokenRoles) -
 /// `standard_conforming_strings`.
 fn literal(s: &str) -> String {
     format!("E'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+/// The access a write in `tx` is judged with, when its request left the caller's
+/// memberships to its transactions ([`Access::is_unread`]): `access` joined with what `tx`
+/// read as it began, which its lock statement handed back (`read`) or, when it did not, a
+/// statement of its own reads. `None`: the request read them first, `access` holds.
+pub(crate) async fn judged_by_read(
+    tx: &mut Transaction<'static, Postgres>,
+    access: &Access,
+    read: Option<String>,
+) -> Result<Option<Access>, StoreError> {
+    if !access.is_unread() {
+        return Ok(None);
+    }
+    let read = match read {
+        Some(read) => read,
+        None => sqlx::query_scalar!(r#"SELECT current_setting('kh.memberships', true) AS "read""#)
+            .fetch_one(&mut **tx)
+            .await?
+            .unwrap_or_default(),
+    };
+    Ok(Some(access.joined(parse_read(&read))))
 }
 
 /// The memberships a transaction opened by [`reading_begin`] read (its `kh.memberships`).

@@ -105,7 +105,7 @@ impl FromRequest for Caller {
     /// The token checked, then the caller's memberships read: a token with no role of its
     /// own and no membership is refused (403) on every route.
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        authenticate(req, false)
+        authenticate(req, |_| false)
     }
 }
 
@@ -122,16 +122,33 @@ impl FromRequest for Voter {
     type Future = LocalBoxFuture<'static, Result<Self, Self::Error>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let caller = authenticate(req, true);
+        let caller = authenticate(req, |token| token.reviewer);
         Box::pin(async move { caller.await.map(Voter) })
     }
 }
 
-/// The token checked, then the caller's memberships read (or, `defer`ring for a token
-/// that carries the reviewer role, left to the request's transactions).
+/// The caller of a comment: a [`Caller`] whose memberships, when its token carries the
+/// author or the reviewer role, are read by the comment's transaction as it begins, as a
+/// [`Voter`]'s are: the handler checks nothing by space before it (a role somewhere, which
+/// the token passes), and who may comment (whoever may read the document) is decided under
+/// the document's row lock with the memberships that transaction read.
+pub struct Commenter(pub Caller);
+
+impl FromRequest for Commenter {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<Self, Self::Error>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let caller = authenticate(req, |token| token.author || token.reviewer);
+        Box::pin(async move { caller.await.map(Commenter) })
+    }
+}
+
+/// The token checked, then the caller's memberships read (or, for a token whose roles
+/// `defer` them, left to the request's transactions).
 fn authenticate(
     req: &HttpRequest,
-    defer: bool,
+    defer: fn(TokenRoles) -> bool,
 ) -> LocalBoxFuture<'static, Result<Caller, ApiError>> {
     let found = bearer_token(req).and_then(|token| {
         let verifier = req.app_data::<web::Data<JwtVerifier>>().ok_or_else(|| {
@@ -146,8 +163,7 @@ fn authenticate(
         let (verifier, spaces, token) = found?;
         let mut caller = verifier.verify(&token).await?;
         let roles = caller.token_roles();
-        if defer
-            && roles.reviewer
+        if defer(roles)
             && !roles.admin
             && crate::store::scope::defer(&caller.id, &caller.groups, roles)
         {

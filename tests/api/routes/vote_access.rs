@@ -15,11 +15,11 @@ use crate::support::app::{spawn_app, TestApp};
 use crate::support::inspect::{expect_error, redis_cmd};
 
 /// A group name that a SQL literal must escape: a quote and a backslash.
-const GROUP: &str = "o'ne\\il";
+pub(crate) const GROUP: &str = "o'ne\\il";
 
 /// Spaces `a` (ann its author, the group [`GROUP`] its reviewer) and `b` (bo its author),
 /// and rex's token: the reviewer role of its own (it counts in `default`) and [`GROUP`].
-async fn spaces_and_rex(app: &TestApp) -> String {
+pub(crate) async fn spaces_and_rex(app: &TestApp) -> String {
     app.space("a").await;
     app.space("b").await;
     app.grant("a", "user:ann", &["author"]).await;
