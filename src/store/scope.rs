@@ -124,12 +124,11 @@ impl PgStore {
     pub(super) async fn scoped_in_order(
         &self,
     ) -> Result<Transaction<'static, Postgres>, StoreError> {
-        let begin = format!(
-            "{}; SELECT set_config('enable_bitmapscan', 'off', true), \
+        self.scoped_setting(
+            "set_config('enable_bitmapscan', 'off', true), \
              set_config('plan_cache_mode', 'force_custom_plan', true)",
-            begin_statement(self.background)
-        );
-        self.begin_on(&self.pool, begin).await
+        )
+        .await
     }
 
     /// [`PgStore::scoped`] for statements that touch rows by key whatever their values
@@ -140,10 +139,17 @@ impl PgStore {
     pub(super) async fn scoped_generic(
         &self,
     ) -> Result<Transaction<'static, Postgres>, StoreError> {
-        let begin = format!(
-            "{}; SELECT set_config('plan_cache_mode', 'force_generic_plan', true)",
-            begin_statement(self.background)
-        );
+        self.scoped_setting("set_config('plan_cache_mode', 'force_generic_plan', true)")
+            .await
+    }
+
+    /// [`PgStore::scoped`], the transaction's own `settings` (`set_config` calls) made in
+    /// its `BEGIN` round trip too.
+    async fn scoped_setting(
+        &self,
+        settings: &str,
+    ) -> Result<Transaction<'static, Postgres>, StoreError> {
+        let begin = format!("{}; SELECT {settings}", begin_statement(self.background));
         self.begin_on(&self.pool, begin).await
     }
 
