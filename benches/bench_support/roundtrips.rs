@@ -1,15 +1,19 @@
 //! Round trips per approval, by store: the service (over HTTP, an instance of its own whose
 //! stores are reached through counting proxies, dispatcher off so that every event goes out
-//! from its request) and the two floors through the same proxies. Counted on the wire
-//! ([`Turns`]), not from the code: what the clients really send.
+//! from its request) and the two floors through the same proxies; and the service's per
+//! comment (a reviewer's, on a pending review, naming it). Counted on the wire ([`Turns`]),
+//! not from the code: what the clients really send.
 
 use std::sync::Arc;
 
+use reqwest::{Method, StatusCode};
 use secrecy::{ExposeSecret, SecretString};
+use serde_json::json;
 
 use super::floor::{Floor, Statements};
+use super::revise::Stage;
 use super::turns::{host_port, through, Turns};
-use super::{approve_each, sized, BenchEnv, Report};
+use super::{approve_each, drive, sized, BenchEnv, Report};
 
 /// Round trips per approval to each store.
 #[derive(Debug, Clone, Copy, Default)]
@@ -75,7 +79,7 @@ const CONC: usize = 16;
 
 pub async fn round_trip_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result<RoundTrips> {
     let proxies = Proxies::start(env).await?;
-    let service = service_turns(env, &proxies).await?;
+    let (service, comment) = service_turns(env, &proxies).await?;
     let floor_old = floor_turns(env, &proxies, Statements::Old).await?;
     let floor_new = floor_turns(env, &proxies, Statements::New).await?;
     let line = |name: &str, p: &PerStore| {
@@ -87,6 +91,15 @@ pub async fn round_trip_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Res
     report.note(format!(
         "{} ({} approvals at concurrency {CONC}, counted on the wire: a round trip is the client sending after the server answered)",
         line("service over HTTP", &service),
+        approvals()
+    ));
+    report.note(format!(
+        "round trips per comment, service over HTTP: PostgreSQL {:.2}, Redis {:.2}, MongoDB {:.2}, RabbitMQ {:.2} \
+         ({} comments at concurrency {CONC}, each a reviewer's on a pending review, naming it)",
+        comment.pg,
+        comment.redis,
+        comment.mongo,
+        comment.amqp,
         approvals()
     ));
     report.note(line(
@@ -104,8 +117,8 @@ pub async fn round_trip_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Res
     })
 }
 
-/// The service's round trips, its background loops off.
-async fn service_turns(env: &BenchEnv, proxies: &Proxies) -> anyhow::Result<PerStore> {
+/// The service's round trips, its background loops off: per approval, then per comment.
+async fn service_turns(env: &BenchEnv, proxies: &Proxies) -> anyhow::Result<(PerStore, PerStore)> {
     let extra = [
         ("APP__OUTBOX__RUN_DISPATCHER", "false".to_string()),
         ("APP__REPLAY__RUN", "false".to_string()),
@@ -133,7 +146,31 @@ async fn service_turns(env: &BenchEnv, proxies: &Proxies) -> anyhow::Result<PerS
     let f = approve_each(env, &svc, CONC, reviews).await?;
     anyhow::ensure!(f.errors == 0, "{} approvals failed", f.errors);
     env.expect_delivered(n).await?;
-    Ok(proxies.per(before, n))
+    let approval = proxies.per(before, n);
+    // Comments: on documents pending review, made through the API beforehand (uncounted).
+    let w = env.writer(&svc);
+    let made = Arc::new(env.documents_at(&w, Stage::Pending, n).await?);
+    let (who, list) = (w.reviewer.clone(), made.clone());
+    let before = proxies.sample();
+    let f = drive(CONC, n, move |i| {
+        let (who, list) = (who.clone(), list.clone());
+        async move {
+            let (doc, review) = list[i];
+            let body = json!({"body": "Counted.", "review_id": review});
+            let path = format!("/api/v1/documents/{doc}/comments");
+            let (status, _) = who.send(Method::POST, &path, &body).await?;
+            anyhow::Ok(status == StatusCode::CREATED)
+        }
+    })
+    .await?;
+    anyhow::ensure!(f.errors == 0, "{} comments failed", f.errors);
+    env.expect_delivered(n).await?;
+    let comment = proxies.per(before, n);
+    // None stays pending for the rows after this one.
+    let reviews = made.iter().map(|(_, r)| *r).collect();
+    anyhow::ensure!(approve_each(env, &svc, CONC, reviews).await?.errors == 0);
+    env.expect_delivered(n).await?;
+    Ok((approval, comment))
 }
 
 /// A floor's round trips, its clients through the proxies.
