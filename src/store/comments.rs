@@ -3,11 +3,11 @@
 
 use uuid::Uuid;
 
-use super::documents::lock_document_as_read;
+use super::documents::lock_document_for_comment;
 use super::error::{StoreError, WriteError};
 use super::pg::{PgStore, Statement};
 use super::spaces::memberships::judged_by_read;
-use super::tx::{write_audit_and_event, Uncommitted, WriteContext};
+use super::tx::{write_change, Change, Uncommitted, WriteContext};
 use crate::domain::rules::plan_comment;
 use crate::domain::{CommentBody, Commented, PostedComment};
 
@@ -23,15 +23,12 @@ impl PgStore {
         ctx: &WriteContext<'_>,
     ) -> Result<Uncommitted<Commented>, WriteError> {
         let mut tx = self.begin().await?;
-        let (document, read) = lock_document_as_read(&mut tx, document_id).await?;
-        let (document, head) = document.unzip();
+        let locked = lock_document_for_comment(&mut tx, document_id, review_id).await?;
+        let (document, head) = locked.locked.unzip();
         // A caller whose memberships this transaction read as it began is judged with them.
-        let joined = judged_by_read(&mut tx, ctx.access, read).await?;
+        let joined = judged_by_read(&mut tx, ctx.access, locked.memberships).await?;
         let ctx = &ctx.judged_by(joined.as_ref());
-        let review = match review_id {
-            Some(r) => Some((r, review_document(&mut tx, r).await?)),
-            None => None,
-        };
+        let review = review_id.map(|r| (r, locked.review_document));
         let id = Uuid::now_v7();
         let plan = plan_comment(document.as_ref(), ctx.reader(), id, body, review)?;
         let doc =
@@ -40,41 +37,31 @@ impl PgStore {
         let link = self
             .audit
             .at(head)
-            .link(doc.id, &plan.audit, doc.version, ctx)
-            .moved_with_document();
+            .link(doc.id, &plan.audit, doc.version, ctx);
         let c = plan.comment;
-        // The chain head moves with the comment's number, in one statement; the comment is
-        // in the space the document row names.
-        let row = sqlx::query!(
-            r#"WITH n AS (
-                 UPDATE documents SET comment_count = comment_count + 1,
-                        audit_count = COALESCE($6, audit_count),
-                        audit_head = COALESCE($7, audit_head)
-                 WHERE id = $1
-                 RETURNING comment_count, space_id)
-               INSERT INTO comments (document_id, seq, id, review_id, author_id, body, space_id)
-               SELECT $1, n.comment_count, $2, $3, $4, $5, n.space_id FROM n
-               RETURNING seq, created_at"#,
-            c.document_id,
-            c.id,
-            c.review_id,
-            &c.author_id,
-            &c.body,
-            link.seq,
-            link.hash.as_deref(),
-        )
-        .fetch_one(&mut *tx)
-        .await?;
-        let (audit, outbox, at) = (&plan.audit, &plan.outbox, row.created_at);
-        let owned = write_audit_and_event(&mut tx, &doc, audit, outbox, ctx, at, &link).await?;
+        // The comment, its number, the chain head, the audit row and the event: one
+        // statement.
+        let change = Change {
+            doc: &doc,
+            audit: &plan.audit,
+            entry: &plan.outbox,
+            occurred_at: link.at,
+            link: &link,
+            comment: Some(&c),
+        };
+        let written = write_change(&mut tx, change, ctx).await?;
+        let (seq, created_at) = written
+            .comment
+            .ok_or_else(|| anyhow::anyhow!("a comment written without its row"))?;
+        let owned = written.owned;
         let comment = PostedComment {
             id: c.id,
             document_id: c.document_id,
-            seq: row.seq,
+            seq,
             review_id: c.review_id,
             author_id: c.author_id,
             body: c.body,
-            created_at: row.created_at,
+            created_at,
         };
         let commented = Commented {
             comment,
@@ -102,16 +89,4 @@ impl PgStore {
         .bounded(self)
         .await
     }
-}
-
-/// The document a review belongs to (`None`: no such review).
-async fn review_document(
-    tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
-    review_id: Uuid,
-) -> Result<Option<Uuid>, StoreError> {
-    Ok(
-        sqlx::query_scalar!("SELECT document_id FROM reviews WHERE id = $1", review_id)
-            .fetch_optional(&mut **tx)
-            .await?,
-    )
 }

@@ -204,27 +204,47 @@ pub(super) async fn lock_document(
     tx: &mut Transaction<'static, Postgres>,
     id: Uuid,
 ) -> Result<Option<(Document, Head)>, StoreError> {
-    Ok(locked_document(tx, id).await?.map(LockedDocument::split))
+    Ok(locked_document(tx, id, None)
+        .await?
+        .map(LockedDocument::split))
 }
 
-/// [`lock_document`], with the caller's memberships as its transaction's `BEGIN` read them
-/// (`None`: it did not read them).
-pub(super) async fn lock_document_as_read(
+/// A document locked for a comment: the row and its chain head, the caller's memberships
+/// as its transaction's `BEGIN` read them (`None`: it did not read them), and the document
+/// of the review the comment points at (`None`: no such review, or none asked), read in the
+/// same statement.
+pub(super) struct ForComment {
+    pub locked: Option<(Document, Head)>,
+    pub memberships: Option<String>,
+    pub review_document: Option<Uuid>,
+}
+
+/// [`lock_document`] for a comment pointing at `review` (see [`ForComment`]).
+pub(super) async fn lock_document_for_comment(
     tx: &mut Transaction<'static, Postgres>,
     id: Uuid,
-) -> Result<(Option<(Document, Head)>, Option<String>), StoreError> {
-    Ok(match locked_document(tx, id).await? {
-        Some(mut row) => {
-            let read = row.memberships.take();
-            (Some(row.split()), read)
-        }
-        None => (None, None),
+    review: Option<Uuid>,
+) -> Result<ForComment, StoreError> {
+    Ok(match locked_document(tx, id, review).await? {
+        Some(mut row) => ForComment {
+            memberships: row.memberships.take(),
+            review_document: row.review_document.take(),
+            locked: Some(row.split()),
+        },
+        None => ForComment {
+            locked: None,
+            memberships: None,
+            review_document: None,
+        },
     })
 }
 
+/// The document row locked, and the document of `review` beside it (the row lock covers
+/// the document alone; a review never changes document).
 async fn locked_document(
     tx: &mut Transaction<'static, Postgres>,
     id: Uuid,
+    review: Option<Uuid>,
 ) -> Result<Option<LockedDocument>, StoreError> {
     Ok(sqlx::query_as!(
         LockedDocument,
@@ -232,9 +252,11 @@ async fn locked_document(
                   space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                   created_at, updated_at, published_version, published_title, published_body,
                   contributors, verify_by, audit_count, audit_head, now() AS "now!",
-                  current_setting('kh.memberships', true) AS memberships
+                  current_setting('kh.memberships', true) AS memberships,
+                  (SELECT r.document_id FROM reviews r WHERE r.id = $2) AS review_document
            FROM documents WHERE id = $1 FOR UPDATE"#,
-        id
+        id,
+        review
     )
     .fetch_optional(&mut **tx)
     .await?)
@@ -252,7 +274,7 @@ pub(super) async fn lock_document_of_review(
                   space_id AS space, current_review_id, policy, fence_token AS "fence_token: FencingToken",
                   created_at, updated_at, published_version, published_title, published_body,
                   contributors, verify_by, audit_count, audit_head, now() AS "now!",
-                  NULL::text AS memberships
+                  NULL::text AS memberships, NULL::uuid AS review_document
            FROM documents
            WHERE id = (SELECT document_id FROM reviews WHERE id = $1) FOR UPDATE"#,
         review_id

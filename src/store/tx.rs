@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::error::StoreError;
 use super::pg::PgStore;
-use crate::domain::rules::AuditEntry;
+use crate::domain::rules::{AuditEntry, NewComment};
 use crate::domain::{
     Access, Conditions, Document, FencingToken, Guard, OutboxEntry, Reader, UserId,
 };
@@ -195,6 +195,52 @@ pub(super) async fn write_audit_and_event(
     occurred_at: DateTime<Utc>,
     link: &Link,
 ) -> Result<Option<OutboxRow>, StoreError> {
+    let change = Change {
+        doc,
+        audit,
+        entry,
+        occurred_at,
+        link,
+        comment: None,
+    };
+    Ok(write_change(tx, change, ctx).await?.owned)
+}
+
+/// A change's rows, as [`write_change`] writes them.
+pub(super) struct Change<'c> {
+    pub doc: &'c Document,
+    pub audit: &'c AuditEntry,
+    pub entry: &'c OutboxEntry,
+    pub occurred_at: DateTime<Utc>,
+    pub link: &'c Link,
+    /// A comment written with them: numbered by the document row's `comment_count`, which
+    /// the statement moves, with the chain head.
+    pub comment: Option<&'c NewComment>,
+}
+
+/// What [`write_change`] wrote: the outbox row the request holds, and the comment's number
+/// and time when it wrote one.
+pub(super) struct Written {
+    pub owned: Option<OutboxRow>,
+    pub comment: Option<(i64, DateTime<Utc>)>,
+}
+
+/// [`write_audit_and_event`], and a comment with them when `change` carries one: the
+/// comment's row, its number and the chain head in the same statement, so that a comment
+/// is one round trip after its lock.
+pub(super) async fn write_change(
+    tx: &mut Transaction<'static, Postgres>,
+    change: Change<'_>,
+    ctx: &WriteContext<'_>,
+) -> Result<Written, StoreError> {
+    let Change {
+        doc,
+        audit,
+        entry,
+        occurred_at,
+        link,
+        comment,
+    } = change;
     let event_id = Uuid::now_v7();
     let event_type = entry.event.as_str();
     let payload = event_body(event_id, entry, doc, audit, ctx, occurred_at);
@@ -202,28 +248,44 @@ pub(super) async fn write_audit_and_event(
     let ticket = Uuid::new_v4();
     let trace = TraceContext::current(); // goes with the row to whoever publishes it
     let (traceparent, tracestate) = TraceContext::columns(trace.as_ref());
+    // $21: the chain head moves here (with a comment, $25, always: the comment's number
+    // moves in the same UPDATE).
     let row = sqlx::query!(
         r#"WITH audit AS (
              INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status,
                                     to_status, document_version, request_id, lock_mode, fence_token,
                                     seq, hash, at, space_id)
              VALUES ($2, $9, $10, $11, $12, $13, $3, $14, $15, $16, $18, $19, $20, $24)),
-           head AS (UPDATE documents SET audit_count = $18, audit_head = $19
-                    WHERE id = $2 AND $21::bool AND $19::bytea IS NOT NULL),
+           head AS (UPDATE documents SET audit_count = COALESCE($18, audit_count),
+                                         audit_head = COALESCE($19, audit_head),
+                                         comment_count = comment_count
+                                                         + ($25::uuid IS NOT NULL)::int
+                    WHERE id = $2 AND $21::bool
+                      AND ($19::bytea IS NOT NULL OR $25::uuid IS NOT NULL)
+                    RETURNING comment_count),
+           comment AS (
+             INSERT INTO comments (document_id, seq, id, review_id, author_id, body, space_id)
+             SELECT $2, h.comment_count, $25, $27, $28, $26, $24 FROM head h
+             WHERE $25::uuid IS NOT NULL
+             RETURNING seq, created_at),
            earlier AS (
              SELECT EXISTS (SELECT 1 FROM outbox WHERE document_id = $2 AND done_at IS NULL)
-                    AS waiting)
-           INSERT INTO outbox (event_id, document_id, document_version, event_type,
-                               routing_key, payload, claimed_until, claim_token, projected_at,
-                               traceparent, tracestate, space_id)
-           SELECT $1, $2, $3, $4, $5, $6,
-                  CASE WHEN $7::float8 IS NULL OR waiting THEN NULL
-                       ELSE clock_timestamp() + make_interval(secs => $7) END,
-                  CASE WHEN $7::float8 IS NULL OR waiting THEN NULL ELSE $8::uuid END,
-                  CASE WHEN $17 THEN NULL ELSE now() END,
-                  $22, $23, $24
-           FROM earlier
-           RETURNING id, claim_token"#,
+                    AS waiting),
+           event AS (
+             INSERT INTO outbox (event_id, document_id, document_version, event_type,
+                                 routing_key, payload, claimed_until, claim_token, projected_at,
+                                 traceparent, tracestate, space_id)
+             SELECT $1, $2, $3, $4, $5, $6,
+                    CASE WHEN $7::float8 IS NULL OR waiting THEN NULL
+                         ELSE clock_timestamp() + make_interval(secs => $7) END,
+                    CASE WHEN $7::float8 IS NULL OR waiting THEN NULL ELSE $8::uuid END,
+                    CASE WHEN $17 THEN NULL ELSE now() END,
+                    $22, $23, $24
+             FROM earlier
+             RETURNING id, claim_token)
+           SELECT e.id AS "id!", e.claim_token, c.seq AS "comment_seq?",
+                  c.created_at AS "comment_at?"
+           FROM event e LEFT JOIN comment c ON true"#,
         event_id,
         doc.id,
         doc.version,
@@ -244,10 +306,14 @@ pub(super) async fn write_audit_and_event(
         link.seq,
         link.hash.as_deref(),
         link.at,
-        link.moves_head,
+        link.moves_head || comment.is_some(),
         traceparent,
         tracestate,
         doc.space.as_str(),
+        comment.map(|c| c.id),
+        comment.map(|c| c.body.as_str()),
+        comment.and_then(|c| c.review_id),
+        comment.map(|c| c.author_id.as_str()),
     )
     .fetch_one(&mut **tx)
     .await?;
@@ -256,9 +322,12 @@ pub(super) async fn write_audit_and_event(
         payload,
         trace,
     };
-    Ok(row
-        .claim_token
-        .map(|ticket| written.owned(row.id, ticket, doc, entry)))
+    Ok(Written {
+        owned: row
+            .claim_token
+            .map(|ticket| written.owned(row.id, ticket, doc, entry)),
+        comment: row.comment_seq.zip(row.comment_at),
+    })
 }
 
 /// An event as written in an outbox row: its id, its body, the trace it carries.

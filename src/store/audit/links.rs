@@ -119,6 +119,9 @@ pub(crate) struct LockedDocument {
     /// The caller's memberships as its transaction's `BEGIN` read them, when it did
     /// (`kh.memberships`: `store::spaces::memberships`).
     pub memberships: Option<String>,
+    /// The document of the review a comment points at, read with the lock
+    /// (`store::documents::lock_document_for_comment`).
+    pub review_document: Option<Uuid>,
 }
 
 impl LockedDocument {

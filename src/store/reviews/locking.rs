@@ -71,6 +71,7 @@ pub(crate) async fn lock_at_once(
         audit_head: r.audit_head,
         now: r.begun,
         memberships: None, // handed on as `memberships`, above
+        review_document: None,
     }
     .split();
     if !r.fresh {
