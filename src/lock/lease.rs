@@ -43,6 +43,7 @@ pub struct Lease {
     stop: CancellationToken,
     /// The key's TTL: no extend sent before now keeps it past now + this.
     key_ttl: Duration,
+    stats: Arc<LockStats>,
 }
 
 #[derive(Debug, Clone, Copy, thiserror::Error)]
@@ -98,7 +99,7 @@ impl Lease {
             handle.clone(),
             renewal,
             shared.clone(),
-            stats,
+            stats.clone(),
             stop.clone(),
         ));
         Self {
@@ -107,6 +108,7 @@ impl Lease {
             shared,
             stop,
             key_ttl: renewal.ttl.as_duration(),
+            stats,
         }
     }
 
@@ -141,6 +143,7 @@ impl Lease {
                 tracing::info!(lock_key = %h.key, "lock was no longer ours at release")
             }
             Err(e) => {
+                self.stats.release_retries.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(lock_key = %h.key, error = %e, "lock release failed; retried until its ttl ends");
                 let (provider, owner) = (self.provider.clone(), h.clone());
                 let until = Instant::now() + self.key_ttl;

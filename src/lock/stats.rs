@@ -12,4 +12,7 @@ pub struct LockStats {
     /// Renewal attempts that timed out or failed to reach Redis, and were retried.
     pub renewal_retries: AtomicU64,
     pub lost: AtomicU64,
+    /// Releases that timed out or failed to reach Redis: each key is given back in the
+    /// background, retried until its TTL ends.
+    pub release_retries: AtomicU64,
 }

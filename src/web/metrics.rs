@@ -140,6 +140,9 @@ fn lock_metrics(scrape: &Registry, l: &LockStats, breaker: BreakerState) {
     let retries = "kh_lock_renewal_retries_total";
     let help = "Lease renewals that timed out or failed to reach Redis and were retried";
     counter(scrape, retries, help, &l.renewal_retries);
+    let late = "kh_lock_release_retries_total";
+    let help = "Lock releases that timed out or failed to reach Redis, given back in the background until the key's TTL ends";
+    counter(scrape, late, help, &l.release_retries);
     let lost = "kh_lock_leases_lost_total";
     counter(scrape, lost, "Leases lost before release", &l.lost);
     let state = IntGauge::new(

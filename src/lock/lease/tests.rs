@@ -117,13 +117,18 @@ async fn a_failed_release_is_retried_until_it_gives_the_key_back() {
         provider.clone(),
         handle,
         renewal,
-        stats,
+        stats.clone(),
         &CancellationToken::new(),
     );
     lease.release().await; // fails; the retries follow in the background
     assert!(
         provider.locked("k").await.unwrap(),
         "still held after the failed release"
+    );
+    assert_eq!(
+        stats.release_retries.load(Ordering::Relaxed),
+        1,
+        "counted once"
     );
     let deadline = Instant::now() + Duration::from_secs(5);
     while provider.locked("k").await.unwrap() {

@@ -215,6 +215,7 @@ async fn metrics_count_requests_locks_transitions_and_the_outbox() {
         "kh_lock_acquire_duration_seconds_bucket",
         "kh_lock_renewals_total",
         "kh_lock_renewal_retries_total",
+        "kh_lock_release_retries_total",
         "kh_lock_leases_lost_total",
         "kh_outbox_oldest_unsent_age_seconds",
         "kh_projection_failures_total",

@@ -57,9 +57,24 @@ impl TestApp {
             let undelivered = self.undelivered().await;
             return Err(format!("{undelivered} outbox rows undelivered after 20 s"));
         }
-        let left = self.lock_keys_left().await;
+        // A release that failed (Redis slow past its op timeout: a loaded machine) is
+        // retried in the background until the key's TTL ends, and counted: then, and only
+        // then, its key may outlive the request by that long.
+        let mut left = self.lock_keys_left().await;
+        let retried = self.metric("kh_lock_release_retries_total").await;
+        if !left.is_empty() && retried.is_some_and(|n| n > 0.0) {
+            let within = self.settings.lock.ttl.as_duration() + Duration::from_secs(1);
+            let gone = poll_until(within, || async {
+                self.lock_keys_left().await.is_empty().then_some(())
+            });
+            if gone.await.is_some() {
+                left.clear();
+            }
+        }
         if !left.is_empty() {
-            return Err(format!("lock keys left behind: {left:?}"));
+            return Err(format!(
+                "lock keys left behind: {left:?} (releases retried: {retried:?})"
+            ));
         }
         // What the test did not read off its queue is checked against /asyncapi.json too
         // (the check panics; caught here so that the clean-up still runs).
