@@ -220,7 +220,7 @@ pub(super) struct Change<'c> {
 
 /// What [`write_change`] wrote: the outbox row the request holds, and the comment's number
 /// and time when it wrote one.
-pub(super) struct Written {
+pub(super) struct ChangeRows {
     pub owned: Option<OutboxRow>,
     pub comment: Option<(i64, DateTime<Utc>)>,
 }
@@ -232,7 +232,7 @@ pub(super) async fn write_change(
     tx: &mut Transaction<'static, Postgres>,
     change: Change<'_>,
     ctx: &WriteContext<'_>,
-) -> Result<Written, StoreError> {
+) -> Result<ChangeRows, StoreError> {
     let Change {
         doc,
         audit,
@@ -322,7 +322,7 @@ pub(super) async fn write_change(
         payload,
         trace,
     };
-    Ok(Written {
+    Ok(ChangeRows {
         owned: row
             .claim_token
             .map(|ticket| written.owned(row.id, ticket, doc, entry)),
