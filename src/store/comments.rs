@@ -1,15 +1,17 @@
 //! Comments on a document: written under the document's row lock alone, numbered per
 //! document, and read page by page.
 
+use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-use super::documents::lock_document_for_comment;
+use super::audit::links::Head;
+use super::documents::locked_document;
 use super::error::{StoreError, WriteError};
 use super::pg::{PgStore, Statement};
 use super::spaces::memberships::judged_by_read;
 use super::tx::{write_change, Change, Uncommitted, WriteContext};
 use crate::domain::rules::plan_comment;
-use crate::domain::{CommentBody, Commented, PostedComment};
+use crate::domain::{CommentBody, Commented, Document, PostedComment};
 
 impl PgStore {
     /// A comment by the actor on the document, pointing at `review_id` when given, numbered
@@ -89,4 +91,34 @@ impl PgStore {
         .bounded(self)
         .await
     }
+}
+
+/// A document locked for a comment: the row and its chain head, the caller's memberships
+/// as its transaction's `BEGIN` read them (`None`: it did not read them), and the document
+/// of the review the comment points at (`None`: no such review, or none asked), read in the
+/// same statement.
+struct ForComment {
+    locked: Option<(Document, Head)>,
+    memberships: Option<String>,
+    review_document: Option<Uuid>,
+}
+
+/// [`lock_document`](super::documents::lock_document) for a comment pointing at `review` (see [`ForComment`]).
+async fn lock_document_for_comment(
+    tx: &mut Transaction<'static, Postgres>,
+    id: Uuid,
+    review: Option<Uuid>,
+) -> Result<ForComment, StoreError> {
+    Ok(match locked_document(tx, id, review).await? {
+        Some(mut row) => ForComment {
+            memberships: row.memberships.take(),
+            review_document: row.review_document.take(),
+            locked: Some(row.split()),
+        },
+        None => ForComment {
+            locked: None,
+            memberships: None,
+            review_document: None,
+        },
+    })
 }

@@ -209,39 +209,9 @@ pub(super) async fn lock_document(
         .map(LockedDocument::split))
 }
 
-/// A document locked for a comment: the row and its chain head, the caller's memberships
-/// as its transaction's `BEGIN` read them (`None`: it did not read them), and the document
-/// of the review the comment points at (`None`: no such review, or none asked), read in the
-/// same statement.
-pub(super) struct ForComment {
-    pub locked: Option<(Document, Head)>,
-    pub memberships: Option<String>,
-    pub review_document: Option<Uuid>,
-}
-
-/// [`lock_document`] for a comment pointing at `review` (see [`ForComment`]).
-pub(super) async fn lock_document_for_comment(
-    tx: &mut Transaction<'static, Postgres>,
-    id: Uuid,
-    review: Option<Uuid>,
-) -> Result<ForComment, StoreError> {
-    Ok(match locked_document(tx, id, review).await? {
-        Some(mut row) => ForComment {
-            memberships: row.memberships.take(),
-            review_document: row.review_document.take(),
-            locked: Some(row.split()),
-        },
-        None => ForComment {
-            locked: None,
-            memberships: None,
-            review_document: None,
-        },
-    })
-}
-
 /// The document row locked, and the document of `review` beside it (the row lock covers
 /// the document alone; a review never changes document).
-async fn locked_document(
+pub(super) async fn locked_document(
     tx: &mut Transaction<'static, Postgres>,
     id: Uuid,
     review: Option<Uuid>,
