@@ -97,13 +97,15 @@ impl PgStore {
 /// as its transaction's `BEGIN` read them (`None`: it did not read them), and the document
 /// of the review the comment points at (`None`: no such review, or none asked), read in the
 /// same statement.
+#[derive(Default)]
 struct ForComment {
     locked: Option<(Document, Head)>,
     memberships: Option<String>,
     review_document: Option<Uuid>,
 }
 
-/// [`lock_document`](super::documents::lock_document) for a comment pointing at `review` (see [`ForComment`]).
+/// [`lock_document`](super::documents::lock_document) for a comment pointing at `review`
+/// (see [`ForComment`]).
 async fn lock_document_for_comment(
     tx: &mut Transaction<'static, Postgres>,
     id: Uuid,
@@ -115,10 +117,6 @@ async fn lock_document_for_comment(
             review_document: row.review_document.take(),
             locked: Some(row.split()),
         },
-        None => ForComment {
-            locked: None,
-            memberships: None,
-            review_document: None,
-        },
+        None => ForComment::default(),
     })
 }

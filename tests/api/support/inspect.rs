@@ -160,12 +160,18 @@ impl TestApp {
     /// The value of the metric line `name` (exactly, labels included) on `/metrics`; None
     /// when the service does not export it.
     pub async fn metric(&self, name: &str) -> Option<f64> {
-        let r = self.client.get(self.url("/metrics")).send().await.unwrap();
-        let text = r.text().await.unwrap();
+        self.try_metric(name).await.unwrap()
+    }
+
+    /// [`TestApp::metric`], with the request's failure (the instance stopped) as an error.
+    pub async fn try_metric(&self, name: &str) -> reqwest::Result<Option<f64>> {
+        let r = self.client.get(self.url("/metrics")).send().await?;
+        let text = r.text().await?;
         let prefix = format!("{name} ");
-        text.lines()
+        Ok(text
+            .lines()
             .find_map(|l| l.strip_prefix(prefix.as_str()))
-            .map(|v| v.trim().parse().unwrap())
+            .map(|v| v.trim().parse().unwrap()))
     }
 
     /// The number a counting query of the test's own answers.
