@@ -1,8 +1,8 @@
 //! Round trips per approval, by store: the service (over HTTP, an instance of its own whose
 //! stores are reached through counting proxies, dispatcher off so that every event goes out
 //! from its request) and the two floors through the same proxies; and the service's per
-//! comment (a reviewer's, on a pending review, naming it). Counted on the wire ([`Turns`]),
-//! not from the code: what the clients really send.
+//! comment (a reviewer's, on a pending review, naming it) and per claim (its reviewer's seat
+//! on it). Counted on the wire ([`Turns`]), not from the code: what the clients really send.
 
 use std::sync::Arc;
 
@@ -13,7 +13,7 @@ use serde_json::json;
 use super::floor::{Floor, Statements};
 use super::revise::Stage;
 use super::turns::{host_port, through, Turns};
-use super::{approve_each, drive, sized, BenchEnv, Report};
+use super::{approve_each, drive, sized, BenchEnv, Report, Service};
 
 /// Round trips per approval to each store.
 #[derive(Debug, Clone, Copy, Default)]
@@ -79,7 +79,7 @@ const CONC: usize = 16;
 
 pub async fn round_trip_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Result<RoundTrips> {
     let proxies = Proxies::start(env).await?;
-    let (service, comment) = service_turns(env, &proxies).await?;
+    let (service, others) = service_turns(env, &proxies).await?;
     let floor_old = floor_turns(env, &proxies, Statements::Old).await?;
     let floor_new = floor_turns(env, &proxies, Statements::New).await?;
     let line = |name: &str, p: &PerStore| {
@@ -93,14 +93,22 @@ pub async fn round_trip_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Res
         line("service over HTTP", &service),
         approvals()
     ));
-    report.note(format!(
-        "round trips per comment, service over HTTP: PostgreSQL {:.2}, Redis {:.2}, MongoDB {:.2}, RabbitMQ {:.2} \
-         ({} comments at concurrency {CONC}, each a reviewer's on a pending review, naming it)",
-        comment.pg,
-        comment.redis,
-        comment.mongo,
-        comment.amqp,
-        approvals()
+    let per = |what: &str, p: &PerStore, how: &str| {
+        format!(
+            "round trips per {what}, service over HTTP: PostgreSQL {:.2}, Redis {:.2}, MongoDB {:.2}, RabbitMQ {:.2} \
+             ({} {what}s at concurrency {CONC}, {how})",
+            p.pg, p.redis, p.mongo, p.amqp, approvals()
+        )
+    };
+    report.note(per(
+        "comment",
+        &others.comment,
+        "each a reviewer's on a pending review, naming it",
+    ));
+    report.note(per(
+        "claim",
+        &others.claim,
+        "each a reviewer's seat on a pending review",
     ));
     report.note(line(
         "floor, old statements (one per row, marks one by one)",
@@ -117,8 +125,9 @@ pub async fn round_trip_rows(report: &mut Report, env: &BenchEnv) -> anyhow::Res
     })
 }
 
-/// The service's round trips, its background loops off: per approval, then per comment.
-async fn service_turns(env: &BenchEnv, proxies: &Proxies) -> anyhow::Result<(PerStore, PerStore)> {
+/// The service's round trips, its background loops off: per approval, then per comment
+/// and per claim.
+async fn service_turns(env: &BenchEnv, proxies: &Proxies) -> anyhow::Result<(PerStore, Others)> {
     let extra = [
         ("APP__OUTBOX__RUN_DISPATCHER", "false".to_string()),
         ("APP__REPLAY__RUN", "false".to_string()),
@@ -147,8 +156,26 @@ async fn service_turns(env: &BenchEnv, proxies: &Proxies) -> anyhow::Result<(Per
     anyhow::ensure!(f.errors == 0, "{} approvals failed", f.errors);
     env.expect_delivered(n).await?;
     let approval = proxies.per(before, n);
-    // Comments: on documents pending review, made through the API beforehand (uncounted).
-    let w = env.writer(&svc);
+    let others = other_turns(env, proxies, &svc, n).await?;
+    Ok((approval, others))
+}
+
+/// Round trips per comment and per claim.
+struct Others {
+    comment: PerStore,
+    claim: PerStore,
+}
+
+/// A comment on each of `n` documents pending review (made through the API beforehand,
+/// uncounted), then a claim of each review, by its reviewer; then their approvals, so that
+/// none stays pending for the rows after these.
+async fn other_turns(
+    env: &BenchEnv,
+    proxies: &Proxies,
+    svc: &Service,
+    n: usize,
+) -> anyhow::Result<Others> {
+    let w = env.writer(svc);
     let made = Arc::new(env.documents_at(&w, Stage::Pending, n).await?);
     let (who, list) = (w.reviewer.clone(), made.clone());
     let before = proxies.sample();
@@ -166,11 +193,19 @@ async fn service_turns(env: &BenchEnv, proxies: &Proxies) -> anyhow::Result<(Per
     anyhow::ensure!(f.errors == 0, "{} comments failed", f.errors);
     env.expect_delivered(n).await?;
     let comment = proxies.per(before, n);
-    // None stays pending for the rows after this one.
+    let (who, list) = (w.reviewer.clone(), made.clone());
+    let before = proxies.sample();
+    let f = drive(CONC, n, move |i| {
+        let (who, list) = (who.clone(), list.clone());
+        async move { who.claim(list[i].1).await }
+    })
+    .await?;
+    anyhow::ensure!(f.errors == 0, "{} claims failed", f.errors);
+    let claim = proxies.per(before, n);
     let reviews = made.iter().map(|(_, r)| *r).collect();
-    anyhow::ensure!(approve_each(env, &svc, CONC, reviews).await?.errors == 0);
+    anyhow::ensure!(approve_each(env, svc, CONC, reviews).await?.errors == 0);
     env.expect_delivered(n).await?;
-    Ok((approval, comment))
+    Ok(Others { comment, claim })
 }
 
 /// A floor's round trips, its clients through the proxies.
