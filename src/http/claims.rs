@@ -7,7 +7,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use uuid::Uuid;
 
 use crate::usecases::Context;
-use crate::web::auth::{Caller, Role};
+use crate::web::auth::{Caller, Role, Voter};
 use crate::web::body::{parse_json, read_body};
 use crate::web::error::{ApiError, ErrorEnvelope};
 use crate::web::post;
@@ -48,7 +48,7 @@ pub async fn claim(
     req: HttpRequest,
     path: web::Path<Uuid>,
     payload: web::Payload,
-    caller: Caller,
+    Voter(caller): Voter,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Reviewer)?;

@@ -3,18 +3,18 @@
 //! one another's committed state; it takes no outer lock. The sweep marks due reviews
 //! once, skipping rows another transaction holds (a busy review is marked on a later pass).
 
-use chrono::{DateTime, Utc};
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::documents::lock_document;
 use super::error::{StoreError, WriteError};
 use super::pg::PgStore;
-use super::tx::{write_audit, write_audit_and_event, Uncommitted, WriteContext};
+use super::spaces::memberships::judged_by_read;
+use super::tx::{write_audit_and_event, Link, Uncommitted, WriteContext};
 use crate::domain::claims::{plan_claim, plan_end_claim, plan_give_back, plan_overdue};
 use crate::domain::claims::{ClaimChange, ClaimPlan};
 use crate::domain::votes::Voter;
-use crate::domain::{Claim, Document, Refusal, Review, SpaceRole};
+use crate::domain::{Document, FencingToken, Refusal, Review, SpaceRole};
 use crate::store::audit::chain::AuditChain;
 use crate::store::reviews::rows::lock_review;
 
@@ -38,10 +38,13 @@ impl PgStore {
         op: ClaimOp,
         ctx: &WriteContext<'_>,
     ) -> Result<Uncommitted<Review>, WriteError> {
-        let (mut tx, locked, head, _) = self.lock_review_and_document(review_id).await?;
+        let (mut tx, locked, head, read) = self.lock_review_and_document(review_id).await?;
         let (Some(doc), Some(review), Some(head)) = (&locked.document, &locked.review, head) else {
             return Err(Refusal::NotFound.into());
         };
+        // A caller whose memberships this transaction read as it began is judged with them.
+        let joined = judged_by_read(&mut tx, ctx.access, read).await?;
+        let ctx = &ctx.judged_by(joined.as_ref());
         check_role(doc, ctx, &op)?;
         let now = locked.now;
         let plan: ClaimPlan = match &op {
@@ -55,8 +58,12 @@ impl PgStore {
             ClaimOp::GiveBack => plan_give_back(doc, review, ctx.actor, now),
             ClaimOp::End(reviewer) => plan_end_claim(doc, review, reviewer, now)?,
         };
+        let link = plan
+            .audit
+            .as_ref()
+            .map(|audit| self.audit.at(head).link(doc.id, audit, audit.version, ctx));
+        write_claim(&mut tx, (review_id, doc), &plan, ctx, link.as_ref()).await?;
         let mut after = review.clone();
-        write_claim(&mut tx, review_id, &plan.change).await?;
         match plan.change {
             ClaimChange::Take(claim) => {
                 after.claims.retain(|c| c.reviewer_id != claim.reviewer_id);
@@ -66,10 +73,6 @@ impl PgStore {
                 after.claims.retain(|c| c.reviewer_id != reviewer_id)
             }
             ClaimChange::Nothing => {}
-        }
-        if let Some(audit) = &plan.audit {
-            let link = self.audit.at(head).link(doc.id, audit, audit.version, ctx);
-            write_audit(&mut tx, doc.id, audit, ctx, &link).await?;
         }
         after
             .claims
@@ -160,46 +163,49 @@ fn check_role(doc: &Document, ctx: &WriteContext<'_>, op: &ClaimOp) -> Result<()
     }
 }
 
-/// Writes a claim change, and the review row with it (unchanged): whatever changes a
-/// review's votes or claims writes its row, which `reviews::locking` relies on.
+/// Writes a claim change, and the review row with it (unchanged: whatever changes a
+/// review's votes or claims writes its row, which `reviews::locking` relies on), and its
+/// audit row with `link`, in one statement (`sql/claim_write.sql`).
 async fn write_claim(
     tx: &mut Transaction<'static, Postgres>,
-    review_id: Uuid,
-    change: &ClaimChange,
+    (review_id, doc): (Uuid, &Document),
+    plan: &ClaimPlan,
+    ctx: &WriteContext<'_>,
+    link: Option<&Link>,
 ) -> Result<(), StoreError> {
-    match change {
-        ClaimChange::Take(Claim {
-            reviewer_id,
-            stage,
-            claimed_at,
-            expires_at,
-        }) => {
-            sqlx::query!(
-                "WITH touched AS (UPDATE reviews SET stage = stage WHERE id = $1) \
-                 INSERT INTO review_claims (review_id, reviewer_id, stage, claimed_at, expires_at) \
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (review_id, reviewer_id) DO UPDATE \
-                 SET stage = EXCLUDED.stage, claimed_at = EXCLUDED.claimed_at, \
-                     expires_at = EXCLUDED.expires_at",
-                review_id,
-                reviewer_id,
-                stage,
-                claimed_at as &DateTime<Utc>,
-                expires_at as &DateTime<Utc>,
-            )
-            .execute(&mut **tx)
-            .await?;
-        }
-        ClaimChange::End { reviewer_id } => {
-            sqlx::query!(
-                "WITH touched AS (UPDATE reviews SET stage = stage WHERE id = $1) \
-                 DELETE FROM review_claims WHERE review_id = $1 AND reviewer_id = $2",
-                review_id,
-                reviewer_id
-            )
-            .execute(&mut **tx)
-            .await?;
-        }
-        ClaimChange::Nothing => {}
+    let (op, reviewer_id, claim) = match &plan.change {
+        ClaimChange::Take(claim) => (Some("take"), Some(claim.reviewer_id.as_str()), Some(claim)),
+        ClaimChange::End { reviewer_id } => (Some("end"), Some(reviewer_id.as_str()), None),
+        ClaimChange::Nothing => (None, None, None),
+    };
+    let audit = plan.audit.as_ref().zip(link);
+    if op.is_none() && audit.is_none() {
+        return Ok(());
     }
+    sqlx::query_file!(
+        "src/store/sql/claim_write.sql",
+        review_id,
+        op,
+        reviewer_id,
+        claim.map(|c| c.stage),
+        claim.map(|c| c.claimed_at),
+        claim.map(|c| c.expires_at),
+        doc.id,
+        audit.map(|(a, _)| a.action),
+        audit.and_then(|(a, _)| a.review_id),
+        ctx.actor.as_str(),
+        audit.and_then(|(a, _)| a.from_status.map(|s| s.as_str())),
+        audit.map(|(a, _)| a.to_status.as_str()),
+        audit.map(|(a, _)| a.version),
+        ctx.request_id,
+        audit.map(|(a, _)| a.lock_mode),
+        audit.and_then(|(_, l)| l.seq),
+        audit.and_then(|(_, l)| l.hash.as_deref()),
+        audit.map(|(_, l)| l.at),
+        doc.space.as_str(),
+        audit.and_then(|(a, _)| a.fence_token) as Option<FencingToken>,
+    )
+    .execute(&mut **tx)
+    .await?;
     Ok(())
 }

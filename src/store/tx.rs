@@ -321,37 +321,3 @@ impl Event {
         }
     }
 }
-
-/// Writes the audit row of a change that publishes nothing (a claim and its end), with
-/// its `link`, and moves the document's chain head to it.
-pub(super) async fn write_audit(
-    tx: &mut Transaction<'static, Postgres>,
-    document_id: Uuid,
-    audit: &AuditEntry,
-    ctx: &WriteContext<'_>,
-    link: &Link,
-) -> Result<(), StoreError> {
-    sqlx::query!(
-        "WITH head AS (UPDATE documents SET audit_count = $11, audit_head = $12 \
-                       WHERE id = $1 AND $12::bytea IS NOT NULL) \
-         INSERT INTO audit_log (document_id, review_id, action, actor_id, from_status, \
-         to_status, document_version, request_id, lock_mode, fence_token, seq, hash, at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-        document_id,
-        audit.review_id,
-        audit.action,
-        ctx.actor.as_str(),
-        audit.from_status.map(|s| s.as_str()),
-        audit.to_status.as_str(),
-        audit.version,
-        ctx.request_id,
-        audit.lock_mode,
-        audit.fence_token as Option<FencingToken>,
-        link.seq,
-        link.hash.as_deref(),
-        link.at,
-    )
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
-}

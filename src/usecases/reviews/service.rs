@@ -33,7 +33,7 @@ use crate::usecases::error::Error;
 use crate::usecases::idempotency::Recordable;
 use crate::usecases::stats::ReviewStats;
 use crate::usecases::test_hooks::Point;
-use crate::usecases::unseen::{hide_contention, Asker, Item};
+use crate::usecases::unseen::{Asker, Item};
 
 /// A transition's write, in the transaction of [`ReviewService::guarded`].
 type Write<T> = Box<
@@ -302,6 +302,7 @@ impl ReviewService {
     }
 
     async fn claim_op(&self, ctx: Context, review_id: Uuid, op: ClaimOp) -> Result<Review, Error> {
+        let asker = Asker::of(&ctx);
         let wctx = ctx.writing(Guard::Unlocked, None);
         let done: Result<Committed<Review>, Error> = self
             .store
@@ -310,7 +311,7 @@ impl ReviewService {
                 commit(uncommitted, None, ctx.held_key.as_ref()).await
             })
             .await;
-        let done = hide_contention(&self.store, ctx.reader(), Item::Review(review_id), done);
+        let done = asker.hide_contention(&self.store, Item::Review(review_id), done);
         Ok(done.await?.value)
     }
 }

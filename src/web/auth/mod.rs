@@ -109,7 +109,7 @@ impl FromRequest for Caller {
     }
 }
 
-/// The caller of a vote (approve, reject): a [`Caller`] whose memberships, when its token
+/// The caller of a vote (approve, reject) or a claim: a [`Caller`] whose memberships, when its token
 /// carries the reviewer role, are read by each of the request's transactions as it begins
 /// rather than before ([`Access::memberships_unread`]): what the handler checks before its
 /// transaction (the reviewer role somewhere) the token alone passes then, and what the

@@ -1,7 +1,7 @@
 //! Every row of a document is in its document's space, whoever writes it: the rows the
 //! service's writes name a space for (a transition's audit and outbox rows, a comment, a
-//! vote: the space read with the document locked) and the rows that name none (a claim, and
-//! every row the previous release writes), which the space triggers fill from the document
+//! vote, a claim: the space read with the document locked) and the rows that name none
+//! (every row the previous release writes), which the space triggers fill from the document
 //! or review (migration 20261219000001 fires them only for those).
 
 use reqwest::StatusCode;
@@ -50,7 +50,7 @@ async fn a_documents_rows_are_in_its_space_named_or_filled() {
     let r = app.claim(&review, &rex).await;
     assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
     let rows = |t: &str, n: i64| (t.to_string(), n, vec!["hr".to_string()]);
-    // The claim's row names no space: its trigger filled it.
+    // The claim's row, and its audit row, in the document's space.
     let claimed = spaces_of_rows(&app, &doc).await;
     assert!(claimed.contains(&rows("review_claims", 1)), "{claimed:?}");
     let r = app.approve(&review, &rex).await;

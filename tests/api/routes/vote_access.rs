@@ -1,5 +1,5 @@
-//! A vote by a token that carries the reviewer role: its memberships are read by its
-//! transaction as it begins, not before (`Voter`). What they give must be what reading them
+//! A vote (or a claim) by a token that carries the reviewer role: its memberships are read
+//! by its transaction as it begins, not before (`Voter`). What they give must be what reading them
 //! first gives: the spaces its transaction sees, its roles in the review's space (a
 //! membership by group whose name needs escaping in SQL, one revoked, one without the
 //! reviewer role), the answer about a held lock (409 to a member, 404 to anyone else), and
@@ -95,5 +95,37 @@ async fn a_vote_that_waits_for_the_document_reads_the_memberships_its_transactio
     holder.close().await.unwrap();
     assert_eq!(vote.await.unwrap(), StatusCode::OK);
     assert_eq!(app.review_status_in_db(&in_a).await, "APPROVED");
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewer_token_claims_by_the_memberships_its_transaction_reads() {
+    let app = spawn_app().await;
+    let rex = spaces_and_rex(&app).await;
+    let (doc, in_a) = app.pending_in("a", &app.member("ann"), "In A").await;
+    let (_, in_b) = app.pending_in("b", &app.member("bo"), "In B").await;
+    let r = app.claim(&in_b, &rex).await;
+    expect_error(r, StatusCode::NOT_FOUND, "NOT_FOUND").await;
+    let r = app.claim(&in_a, &rex).await;
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["claims"][0]["reviewer_id"], "rex", "{v}");
+    // The document held past lock_timeout: told to a member, hidden from anyone else.
+    let (mut holder, _) = hold_document(&app, &doc).await;
+    let r = app.claim(&in_a, &rex).await;
+    expect_error(r, StatusCode::CONFLICT, "LOCK_NOT_ACQUIRED").await;
+    let stranger = app.token_in("sam", &[Role::Reviewer], &["nobody"]);
+    let r = app.claim(&in_a, &stranger).await;
+    expect_error(r, StatusCode::NOT_FOUND, "NOT_FOUND").await;
+    sqlx::query("COMMIT").execute(&mut holder).await.unwrap();
+    holder.close().await.unwrap();
+    // One claim written, in the review's space, and its audit row; nothing in b.
+    let sql = "SELECT count(*) FROM review_claims c JOIN reviews r ON r.id = c.review_id \
+               WHERE c.space_id = 'a' AND c.reviewer_id = 'rex'";
+    assert_eq!(app.count(sql).await, 1);
+    let sql = format!("SELECT count(*) FROM review_claims WHERE review_id = '{in_b}'");
+    assert_eq!(app.count(&sql).await, 0);
+    let sql = format!("SELECT count(*) FROM audit_log WHERE review_id = '{in_a}' AND action = 'claim' AND space_id = 'a'");
+    assert_eq!(app.count(&sql).await, 1);
     app.finish().await;
 }
