@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::cost::{cpu_seconds, Stores, StoresCpu};
 use super::{approve_each, BenchEnv, Proxy};
 
 /// Commits `n` approvals while RabbitMQ is unreachable, brings it back, and times delivery.
@@ -40,7 +41,19 @@ pub async fn outbox_drain(env: &BenchEnv, n: usize) -> anyhow::Result<Drained> {
     let projections_after = waited.elapsed().as_secs_f64();
     let t = Instant::now();
     proxy.restore();
-    let (first_after, all_after) = env.await_queue(n, t).await?;
+    // The CPU is counted from the first event on the queue: the reconnect before it is not
+    // the drain's work.
+    while env.queue_len().await? == 0 {
+        anyhow::ensure!(
+            t.elapsed() < Duration::from_secs(120),
+            "no event on the queue within 2 minutes of RabbitMQ's return"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let first_after = t.elapsed().as_secs_f64();
+    let cpu = DrainCpu::now(env, Some(svc.pid()));
+    let (_, all_after) = env.await_queue(n, t).await?;
+    let cpu = DrainCpu::now(env, Some(svc.pid())).per_event(&cpu, n);
     env.purge_queue().await?;
     drop(svc);
     Ok(Drained {
@@ -48,7 +61,42 @@ pub async fn outbox_drain(env: &BenchEnv, n: usize) -> anyhow::Result<Drained> {
         first_after,
         all_after,
         projections_after,
+        cpu,
     })
+}
+
+/// CPU of the processes a drain runs in, from `/proc`: seconds at one moment, or
+/// milliseconds per event between two ([`DrainCpu::per_event`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DrainCpu {
+    pub service: f64,
+    pub postgres: f64,
+    pub rabbitmq: f64,
+    /// This process: the proxy in front of RabbitMQ and the queue's polling during a
+    /// drain; the client during the floor.
+    pub bench: f64,
+}
+
+impl DrainCpu {
+    pub fn now(env: &BenchEnv, service: Option<u32>) -> Self {
+        let stores = StoresCpu::now(Stores::of(&env.amqp_url, &env.mongo_url));
+        Self {
+            service: service.map_or(0.0, |pid| cpu_seconds(&pid.to_string())),
+            postgres: stores.postgres,
+            rabbitmq: stores.rabbitmq,
+            bench: cpu_seconds("self"),
+        }
+    }
+
+    pub fn per_event(&self, before: &Self, n: usize) -> Self {
+        let ms = |now: f64, then: f64| (now - then) * 1000.0 / n as f64;
+        Self {
+            service: ms(self.service, before.service),
+            postgres: ms(self.postgres, before.postgres),
+            rabbitmq: ms(self.rabbitmq, before.rabbitmq),
+            bench: ms(self.bench, before.bench),
+        }
+    }
 }
 
 /// How an outbox drained once RabbitMQ was back.
@@ -60,6 +108,8 @@ pub struct Drained {
     pub all_after: f64,
     /// Seconds from the last approval's reply until every event's projection was written.
     pub projections_after: f64,
+    /// Milliseconds of CPU per event, from the first event on the queue to the last.
+    pub cpu: DrainCpu,
 }
 
 impl Drained {

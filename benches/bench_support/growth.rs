@@ -11,8 +11,8 @@ pub async fn drain_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<(f
     for _ in 0..3 {
         raws.push(env.raw_publish_rate(n).await?);
     }
-    raws.sort_by(f64::total_cmp);
-    let raw = raws[1];
+    raws.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (raw, raw_cpu) = raws[1];
     let batch = env.settings.outbox.batch_size;
     let d = outbox_drain(env, n).await?;
     let drain = d.rate();
@@ -26,6 +26,13 @@ pub async fn drain_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<(f
         d.all_after,
         n as f64 / d.all_after,
         drain / raw
+    ));
+    let c = d.cpu;
+    report.note(format!(
+        "outbox drain, CPU per event (ms, from the first event on the queue to the last): service {:.3}, \
+         PostgreSQL {:.3}, RabbitMQ {:.3}, this benchmark (the proxy in front of RabbitMQ) {:.3}; \
+         floor (its median run): RabbitMQ {:.3}, its client {:.3}",
+        c.service, c.postgres, c.rabbitmq, c.bench, raw_cpu.rabbitmq, raw_cpu.bench
     ));
     Ok((drain, raw))
 }

@@ -8,11 +8,13 @@ use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::Confirmation;
 use lapin::{BasicProperties, Channel};
 
+use super::drain::DrainCpu;
 use super::{names, BenchEnv};
 
 impl BenchEnv {
-    /// Publishes `n` persistent, mandatory events with confirms; returns events per second.
-    pub async fn raw_publish_rate(&self, n: usize) -> anyhow::Result<f64> {
+    /// Publishes `n` persistent, mandatory events with confirms; returns events per second,
+    /// and the CPU per event of this process and of RabbitMQ.
+    pub async fn raw_publish_rate(&self, n: usize) -> anyhow::Result<(f64, DrainCpu)> {
         let ch = self.amqp_conn().create_channel().await?;
         ch.confirm_select(ConfirmSelectOptions::default()).await?;
         let body = serde_json::to_vec(&serde_json::json!({
@@ -20,6 +22,7 @@ impl BenchEnv {
         }))?;
         // The dispatcher's batch size (`outbox.batch_size`).
         let per_batch = usize::try_from(self.settings.outbox.batch_size)?;
+        let cpu = DrainCpu::now(self, None);
         let started = Instant::now();
         for batch in 0..n.div_ceil(per_batch) {
             let size = per_batch.min(n - batch * per_batch);
@@ -28,9 +31,10 @@ impl BenchEnv {
             try_join_all(confirms).await?;
         }
         let rate = n as f64 / started.elapsed().as_secs_f64();
+        let cpu = DrainCpu::now(self, None).per_event(&cpu, n);
         self.expect_queue(n).await?;
         let _ = ch.close(200, "done".into()).await;
-        Ok(rate)
+        Ok((rate, cpu))
     }
 }
 

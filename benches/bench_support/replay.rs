@@ -311,7 +311,7 @@ async fn check_target(env: &BenchEnv, n: usize) -> anyhow::Result<()> {
 
 /// Raw confirmed publishes of `n` events: the floor the replay is read against.
 async fn floor(env: &BenchEnv, n: usize) -> anyhow::Result<Figures> {
-    let rate = env.raw_publish_rate(n).await?;
+    let (rate, _) = env.raw_publish_rate(n).await?;
     let h = Histogram::<u64>::new_with_bounds(1, 600_000_000, 3)?;
     let mut f = Figures::from_hist(&h, n, 0, Duration::from_secs(1));
     f.ops_per_sec = rate;
