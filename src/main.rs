@@ -12,11 +12,6 @@ use kh_review::telemetry;
 use kh_review::usecases::{AuditService, CheckpointUse};
 use kh_review::web::auth::{sign, Role};
 
-/// mimalloc rather than the system's malloc: a request allocates and frees many small
-/// buffers across threads (docs/decisions.md, "The allocator").
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser)]
 #[command(
     name = "kh-review",
