@@ -1,5 +1,6 @@
 //! Redis unreachable, hung, or stopped mid-test: requests go on under the row lock alone.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
@@ -144,6 +145,26 @@ async fn paused_storm(
     futures_util::future::join_all(calls).await
 }
 
+/// Until `done`: the most pooled connections in use, and the most sessions of the
+/// database waiting on a lock (the test's own connection reads pg_stat_activity), at any
+/// sample.
+async fn most_in_use_and_waiting(app: &TestApp, done: &AtomicBool) -> (f64, i64) {
+    let in_use = r#"kh_db_pool_connections{state="in_use"}"#;
+    let (mut most, mut waiting) = (0.0f64, 0i64);
+    while !done.load(Ordering::Relaxed) {
+        most = most.max(app.metric(in_use).await.expect("the pool gauge"));
+        let now: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(&app.pg)
+        .await
+        .unwrap();
+        waiting = waiting.max(now);
+    }
+    (most, waiting)
+}
+
 /// Redis down, 50 approvals of one review at once, each pausing 1.5 s before its COMMIT (so
 /// that the first holds its row lock while the others arrive): one goes on to the row
 /// lock, the 49 others get `409 LOCK_NOT_ACQUIRED` with `Retry-After: 1` at once instead of
@@ -152,8 +173,6 @@ async fn paused_storm(
 /// and another review's approval and a create go through meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_redis_down_duplicates_are_refused_at_once_and_hold_no_connection() {
-    use std::sync::atomic::{AtomicBool, Ordering};
-
     let app = spawn_app_with(AppOptions {
         redis_url: Some(format!("redis://127.0.0.1:{}", dead_port())),
         // The sampling below reads /metrics in a loop: its outbox counts at most once a second.
@@ -165,25 +184,8 @@ async fn with_redis_down_duplicates_are_refused_at_once_and_hold_no_connection()
     .await;
     let (doc_id, review_id) = app.pending_review().await;
     let (_, other_review) = app.pending_review().await;
-    let in_use = r#"kh_db_pool_connections{state="in_use"}"#;
     let done = AtomicBool::new(false);
-    // The most pooled connections in use, and the most sessions waiting on a lock (the
-    // test's own connection reads pg_stat_activity), at any sample.
-    let sample = async {
-        let (mut most, mut waiting) = (0.0f64, 0i64);
-        while !done.load(Ordering::Relaxed) {
-            most = most.max(app.metric(in_use).await.expect("the pool gauge"));
-            let now: i64 = sqlx::query_scalar(
-                "SELECT count(*) FROM pg_stat_activity \
-                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
-            )
-            .fetch_one(&app.pg)
-            .await
-            .unwrap();
-            waiting = waiting.max(now);
-        }
-        (most, waiting)
-    };
+    let sample = most_in_use_and_waiting(&app, &done);
     let storm = async {
         let results = paused_storm(&app, &review_id, 50, 1500).await;
         done.store(true, Ordering::Relaxed);
