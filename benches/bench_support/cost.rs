@@ -2,6 +2,7 @@
 //! FerretDB, of RabbitMQ and of Redis (from `/proc`), and commits in the service's database
 //! (`pg_stat_database.xact_commit`).
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
@@ -9,13 +10,14 @@ use sqlx::PgPool;
 use super::kind::sized;
 
 /// Cumulative counters at one moment.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct CostSample {
     /// CPU seconds of the service process.
     pub service_cpu: f64,
-    /// CPU seconds of the PostgreSQL backends serving the service's database.
-    pub pg_db_cpu: f64,
-    /// CPU seconds of every PostgreSQL process (all databases, background workers).
+    /// Ticks of the PostgreSQL backends serving the service's database, by pid.
+    pg_db: PostgresTicks,
+    /// CPU seconds of every PostgreSQL process (all databases, background workers), those
+    /// that have exited included.
     pub pg_all_cpu: f64,
     /// CPU seconds of every redis-server process.
     pub redis_cpu: f64,
@@ -60,16 +62,24 @@ fn ticks_per_second() -> f64 {
 
 /// utime + stime of a process, in clock ticks (0 when it is gone).
 fn cpu_ticks(pid: &str) -> u64 {
+    stat_ticks(pid).0
+}
+
+/// (utime + stime, cutime + cstime) of a process in clock ticks, (0, 0) when it is gone.
+/// The second is the CPU of its children that have exited and been waited for: a server's
+/// workers that came and went between two samples (PostgreSQL's backends, when a client
+/// closes its connection) are there, in their parent's figure.
+fn stat_ticks(pid: &str) -> (u64, u64) {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0;
+        return (0, 0);
     };
     // The command name may hold spaces and parentheses: fields start after the last ')'.
     let Some((_, rest)) = stat.rsplit_once(')') else {
-        return 0;
+        return (0, 0);
     };
     let f: Vec<&str> = rest.split_whitespace().collect();
     let field = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    field(11) + field(12)
+    (field(11) + field(12), field(13) + field(14))
 }
 
 /// CPU seconds (user + system) of a process so far: a pid, or "self".
@@ -124,11 +134,33 @@ impl Stores {
     }
 }
 
-/// (ticks of the backends of `db`, ticks of every postgres process)
-fn postgres_ticks(db: &str) -> (u64, u64) {
-    let (mut of_db, mut all) = (0, 0);
+/// Ticks of PostgreSQL's processes at one moment.
+#[derive(Debug, Clone, Default)]
+struct PostgresTicks {
+    /// Each backend of the named database, by pid.
+    of_db: HashMap<String, u64>,
+    /// Every postgres process's own ticks and those of its exited children: a backend that
+    /// exits moves its ticks to the postmaster's children's figure, so this never goes back.
+    all: u64,
+}
+
+impl PostgresTicks {
+    /// Ticks the backends of the database spent since `before`: the growth of each backend
+    /// seen both times, and the whole of each one that started since. A backend that
+    /// exited in between is left out (its last ticks are lost; the figure is never less
+    /// than zero, as a difference of totals would be).
+    fn of_db_since(&self, before: &Self) -> u64 {
+        self.of_db
+            .iter()
+            .map(|(pid, t)| t.saturating_sub(before.of_db.get(pid).copied().unwrap_or(0)))
+            .sum()
+    }
+}
+
+fn postgres_ticks(db: &str) -> PostgresTicks {
+    let mut ticks = PostgresTicks::default();
     let Ok(procs) = std::fs::read_dir("/proc") else {
-        return (0, 0);
+        return ticks;
     };
     let needle = format!(" {db} ");
     for p in procs.flatten() {
@@ -141,13 +173,13 @@ fn postgres_ticks(db: &str) -> (u64, u64) {
         if comm.trim() != "postgres" && !cmdline.starts_with("postgres") {
             continue;
         }
-        let t = cpu_ticks(&pid);
-        all += t;
-        if cmdline.contains(&needle) {
-            of_db += t;
+        let (own, children) = stat_ticks(&pid);
+        ticks.all += own + children;
+        if !db.is_empty() && cmdline.contains(&needle) {
+            ticks.of_db.insert(pid, own);
         }
     }
-    (of_db, all)
+    ticks
 }
 
 async fn commits(admin: &PgPool, db: &str) -> anyhow::Result<i64> {
@@ -207,7 +239,7 @@ impl CostSample {
         } = StoresCpu::now(stores);
         Ok(Self {
             service_cpu: cpu_ticks(&service_pid.to_string()) as f64 / hz,
-            pg_db_cpu: postgres_ticks(db).0 as f64 / hz,
+            pg_db: postgres_ticks(db),
             pg_all_cpu: postgres,
             redis_cpu: redis,
             ferretdb_cpu: ferretdb,
@@ -221,7 +253,9 @@ impl CostSample {
         let n = n as f64;
         CostPer {
             service_cpu_ms: (self.service_cpu - before.service_cpu) * 1000.0 / n,
-            pg_db_cpu_ms: (self.pg_db_cpu - before.pg_db_cpu) * 1000.0 / n,
+            pg_db_cpu_ms: self.pg_db.of_db_since(&before.pg_db) as f64 / ticks_per_second()
+                * 1000.0
+                / n,
             pg_all_cpu_ms: (self.pg_all_cpu - before.pg_all_cpu) * 1000.0 / n,
             redis_cpu_ms: (self.redis_cpu - before.redis_cpu) * 1000.0 / n,
             ferretdb_cpu_ms: (self.ferretdb_cpu - before.ferretdb_cpu) * 1000.0 / n,
@@ -248,7 +282,7 @@ impl StoresCpu {
     pub fn now(stores: Stores) -> Self {
         let hz = ticks_per_second();
         Self {
-            postgres: postgres_ticks("").1 as f64 / hz,
+            postgres: postgres_ticks("").all as f64 / hz,
             ferretdb: ticks_of("ferretdb", "cmdline", &format!(":{}", stores.mongo_port)) as f64
                 / hz,
             rabbitmq: ticks_of(
