@@ -43,17 +43,14 @@ pub async fn outbox_drain(env: &BenchEnv, n: usize) -> anyhow::Result<Drained> {
     proxy.restore();
     // The CPU is counted from the first event on the queue: the reconnect before it is not
     // the drain's work.
-    while env.queue_len().await? == 0 {
-        anyhow::ensure!(
-            t.elapsed() < Duration::from_secs(120),
-            "no event on the queue within 2 minutes of RabbitMQ's return"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let first_after = t.elapsed().as_secs_f64();
-    let cpu = DrainCpu::now(env, Some(svc.pid()));
-    let (_, all_after) = env.await_queue(n, t).await?;
-    let cpu = DrainCpu::now(env, Some(svc.pid())).per_event(&cpu, n);
+    let mut at_first = None;
+    let (first_after, all_after) = env
+        .await_queue(n, t, || {
+            at_first = Some(DrainCpu::now(env, Some(svc.pid())))
+        })
+        .await?;
+    let at_first = at_first.expect("taken at the first event");
+    let cpu = DrainCpu::now(env, Some(svc.pid())).per_event(&at_first, n);
     env.purge_queue().await?;
     drop(svc);
     Ok(Drained {

@@ -276,19 +276,28 @@ impl BenchEnv {
 
     /// Waits until exactly `n` messages are on the queue, then empties it.
     pub async fn expect_queue(&self, n: usize) -> anyhow::Result<()> {
-        self.await_queue(n, Instant::now()).await?;
+        self.await_queue(n, Instant::now(), || {}).await?;
         self.purge_queue().await
     }
 
     /// Waits until exactly `n` messages are on the queue (more is a failure: duplicates);
-    /// returns the seconds from `since` to the first message and to the `n`th.
-    pub async fn await_queue(&self, n: usize, since: Instant) -> anyhow::Result<(f64, f64)> {
+    /// returns the seconds from `since` to the first message and to the `n`th. `at_first`
+    /// runs once, as soon as the first message is seen.
+    pub async fn await_queue(
+        &self,
+        n: usize,
+        since: Instant,
+        at_first: impl FnOnce(),
+    ) -> anyhow::Result<(f64, f64)> {
         let deadline = Instant::now() + Duration::from_secs(120);
-        let mut first = None;
+        let (mut first, mut at_first) = (None, Some(at_first));
         loop {
             let len = self.queue_len().await? as usize;
-            if len > 0 {
-                first.get_or_insert(since.elapsed().as_secs_f64());
+            if len > 0 && first.is_none() {
+                first = Some(since.elapsed().as_secs_f64());
+                if let Some(f) = at_first.take() {
+                    f();
+                }
             }
             anyhow::ensure!(
                 len <= n,
