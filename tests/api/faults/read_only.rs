@@ -75,12 +75,15 @@ async fn a_read_only_session_is_a_503_and_its_connection_is_not_reused() {
     assert_eq!(status, "PENDING", "nothing changed");
     assert_eq!(owner.count("SELECT count(*) FROM audit_log").await, before);
     let read_only = sessions(&owner.pg, &application).await;
-    read_only_default(&db, false).await;
+    // Taken before the reset: a session the instance's background work opens between the
+    // reset and a clock read after it is writable and may stay in its pool. One opened
+    // between this clock read and the reset is read-only, and refused when it is made.
     let writable_since: f64 =
         sqlx::query_scalar("SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8")
             .fetch_one(&owner.pg)
             .await
             .unwrap();
+    read_only_default(&db, false).await;
     let r = app.approve(&review_id, &app.reviewer()).await;
     assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
     // The instance's sessions now are all new ones: none that answered read-only (nor any
