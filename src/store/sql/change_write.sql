@@ -21,7 +21,8 @@ comment AS (
   SELECT $2, h.comment_count, $25, $27, $28, $26, $24 FROM head h
   WHERE $25::uuid IS NOT NULL
   RETURNING seq, created_at),
-earlier AS (
+-- Materialized: `waiting` is read twice below, and inlined each read was a scan of its own.
+earlier AS MATERIALIZED (
   SELECT EXISTS (SELECT 1 FROM outbox WHERE document_id = $2 AND done_at IS NULL)
          AS waiting),
 event AS (

@@ -40,7 +40,8 @@ audit AS (
                          to_status, document_version, request_id, lock_mode,
                          fence_token, seq, hash, at, space_id)
   VALUES ($28, $29, $30, $31, $32, $33, $34, $35, $36, $37, $26, $27, $38, $51)),
-earlier AS (
+-- Materialized: `waiting` is read twice below, and inlined each read was a scan of its own.
+earlier AS MATERIALIZED (
   SELECT EXISTS (SELECT 1 FROM outbox WHERE document_id = $28 AND done_at IS NULL)
          AS waiting),
 event AS (
