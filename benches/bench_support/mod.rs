@@ -31,6 +31,7 @@ mod roundtrips;
 mod rows;
 mod service;
 mod space_lists;
+mod statements;
 // The floor's stepwise statements: the tests' reference, which `routes::writes` holds the
 // service's combined write to (see `floor.rs`).
 #[path = "../../tests/api/support/stepwise.rs"]

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use super::cost::{CostPer, Stores};
+use super::statements::{lines as statement_lines, PerApproval, StatementStats};
 use super::{
     approve_each, drive_for, env_size, names, sized, BenchEnv, CostSample, Figures, Floor, Report,
     Service, Statements,
@@ -32,9 +33,15 @@ pub async fn cost_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<Cos
     let reviews = env.make_pending(n).await?;
     let stores = Stores::of(&env.amqp_url, &env.mongo_url);
     let groups = ProjectionGroups::read(env, &svc).await?;
+    // FerretDB keeps its data in the database `ferretdb` (scripts/services/ferretdb.sh).
+    let dbs = [names().db.as_str(), "ferretdb"];
     let before = CostSample::settled(&env.admin, &names().db, svc.pid(), stores).await?;
+    let statements = StatementStats::read(&env.admin, &dbs).await;
     let f = approve_each(env, &svc, 16, reviews).await?;
     let after = CostSample::settled(&env.admin, &names().db, svc.pid(), stores).await?;
+    let statements = StatementStats::read(&env.admin, &dbs)
+        .await
+        .per(&statements, n);
     anyhow::ensure!(f.errors == 0, "{} approvals failed", f.errors);
     env.expect_delivered(n).await?;
     let mut per = after.per(&before, n);
@@ -68,7 +75,29 @@ pub async fn cost_row(report: &mut Report, env: &BenchEnv) -> anyhow::Result<Cos
         per.floor_cpu_ms,
         per.new_floor_cpu_ms
     ));
+    statement_notes(report, statements);
     Ok(per)
+}
+
+/// The cost row's statements, per approval (see `statements.rs`), or why there are none.
+fn statement_notes(report: &mut Report, per: Result<Vec<PerApproval>, String>) {
+    match per {
+        Ok(per) => {
+            report.note(
+                "PostgreSQL per approval by statement (pg_stat_statements over the cost row's \
+                 measured approvals; exec and plan are wall time, inflated by 16 at once on \
+                 this machine; calls, plans, buffers and WAL records are counts):"
+                    .to_string(),
+            );
+            for line in statement_lines(&per, 14) {
+                report.note(format!("  {line}"));
+            }
+        }
+        Err(e) => report.note(format!(
+            "PostgreSQL per statement: pg_stat_statements could not be read ({e}); \
+             scripts/services.sh loads it in a server it starts (restart one started before)"
+        )),
+    }
 }
 
 /// The service's grouped projection commands and the writes they carried, so far.

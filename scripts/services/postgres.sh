@@ -63,7 +63,8 @@ sql() { # sql DB FILE [PSQL_ARGS...] — as the superuser, over the local socket
 role_and_db() {
   sql postgres "$here/../sql/role-and-database.sql" \
     -v role=kh -v password=kh -v options=CREATEDB -v db=kh_review &&
-    sql postgres "$here/../sql/service-role.sql" -v role=kh_app -v password=kh_app -v owner=kh
+    sql postgres "$here/../sql/service-role.sql" -v role=kh_app -v password=kh_app -v owner=kh &&
+    sql kh_review "$here/../sql/statement-stats.sql" -v role=kh
 }
 
 # Test/CI tuning, NOT for production: no durability (fsync / synchronous_commit /
@@ -77,6 +78,11 @@ max_connections = 500
 fsync = off
 synchronous_commit = off
 full_page_writes = off
+# Per-statement counts for make bench (benches/bench_support/statements.rs); the library
+# loads at start, so a server started before this line was written needs a restart.
+shared_preload_libraries = 'pg_stat_statements'
+pg_stat_statements.track = all
+pg_stat_statements.track_planning = on
 EOF
 }
 
