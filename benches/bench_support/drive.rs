@@ -43,9 +43,18 @@ pub type Measure<'a> = Box<dyn FnMut() -> BoxFuture<'a, anyhow::Result<Figures>>
 /// Rows compared with each other, measured in turns: the warm-ups of each, then
 /// [`round_count`] rounds that run each once, in order; the median of each. A machine that slows down
 /// half-way through slows every row of the comparison alike, not only the later ones.
-pub async fn interleaved(mut measures: Vec<Measure<'_>>) -> anyhow::Result<Vec<Figures>> {
+pub async fn interleaved(measures: Vec<Measure<'_>>) -> anyhow::Result<Vec<Figures>> {
+    interleaved_rounds(measures, round_count()).await
+}
+
+/// [`interleaved`] with `rounds` rounds after the warm-ups: for a ratio of two rows close
+/// to 1 that a few rounds leave to chance.
+pub async fn interleaved_rounds(
+    mut measures: Vec<Measure<'_>>,
+    rounds: usize,
+) -> anyhow::Result<Vec<Figures>> {
     let mut all: Vec<Vec<Figures>> = measures.iter().map(|_| Vec::new()).collect();
-    for round in 0..warm_ups() + round_count() {
+    for round in 0..warm_ups() + rounds {
         for (m, figures) in measures.iter_mut().zip(&mut all) {
             let f = m().await?;
             if round >= warm_ups() {

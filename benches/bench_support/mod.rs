@@ -48,7 +48,9 @@ pub use audit::audit_rows;
 pub use console::console_rows;
 pub use cost::CostSample;
 pub use drain::outbox_drain;
-pub use drive::{drive, drive_for, interleaved, rounds, warm_ups, Measure, Rec};
+pub use drive::{
+    drive, drive_for, interleaved, interleaved_rounds, round_count, rounds, warm_ups, Measure, Rec,
+};
 pub use editing::{editing_rows, EditingFigures};
 pub use figures::Figures;
 pub use goals::{ApproveFigures, Goals};
