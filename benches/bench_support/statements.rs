@@ -40,14 +40,17 @@ pub struct PerApproval {
 type Row = (String, i64, bool, String, i64, i64, f64, f64, i64, i64);
 
 impl StatementStats {
-    /// The counters of the statements run in the databases `dbs`.
+    /// The counters of the statements run in the databases `dbs`, each statement's summed
+    /// over the roles that ran it (the view keeps a row per role: the service's `BEGIN`
+    /// and the benchmark's own are one statement).
     pub async fn read(admin: &PgPool, dbs: &[&str]) -> Self {
         let rows: Result<Vec<Row>, _> = sqlx::query_as(
-            "SELECT d.datname::text, s.queryid, s.toplevel, s.query, s.calls, s.plans, \
-                    s.total_exec_time, s.total_plan_time, \
-                    s.shared_blks_hit + s.shared_blks_read, s.wal_records \
+            "SELECT d.datname::text, s.queryid, s.toplevel, min(s.query), sum(s.calls)::int8, \
+                    sum(s.plans)::int8, sum(s.total_exec_time), sum(s.total_plan_time), \
+                    sum(s.shared_blks_hit + s.shared_blks_read)::int8, sum(s.wal_records)::int8 \
              FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid \
-             WHERE d.datname = ANY($1) AND s.queryid IS NOT NULL",
+             WHERE d.datname = ANY($1) AND s.queryid IS NOT NULL \
+             GROUP BY 1, 2, 3",
         )
         .bind(dbs.iter().map(|d| d.to_string()).collect::<Vec<_>>())
         .fetch_all(admin)
