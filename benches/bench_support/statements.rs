@@ -7,9 +7,13 @@ use std::collections::HashMap;
 
 use sqlx::PgPool;
 
-/// The counters of one statement (one database, one query id, top level or nested).
-#[derive(Debug, Clone, Default)]
+/// The counters of one statement (one database, one query id, top level or nested),
+/// summed over the roles that ran it.
+#[derive(Debug, Clone, Default, sqlx::FromRow)]
 struct Counters {
+    db: String,
+    queryid: i64,
+    toplevel: bool,
     query: String,
     calls: i64,
     plans: i64,
@@ -37,40 +41,27 @@ pub struct PerApproval {
     pub wal_records: f64,
 }
 
-type Row = (String, i64, bool, String, i64, i64, f64, f64, i64, i64);
-
 impl StatementStats {
     /// The counters of the statements run in the databases `dbs`, each statement's summed
     /// over the roles that ran it (the view keeps a row per role: the service's `BEGIN`
     /// and the benchmark's own are one statement).
     pub async fn read(admin: &PgPool, dbs: &[&str]) -> Self {
-        let rows: Result<Vec<Row>, _> = sqlx::query_as(
-            "SELECT d.datname::text, s.queryid, s.toplevel, min(s.query), sum(s.calls)::int8, \
-                    sum(s.plans)::int8, sum(s.total_exec_time), sum(s.total_plan_time), \
-                    sum(s.shared_blks_hit + s.shared_blks_read)::int8, sum(s.wal_records)::int8 \
+        let rows = sqlx::query_as::<_, Counters>(
+            "SELECT d.datname::text AS db, s.queryid, s.toplevel, min(s.query) AS query, \
+                    sum(s.calls)::int8 AS calls, sum(s.plans)::int8 AS plans, \
+                    sum(s.total_exec_time) AS exec_ms, sum(s.total_plan_time) AS plan_ms, \
+                    sum(s.shared_blks_hit + s.shared_blks_read)::int8 AS buffers, \
+                    sum(s.wal_records)::int8 AS wal_records \
              FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid \
              WHERE d.datname = ANY($1) AND s.queryid IS NOT NULL \
              GROUP BY 1, 2, 3",
         )
-        .bind(dbs.iter().map(|d| d.to_string()).collect::<Vec<_>>())
+        .bind(dbs)
         .fetch_all(admin)
         .await;
         Self(rows.map_err(|e| e.to_string()).map(|rows| {
             rows.into_iter()
-                .map(
-                    |(db, id, top, query, calls, plans, exec_ms, plan_ms, buffers, wal)| {
-                        let c = Counters {
-                            query,
-                            calls,
-                            plans,
-                            exec_ms,
-                            plan_ms,
-                            buffers,
-                            wal_records: wal,
-                        };
-                        ((db, id, top), c)
-                    },
-                )
+                .map(|c| ((c.db.clone(), c.queryid, c.toplevel), c))
                 .collect()
         }))
     }
@@ -83,13 +74,14 @@ impl StatementStats {
             (Err(e), _) | (_, Err(e)) => return Err(e.clone()),
         };
         let n = n.max(1) as f64;
+        let none = Counters::default();
         let mut out: Vec<PerApproval> = now
             .iter()
             .filter_map(|(key, c)| {
-                let b = then.get(key).cloned().unwrap_or_default();
+                let b = then.get(key).unwrap_or(&none);
                 (c.calls > b.calls).then(|| PerApproval {
-                    db: key.0.clone(),
-                    top_level: key.2,
+                    db: c.db.clone(),
+                    top_level: c.toplevel,
                     label: label(&c.query),
                     calls: (c.calls - b.calls) as f64 / n,
                     plans: (c.plans - b.plans) as f64 / n,
