@@ -139,20 +139,20 @@ pub fn lines(per: &[PerApproval], top: usize) -> Vec<String> {
     dbs.sort_unstable();
     dbs.dedup();
     for db in dbs {
-        let top_level = per.iter().filter(|s| s.db == db && s.top_level);
-        let (calls, exec, plan, buffers, wal) =
-            top_level.fold((0.0, 0.0, 0.0, 0.0, 0.0), |a, s| {
-                (
-                    a.0 + s.calls,
-                    a.1 + s.exec_us,
-                    a.2 + s.plan_us,
-                    a.3 + s.buffers,
-                    a.4 + s.wal_records,
-                )
-            });
+        let sum = |field: fn(&PerApproval) -> f64| -> f64 {
+            per.iter()
+                .filter(|s| s.db == db && s.top_level)
+                .map(field)
+                .sum()
+        };
         out.push(format!(
-            "{db}: {calls:.2} top-level statements per approval, {exec:.0} µs executing and \
-             {plan:.0} µs planning (wall), {buffers:.1} buffers, {wal:.1} WAL records"
+            "{db}: {:.2} top-level statements per approval, {:.0} µs executing and \
+             {:.0} µs planning (wall), {:.1} buffers, {:.1} WAL records",
+            sum(|s| s.calls),
+            sum(|s| s.exec_us),
+            sum(|s| s.plan_us),
+            sum(|s| s.buffers),
+            sum(|s| s.wal_records)
         ));
     }
     out
